@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Online CPUs and the sizing formulas that depend on them. Everything lowprof
+ * allocates per CPU is sized from the online CPUs, never the possible ones
+ * (VMs often report 128+ possible CPUs with 2 online).
+ */
+#ifndef LOWPROF_CPUS_H
+#define LOWPROF_CPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LP_MAX_CPUS 4096
+
+/*
+ * Parses a kernel CPU list ("0-3,8,10-11\n") from buf[0..len) into cpus
+ * (at most max entries, ascending). Returns the number of CPUs, or -EBADMSG
+ * for malformed input (bad numbers, reversed or overlapping ranges, more
+ * than max CPUs, ids >= LP_MAX_CPUS).
+ */
+int lp_parse_cpulist(const char *buf, size_t len, uint32_t *cpus, size_t max);
+
+/* Online CPUs from /sys/devices/system/cpu/online; count or negative errno. */
+int lp_online_cpus(uint32_t *cpus, size_t max);
+
+/* Smallest power of two >= v (v <= 2^63); 1 for v == 0. */
+uint64_t lp_roundup_pow2(uint64_t v);
+
+/*
+ * Data size of the shared-memory ring between collector and symbolizer:
+ *   roundup_pow2(max(LP_SHM_RING_MIN, online_cpus * freq_hz * max_record * 2))
+ * i.e. two seconds of worst-case samples, so a symbolizer that stalls for up
+ * to ~2 s loses nothing, and never less than 4 MiB, which absorbs the kernel
+ * symbol snapshot sent at start.
+ */
+#define LP_SHM_RING_MIN (4u << 20)
+uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_record);
+
+#endif /* LOWPROF_CPUS_H */
