@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lowprof record schema: the one contract between the collector and the
+ * symbolizer, in the shared-memory ring and in capture files.
+ *
+ * What it is: msgpack encoders (msgpack-c's packer) and a validating,
+ * non-allocating decoder for every record type. What it is not: transport
+ * (see lowprof/ring.h) or interpretation of the records.
+ *
+ * Every record is one msgpack array whose first element is the record type
+ * and whose following elements are positional fields (schema/README.md lists
+ * them). A stream starts with an LPS_META record carrying the schema version.
+ *
+ * Version rules: a reader accepts any stream with its own major version;
+ * minor versions only append fields at the end of a record or add record
+ * types, so readers ignore trailing fields they do not know and skip (and
+ * count) unknown record types. A major version change is a break.
+ *
+ * Decoding is in place: decoded strings and blobs point into the record
+ * buffer (not NUL-terminated; use the length) and stay valid as long as it.
+ * Every length and count is checked against the bytes left; malformed input
+ * returns -EBADMSG and never reads outside [buf, buf + len).
+ */
+#ifndef LOWPROF_SCHEMA_H
+#define LOWPROF_SCHEMA_H
+
+#include <endian.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define LPS_VERSION_MAJOR 1
+#define LPS_VERSION_MINOR 0
+
+#define LPS_MAX_FRAMES 127 /* kernel and user frame-pointer stacks */
+#define LPS_COMM_LEN   16
+#define LPS_MAX_PATH   4096
+#define LPS_MAX_RECORD (1u << 20) /* larger records are split (maps, ksyms) */
+
+enum lps_type {
+	LPS_META = 1,	/* run metadata; first record of every stream */
+	LPS_SAMPLE = 2, /* one stack sample */
+	LPS_MAPS = 3,	/* executable mappings of one process */
+	LPS_EXEC = 4,	/* a process called exec */
+	LPS_EXIT = 5,	/* a process exited */
+	LPS_KSYMS = 6,	/* a chunk of the kernel symbol snapshot */
+	LPS_LOSS = 7,	/* loss counters, cumulative since the run began */
+	LPS_END = 8,	/* the stream is complete */
+};
+
+enum lps_sample_kind {
+	LPS_KIND_CPU = 0, /* on-CPU, from the cpu-clock perf event */
+};
+
+/* A string or blob inside a record: not NUL-terminated. */
+struct lps_str {
+	const char *ptr;
+	uint32_t len;
+};
+
+struct lps_meta {
+	uint32_t major, minor;
+	struct lps_str hostname;
+	struct lps_str kernel_release;
+	struct lps_str clock;	/* "CLOCK_MONOTONIC": the clock of every time_ns */
+	uint64_t start_mono_ns; /* run start on that clock */
+	uint64_t start_real_ns; /* same instant on CLOCK_REALTIME */
+	uint32_t freq_hz;	/* on-CPU sampling frequency per CPU */
+	uint32_t ncpus_online;
+	uint32_t drain_ms;	 /* collector drain interval */
+	uint64_t bpf_ring_bytes; /* BPF ring buffer size */
+	uint64_t shm_ring_bytes; /* shared-memory ring data size */
+	uint32_t npids;		 /* pid filter (0 = whole host) */
+	const uint8_t *pids_raw; /* npids msgpack uints; read with lps_meta_pid */
+	uint32_t pids_raw_len;
+	struct lps_str producer; /* "lowprof-collector 0.1.0" */
+};
+
+struct lps_sample {
+	uint32_t kind; /* enum lps_sample_kind */
+	uint64_t time_ns;
+	uint32_t pid, tid, cpu;
+	struct lps_str comm;
+	uint64_t weight;       /* nanoseconds this sample stands for */
+	uint64_t ip, sp, bp;   /* user registers; 0 for kernel threads */
+	const uint8_t *kstack; /* nkstack little-endian u64, leaf first */
+	uint32_t nkstack;
+	const uint8_t *ustack; /* nustack little-endian u64, leaf first */
+	uint32_t nustack;
+};
+
+/* Protection bits of a mapping. */
+#define LPS_PROT_R 1u
+#define LPS_PROT_W 2u
+#define LPS_PROT_X 4u
+#define LPS_PROT_P 8u /* private */
+
+struct lps_mapping {
+	uint64_t start, end, offset;
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	uint32_t prot;	     /* LPS_PROT_* */
+	struct lps_str path; /* "" for anonymous mappings */
+};
+
+/* Entries are read one at a time with lps_maps_next. */
+struct lps_maps {
+	uint64_t time_ns;
+	uint32_t pid;
+	uint32_t count; /* entries that follow */
+	const uint8_t *cur, *end;
+	uint32_t left;
+};
+
+struct lps_exec {
+	uint64_t time_ns;
+	uint32_t pid;
+	struct lps_str comm;
+};
+
+struct lps_exit {
+	uint64_t time_ns;
+	uint32_t pid;
+};
+
+struct lps_ksym {
+	uint64_t addr;
+	struct lps_str name;
+	struct lps_str module; /* "" for the core kernel */
+};
+
+struct lps_ksyms {
+	uint32_t seq; /* 0, 1, 2... within one snapshot */
+	bool last;    /* the snapshot is complete after this chunk */
+	uint32_t count;
+	const uint8_t *cur, *end;
+	uint32_t left;
+};
+
+struct lps_loss {
+	uint64_t time_ns;
+	uint64_t bpf_samples;	   /* samples the BPF programs emitted */
+	uint64_t bpf_ringbuf_full; /* records the BPF ring could not reserve */
+	uint64_t bpf_stack_errors; /* stacks the kernel could not capture */
+	uint64_t shm_dropped;	   /* records the shm ring dropped (full) */
+	uint64_t shm_dropped_bytes;
+	uint64_t maps_errors;	   /* /proc/PID/maps reads that failed */
+	uint64_t bad_consumer_pos; /* invalid consumer positions seen */
+	uint64_t bpf_task_lost;	   /* exec/exit records the BPF ring could not take */
+};
+
+struct lps_end {
+	uint64_t time_ns;
+	struct lps_str reason; /* "duration", "signal", ... */
+};
+
+/* Any record: type + the member that matches it. */
+struct lps_record {
+	uint32_t type;
+	union {
+		struct lps_meta meta;
+		struct lps_sample sample;
+		struct lps_maps maps;
+		struct lps_exec exec;
+		struct lps_exit exit;
+		struct lps_ksyms ksyms;
+		struct lps_loss loss;
+		struct lps_end end;
+	};
+};
+
+/*
+ * Decodes one record from buf[0..len). Returns 0, -EBADMSG (malformed:
+ * truncated, wrong types, counts beyond the data, trailing garbage) or
+ * -ENOTSUP (a record type this reader does not know: skip it; rec->type is
+ * set) or -EPROTO (a meta record of another major version: stop reading).
+ * Never allocates.
+ */
+int lps_decode(const void *buf, size_t len, struct lps_record *rec);
+
+/* Next entry of a maps/ksyms record: 1 = got one, 0 = done, -EBADMSG. */
+int lps_maps_next(struct lps_maps *m, struct lps_mapping *out);
+int lps_ksyms_next(struct lps_ksyms *k, struct lps_ksym *out);
+/* i-th pid of the meta pid filter (i < npids); -EBADMSG if malformed. */
+int lps_meta_pid(const struct lps_meta *m, uint32_t i, uint32_t *pid);
+
+static inline uint64_t lps_frame(const uint8_t *stack, uint32_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, stack + (size_t)i * 8, 8); /* blobs are not aligned */
+	return le64toh(v);
+}
+
+/*
+ * Encoding. An encoder writes into a caller-owned fixed buffer (no
+ * allocation: the drain loop) or into a growing heap buffer (maps, ksyms).
+ * After the calls, lps_enc_len() is the record's length, or a negative errno
+ * if it did not fit (-ENOSPC) or memory ran out (-ENOMEM).
+ */
+struct lps_enc {
+	uint8_t *buf;
+	size_t cap, len;
+	bool dynamic;
+	int err;
+};
+
+void lps_enc_init_fixed(struct lps_enc *e, void *buf, size_t cap);
+void lps_enc_init_dynamic(struct lps_enc *e);
+void lps_enc_reset(struct lps_enc *e);
+void lps_enc_free(struct lps_enc *e); /* dynamic buffers only; NULL-safe */
+long lps_enc_len(const struct lps_enc *e);
+
+void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids);
+void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s);
+/* maps: begin with the entry count, then exactly count entries */
+void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, uint32_t count);
+void lps_enc_mapping(struct lps_enc *e, const struct lps_mapping *m);
+void lps_enc_exec(struct lps_enc *e, const struct lps_exec *x);
+void lps_enc_exit(struct lps_enc *e, const struct lps_exit *x);
+void lps_enc_ksyms_begin(struct lps_enc *e, uint32_t seq, bool last, uint32_t count);
+void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k);
+void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l);
+void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
+
+/* Name of a record type for messages ("sample"), or "unknown". */
+const char *lps_type_name(uint32_t type);
+
+#endif /* LOWPROF_SCHEMA_H */

@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Validating msgpack decoder for lowprof records.
+ *
+ * msgpack-c's unpacker is not used here: it builds an object tree whose
+ * arrays are allocated from counts claimed by the input before those counts
+ * are checked against the input's length, so a five-byte record can ask for
+ * gigabytes. This cursor reads only the few msgpack forms the schema uses,
+ * checks every length and count against the bytes left, and allocates
+ * nothing; strings and blobs are returned as pointers into the buffer.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "lowprof/schema.h"
+
+#define SKIP_MAX_DEPTH 8
+
+struct cur {
+	const uint8_t *p, *end;
+};
+
+static size_t left(const struct cur *c)
+{
+	return (size_t)(c->end - c->p);
+}
+
+static int rd_be(struct cur *c, unsigned n, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (left(c) < n)
+		return -EBADMSG;
+	for (unsigned i = 0; i < n; i++)
+		x = (x << 8) | c->p[i];
+	c->p += n;
+	*v = x;
+	return 0;
+}
+
+static int rd_tag(struct cur *c, uint8_t *tag)
+{
+	if (left(c) < 1)
+		return -EBADMSG;
+	*tag = *c->p++;
+	return 0;
+}
+
+/* Non-negative integer in any msgpack integer form. */
+static int rd_uint(struct cur *c, uint64_t *v)
+{
+	uint8_t t;
+	int err = rd_tag(c, &t);
+
+	if (err)
+		return err;
+	if (t <= 0x7f) {
+		*v = t;
+		return 0;
+	}
+	switch (t) {
+	case 0xcc:
+		return rd_be(c, 1, v);
+	case 0xcd:
+		return rd_be(c, 2, v);
+	case 0xce:
+		return rd_be(c, 4, v);
+	case 0xcf:
+		return rd_be(c, 8, v);
+	case 0xd0:
+	case 0xd1:
+	case 0xd2:
+	case 0xd3: {
+		unsigned n = 1u << (t - 0xd0);
+
+		err = rd_be(c, n, v);
+		if (err)
+			return err;
+		/* signed forms are accepted only for values >= 0 */
+		if (*v >> (n * 8 - 1))
+			return -EBADMSG;
+		return 0;
+	}
+	default:
+		return -EBADMSG;
+	}
+}
+
+static int rd_u32(struct cur *c, uint32_t *v)
+{
+	uint64_t x;
+	int err = rd_uint(c, &x);
+
+	if (err)
+		return err;
+	if (x > UINT32_MAX)
+		return -EBADMSG;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int rd_len_body(struct cur *c, uint64_t n, struct lps_str *s)
+{
+	if (n > left(c))
+		return -EBADMSG;
+	s->ptr = (const char *)c->p;
+	s->len = (uint32_t)n;
+	c->p += n;
+	return 0;
+}
+
+static int rd_str(struct cur *c, struct lps_str *s)
+{
+	uint64_t n;
+	uint8_t t;
+	int err = rd_tag(c, &t);
+
+	if (err)
+		return err;
+	if ((t & 0xe0) == 0xa0)
+		n = t & 0x1f;
+	else if (t >= 0xd9 && t <= 0xdb)
+		err = rd_be(c, 1u << (t - 0xd9), &n);
+	else
+		return -EBADMSG;
+	return err ? err : rd_len_body(c, n, s);
+}
+
+static int rd_bin(struct cur *c, struct lps_str *s)
+{
+	uint64_t n;
+	uint8_t t;
+	int err = rd_tag(c, &t);
+
+	if (err)
+		return err;
+	if (t < 0xc4 || t > 0xc6)
+		return -EBADMSG;
+	err = rd_be(c, 1u << (t - 0xc4), &n);
+	return err ? err : rd_len_body(c, n, s);
+}
+
+static int rd_array(struct cur *c, uint32_t *count)
+{
+	uint64_t n;
+	uint8_t t;
+	int err = rd_tag(c, &t);
+
+	if (err)
+		return err;
+	if ((t & 0xf0) == 0x90)
+		n = t & 0x0f;
+	else if (t == 0xdc || t == 0xdd)
+		err = rd_be(c, t == 0xdc ? 2 : 4, &n);
+	else
+		return -EBADMSG;
+	if (err)
+		return err;
+	/* every element takes at least one byte */
+	if (n > left(c))
+		return -EBADMSG;
+	*count = (uint32_t)n;
+	return 0;
+}
+
+static int rd_bool(struct cur *c, bool *b)
+{
+	uint8_t t;
+	int err = rd_tag(c, &t);
+
+	if (err)
+		return err;
+	if (t != 0xc2 && t != 0xc3)
+		return -EBADMSG;
+	*b = t == 0xc3;
+	return 0;
+}
+
+/* Skips one object of any type (fields appended by newer minor versions). */
+static int skip(struct cur *c, int depth)
+{
+	uint64_t n = 0;
+	uint8_t t;
+	int err;
+
+	if (depth > SKIP_MAX_DEPTH)
+		return -EBADMSG;
+	if (left(c) < 1)
+		return -EBADMSG;
+	t = *c->p;
+	if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
+		c->p++;
+		return 0;
+	}
+	if ((t & 0xe0) == 0xa0 || (t >= 0xd9 && t <= 0xdb)) {
+		struct lps_str s;
+
+		return rd_str(c, &s);
+	}
+	if (t >= 0xc4 && t <= 0xc6) {
+		struct lps_str s;
+
+		return rd_bin(c, &s);
+	}
+	if ((t & 0xf0) == 0x90 || t == 0xdc || t == 0xdd || (t & 0xf0) == 0x80 || t == 0xde ||
+	    t == 0xdf) {
+		bool map = (t & 0xf0) == 0x80 || t == 0xde || t == 0xdf;
+
+		c->p++;
+		if ((t & 0xf0) == 0x90 || (t & 0xf0) == 0x80)
+			n = t & 0x0f;
+		else if ((err = rd_be(c, (t == 0xdc || t == 0xde) ? 2 : 4, &n)))
+			return err;
+		if (map)
+			n *= 2;
+		if (n > left(c))
+			return -EBADMSG;
+		for (uint64_t i = 0; i < n; i++)
+			if ((err = skip(c, depth + 1)))
+				return err;
+		return 0;
+	}
+	switch (t) {
+	case 0xcc:
+	case 0xd0:
+		n = 1;
+		break;
+	case 0xcd:
+	case 0xd1:
+		n = 2;
+		break;
+	case 0xca:
+	case 0xce:
+	case 0xd2:
+		n = 4;
+		break;
+	case 0xcb:
+	case 0xcf:
+	case 0xd3:
+		n = 8;
+		break;
+	case 0xd4:
+		n = 2;
+		break; /* fixext: type byte + 1..16 */
+	case 0xd5:
+		n = 3;
+		break;
+	case 0xd6:
+		n = 5;
+		break;
+	case 0xd7:
+		n = 9;
+		break;
+	case 0xd8:
+		n = 17;
+		break;
+	case 0xc7:
+	case 0xc8:
+	case 0xc9: {
+		c->p++;
+		if ((err = rd_be(c, 1u << (t - 0xc7), &n)))
+			return err;
+		n += 1;
+		if (n > left(c))
+			return -EBADMSG;
+		c->p += n;
+		return 0;
+	}
+	default:
+		return -EBADMSG; /* 0xc1 is never used */
+	}
+	c->p++;
+	if (n > left(c))
+		return -EBADMSG;
+	c->p += n;
+	return 0;
+}
+
+/* Skips the fields after the ones this reader knows (had of total). */
+static int skip_rest(struct cur *c, uint32_t had, uint32_t total)
+{
+	int err;
+
+	for (uint32_t i = had; i < total; i++)
+		if ((err = skip(c, 1)))
+			return err;
+	return 0;
+}
+
+#define TRY(x)                                                                                     \
+	do {                                                                                       \
+		int err_ = (x);                                                                    \
+		if (err_)                                                                          \
+			return err_;                                                               \
+	} while (0)
+
+static int dec_meta(struct cur *c, uint32_t n, struct lps_meta *m)
+{
+	uint32_t npids;
+
+	if (n < 15)
+		return -EBADMSG;
+	TRY(rd_u32(c, &m->major));
+	TRY(rd_u32(c, &m->minor));
+	if (m->major != LPS_VERSION_MAJOR)
+		return -EPROTO;
+	TRY(rd_str(c, &m->hostname));
+	TRY(rd_str(c, &m->kernel_release));
+	TRY(rd_str(c, &m->clock));
+	TRY(rd_uint(c, &m->start_mono_ns));
+	TRY(rd_uint(c, &m->start_real_ns));
+	TRY(rd_u32(c, &m->freq_hz));
+	TRY(rd_u32(c, &m->ncpus_online));
+	TRY(rd_u32(c, &m->drain_ms));
+	TRY(rd_uint(c, &m->bpf_ring_bytes));
+	TRY(rd_uint(c, &m->shm_ring_bytes));
+	TRY(rd_array(c, &npids));
+	m->npids = npids;
+	m->pids_raw = c->p;
+	for (uint32_t i = 0; i < npids; i++) {
+		uint32_t pid;
+
+		TRY(rd_u32(c, &pid));
+	}
+	m->pids_raw_len = (uint32_t)(c->p - m->pids_raw);
+	TRY(rd_str(c, &m->producer));
+	return skip_rest(c, 15, n);
+}
+
+static int dec_stack(struct cur *c, const uint8_t **stack, uint32_t *n)
+{
+	struct lps_str b;
+
+	TRY(rd_bin(c, &b));
+	if (b.len % 8 || b.len / 8 > LPS_MAX_FRAMES)
+		return -EBADMSG;
+	*stack = (const uint8_t *)b.ptr;
+	*n = b.len / 8;
+	return 0;
+}
+
+static int dec_sample(struct cur *c, uint32_t n, struct lps_sample *s)
+{
+	if (n < 13)
+		return -EBADMSG;
+	TRY(rd_u32(c, &s->kind));
+	TRY(rd_uint(c, &s->time_ns));
+	TRY(rd_u32(c, &s->pid));
+	TRY(rd_u32(c, &s->tid));
+	TRY(rd_u32(c, &s->cpu));
+	TRY(rd_str(c, &s->comm));
+	if (s->comm.len > LPS_COMM_LEN)
+		return -EBADMSG;
+	TRY(rd_uint(c, &s->weight));
+	TRY(rd_uint(c, &s->ip));
+	TRY(rd_uint(c, &s->sp));
+	TRY(rd_uint(c, &s->bp));
+	TRY(dec_stack(c, &s->kstack, &s->nkstack));
+	TRY(dec_stack(c, &s->ustack, &s->nustack));
+	return skip_rest(c, 13, n);
+}
+
+static int dec_mapping(struct cur *c, struct lps_mapping *m)
+{
+	uint32_t n;
+
+	TRY(rd_array(c, &n));
+	if (n < 8)
+		return -EBADMSG;
+	TRY(rd_uint(c, &m->start));
+	TRY(rd_uint(c, &m->end));
+	TRY(rd_uint(c, &m->offset));
+	TRY(rd_u32(c, &m->dev_major));
+	TRY(rd_u32(c, &m->dev_minor));
+	TRY(rd_uint(c, &m->inode));
+	TRY(rd_u32(c, &m->prot));
+	TRY(rd_str(c, &m->path));
+	if (m->end < m->start || m->path.len > LPS_MAX_PATH)
+		return -EBADMSG;
+	return skip_rest(c, 8, n);
+}
+
+static int dec_ksym(struct cur *c, struct lps_ksym *k)
+{
+	uint32_t n;
+
+	TRY(rd_array(c, &n));
+	if (n < 3)
+		return -EBADMSG;
+	TRY(rd_uint(c, &k->addr));
+	TRY(rd_str(c, &k->name));
+	TRY(rd_str(c, &k->module));
+	return skip_rest(c, 3, n);
+}
+
+/*
+ * Validates all count entries now (so that iteration cannot fail halfway on a
+ * record that was accepted) and returns the cursor span that holds them.
+ */
+typedef int (*dec_entry_fn)(struct cur *c, void *out);
+
+static int dec_entries(struct cur *c, uint32_t count, dec_entry_fn fn, void *scratch,
+		       const uint8_t **start, const uint8_t **end)
+{
+	*start = c->p;
+	for (uint32_t i = 0; i < count; i++)
+		TRY(fn(c, scratch));
+	*end = c->p;
+	return 0;
+}
+
+static int dec_mapping_fn(struct cur *c, void *out)
+{
+	return dec_mapping(c, out);
+}
+
+static int dec_ksym_fn(struct cur *c, void *out)
+{
+	return dec_ksym(c, out);
+}
+
+static int dec_maps(struct cur *c, uint32_t n, struct lps_maps *m)
+{
+	struct lps_mapping tmp;
+
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_uint(c, &m->time_ns));
+	TRY(rd_u32(c, &m->pid));
+	TRY(rd_array(c, &m->count));
+	TRY(dec_entries(c, m->count, dec_mapping_fn, &tmp, &m->cur, &m->end));
+	m->left = m->count;
+	return skip_rest(c, 4, n);
+}
+
+static int dec_ksyms(struct cur *c, uint32_t n, struct lps_ksyms *k)
+{
+	struct lps_ksym tmp;
+
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_u32(c, &k->seq));
+	TRY(rd_bool(c, &k->last));
+	TRY(rd_array(c, &k->count));
+	TRY(dec_entries(c, k->count, dec_ksym_fn, &tmp, &k->cur, &k->end));
+	k->left = k->count;
+	return skip_rest(c, 4, n);
+}
+
+static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
+{
+	if (n < 10)
+		return -EBADMSG;
+	TRY(rd_uint(c, &l->time_ns));
+	TRY(rd_uint(c, &l->bpf_samples));
+	TRY(rd_uint(c, &l->bpf_ringbuf_full));
+	TRY(rd_uint(c, &l->bpf_stack_errors));
+	TRY(rd_uint(c, &l->shm_dropped));
+	TRY(rd_uint(c, &l->shm_dropped_bytes));
+	TRY(rd_uint(c, &l->maps_errors));
+	TRY(rd_uint(c, &l->bad_consumer_pos));
+	TRY(rd_uint(c, &l->bpf_task_lost));
+	return skip_rest(c, 10, n);
+}
+
+int lps_decode(const void *buf, size_t len, struct lps_record *rec)
+{
+	struct cur c = {buf, (const uint8_t *)buf + len};
+	uint32_t n, type;
+	int err;
+
+	memset(rec, 0, sizeof(*rec));
+	if (!buf || len > LPS_MAX_RECORD)
+		return -EBADMSG;
+	TRY(rd_array(&c, &n));
+	if (n < 1)
+		return -EBADMSG;
+	TRY(rd_u32(&c, &type));
+	rec->type = type;
+	/* from here on, n counts the type too: field counts below include it */
+	switch (type) {
+	case LPS_META:
+		err = dec_meta(&c, n, &rec->meta);
+		break;
+	case LPS_SAMPLE:
+		err = dec_sample(&c, n, &rec->sample);
+		break;
+	case LPS_MAPS:
+		err = dec_maps(&c, n, &rec->maps);
+		break;
+	case LPS_EXEC:
+		if (n < 4)
+			return -EBADMSG;
+		TRY(rd_uint(&c, &rec->exec.time_ns));
+		TRY(rd_u32(&c, &rec->exec.pid));
+		TRY(rd_str(&c, &rec->exec.comm));
+		err = skip_rest(&c, 4, n);
+		break;
+	case LPS_EXIT:
+		if (n < 3)
+			return -EBADMSG;
+		TRY(rd_uint(&c, &rec->exit.time_ns));
+		TRY(rd_u32(&c, &rec->exit.pid));
+		err = skip_rest(&c, 3, n);
+		break;
+	case LPS_KSYMS:
+		err = dec_ksyms(&c, n, &rec->ksyms);
+		break;
+	case LPS_LOSS:
+		err = dec_loss(&c, n, &rec->loss);
+		break;
+	case LPS_END:
+		if (n < 3)
+			return -EBADMSG;
+		TRY(rd_uint(&c, &rec->end.time_ns));
+		TRY(rd_str(&c, &rec->end.reason));
+		err = skip_rest(&c, 3, n);
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	if (err)
+		return err;
+	/* one record per buffer: anything after it is corruption */
+	return c.p == c.end ? 0 : -EBADMSG;
+}
+
+int lps_maps_next(struct lps_maps *m, struct lps_mapping *out)
+{
+	struct cur c = {m->cur, m->end};
+
+	if (!m->left)
+		return 0;
+	TRY(dec_mapping(&c, out));
+	m->cur = c.p;
+	m->left--;
+	return 1;
+}
+
+int lps_ksyms_next(struct lps_ksyms *k, struct lps_ksym *out)
+{
+	struct cur c = {k->cur, k->end};
+
+	if (!k->left)
+		return 0;
+	TRY(dec_ksym(&c, out));
+	k->cur = c.p;
+	k->left--;
+	return 1;
+}
+
+int lps_meta_pid(const struct lps_meta *m, uint32_t idx, uint32_t *pid)
+{
+	struct cur c = {m->pids_raw, m->pids_raw + m->pids_raw_len};
+
+	if (idx >= m->npids)
+		return -EBADMSG;
+	for (uint32_t i = 0; i <= idx; i++)
+		TRY(rd_u32(&c, pid));
+	return 0;
+}

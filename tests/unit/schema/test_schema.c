@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+/* Round trips of every record type, version rules, and malformed input. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lowprof/schema.h"
+
+#define S(lit) ((struct lps_str){lit, sizeof(lit) - 1})
+
+static int str_eq(struct lps_str s, const char *lit)
+{
+	return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
+}
+
+static uint8_t buf[65536];
+
+static long enc_sample(struct lps_sample *s, uint8_t *kst, uint8_t *ust)
+{
+	struct lps_enc e;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t v = htole64(0xffffffff81000000ull + i);
+
+		memcpy(kst + i * 8, &v, 8);
+		v = htole64(0x400000ull + i * 16);
+		memcpy(ust + i * 8, &v, 8);
+	}
+	*s = (struct lps_sample){.kind = LPS_KIND_CPU,
+				 .time_ns = 123456789012ull,
+				 .pid = 42,
+				 .tid = 43,
+				 .cpu = 1,
+				 .comm = S("busy"),
+				 .weight = 10101010,
+				 .ip = 0x401000,
+				 .sp = 0x7ffd0000,
+				 .bp = 0x7ffd0040,
+				 .kstack = kst,
+				 .nkstack = 5,
+				 .ustack = ust,
+				 .nustack = 3};
+	lps_enc_init_fixed(&e, buf, sizeof(buf));
+	lps_enc_sample(&e, s);
+	return lps_enc_len(&e);
+}
+
+static void test_sample_round_trip(void **state)
+{
+	uint8_t kst[40], ust[40];
+	struct lps_sample s;
+	struct lps_record r;
+	long n = enc_sample(&s, kst, ust);
+
+	assert_true(n > 0);
+	assert_int_equal(lps_decode(buf, n, &r), 0);
+	assert_int_equal(r.type, LPS_SAMPLE);
+	assert_int_equal(r.sample.pid, 42);
+	assert_int_equal(r.sample.tid, 43);
+	assert_int_equal(r.sample.cpu, 1);
+	assert_true(r.sample.time_ns == 123456789012ull);
+	assert_true(r.sample.weight == 10101010);
+	assert_true(str_eq(r.sample.comm, "busy"));
+	assert_true(r.sample.ip == 0x401000 && r.sample.sp == 0x7ffd0000 &&
+		    r.sample.bp == 0x7ffd0040);
+	assert_int_equal(r.sample.nkstack, 5);
+	assert_int_equal(r.sample.nustack, 3);
+	assert_true(lps_frame(r.sample.kstack, 4) == 0xffffffff81000004ull);
+	assert_true(lps_frame(r.sample.ustack, 2) == 0x400020ull);
+}
+
+static void test_fixed_buffer_too_small(void **state)
+{
+	uint8_t small[16], kst[40], ust[40];
+	struct lps_sample s;
+	struct lps_enc e;
+
+	enc_sample(&s, kst, ust);
+	lps_enc_init_fixed(&e, small, sizeof(small));
+	lps_enc_sample(&e, &s);
+	assert_int_equal(lps_enc_len(&e), -ENOSPC);
+}
+
+static void test_meta_round_trip(void **state)
+{
+	uint32_t pids[] = {1, 70000, 4000000};
+	struct lps_meta m = {.hostname = S("host"),
+			     .kernel_release = S("6.1.0"),
+			     .clock = S("CLOCK_MONOTONIC"),
+			     .start_mono_ns = 5,
+			     .start_real_ns = 1700000000000000000ull,
+			     .freq_hz = 99,
+			     .ncpus_online = 2,
+			     .drain_ms = 100,
+			     .bpf_ring_bytes = 1 << 20,
+			     .shm_ring_bytes = 8 << 20,
+			     .npids = 3,
+			     .producer = S("test 1")};
+	struct lps_record r;
+	struct lps_enc e;
+	uint32_t pid;
+
+	lps_enc_init_dynamic(&e);
+	lps_enc_meta(&e, &m, pids);
+	assert_true(lps_enc_len(&e) > 0);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_META);
+	assert_int_equal(r.meta.major, LPS_VERSION_MAJOR);
+	assert_true(str_eq(r.meta.hostname, "host"));
+	assert_true(str_eq(r.meta.clock, "CLOCK_MONOTONIC"));
+	assert_int_equal(r.meta.freq_hz, 99);
+	assert_int_equal(r.meta.npids, 3);
+	assert_int_equal(lps_meta_pid(&r.meta, 2, &pid), 0);
+	assert_int_equal(pid, 4000000);
+	assert_int_equal(lps_meta_pid(&r.meta, 3, &pid), -EBADMSG);
+	assert_true(str_eq(r.meta.producer, "test 1"));
+	lps_enc_free(&e);
+}
+
+static void test_maps_and_ksyms(void **state)
+{
+	struct lps_mapping in[3] = {
+		{0x400000, 0x401000, 0, 8, 1, 1234, LPS_PROT_R | LPS_PROT_X, S("/bin/a")},
+		{0x7f0000000000, 0x7f0000100000, 0x2000, 254, 3, 99, LPS_PROT_X, S("/lib/x.so")},
+		{0x7fff0000, 0x7fff1000, 0, 0, 0, 0, LPS_PROT_R | LPS_PROT_X, S("[vdso]")},
+	};
+	struct lps_mapping out;
+	struct lps_ksym k;
+	struct lps_record r;
+	struct lps_enc e;
+	int i = 0;
+
+	lps_enc_init_dynamic(&e);
+	lps_enc_maps_begin(&e, 77, 1000, 3);
+	for (int j = 0; j < 3; j++)
+		lps_enc_mapping(&e, &in[j]);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_MAPS);
+	assert_int_equal(r.maps.pid, 1000);
+	assert_int_equal(r.maps.count, 3);
+	while (lps_maps_next(&r.maps, &out) == 1) {
+		assert_true(out.start == in[i].start && out.end == in[i].end);
+		assert_true(out.offset == in[i].offset && out.inode == in[i].inode);
+		assert_int_equal(out.dev_major, in[i].dev_major);
+		assert_int_equal(out.prot, in[i].prot);
+		assert_int_equal(out.path.len, in[i].path.len);
+		i++;
+	}
+	assert_int_equal(i, 3);
+
+	lps_enc_reset(&e);
+	lps_enc_ksyms_begin(&e, 4, true, 2);
+	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000000ull, S("_stext"), S("")});
+	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffffc0000000ull, S("ext4_foo"), S("ext4")});
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.ksyms.seq, 4);
+	assert_true(r.ksyms.last);
+	assert_int_equal(lps_ksyms_next(&r.ksyms, &k), 1);
+	assert_true(str_eq(k.name, "_stext"));
+	assert_int_equal(lps_ksyms_next(&r.ksyms, &k), 1);
+	assert_true(str_eq(k.module, "ext4"));
+	assert_int_equal(lps_ksyms_next(&r.ksyms, &k), 0);
+	lps_enc_free(&e);
+}
+
+static void test_small_records(void **state)
+{
+	struct lps_loss l = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	struct lps_record r;
+	struct lps_enc e;
+
+	lps_enc_init_fixed(&e, buf, sizeof(buf));
+	lps_enc_loss(&e, &l);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.loss.bpf_ringbuf_full == 3 && r.loss.bad_consumer_pos == 8 &&
+		    r.loss.bpf_task_lost == 9);
+
+	lps_enc_reset(&e);
+	lps_enc_exec(&e, &(struct lps_exec){9, 10, S("sh")});
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_EXEC);
+	assert_true(str_eq(r.exec.comm, "sh"));
+
+	lps_enc_reset(&e);
+	lps_enc_exit(&e, &(struct lps_exit){11, 12});
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_int_equal(r.exit.pid, 12);
+
+	lps_enc_reset(&e);
+	lps_enc_end(&e, &(struct lps_end){13, S("signal")});
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(str_eq(r.end.reason, "signal"));
+	assert_string_equal(lps_type_name(LPS_END), "end");
+	assert_string_equal(lps_type_name(999), "unknown");
+}
+
+/* A newer minor version appends fields; an unknown type is reported. */
+static void test_version_rules(void **state)
+{
+	/* [5 (exit), 11, 12, "new field", [1,2]] */
+	static const uint8_t newer[] = {0x95, 0x05, 0x0b, 0x0c, 0xa3, 'n', 'e', 'w', 0x92, 1, 2};
+	static const uint8_t unknown[] = {0x92, 0x3f, 0x01};
+	/* meta with major 2 */
+	static const uint8_t major2[] = {0x9f, 0x01, 0x02, 0x00};
+	struct lps_record r;
+
+	assert_int_equal(lps_decode(newer, sizeof(newer), &r), 0);
+	assert_int_equal(r.exit.pid, 12);
+	assert_int_equal(lps_decode(unknown, sizeof(unknown), &r), -ENOTSUP);
+	assert_int_equal(r.type, 0x3f);
+	uint8_t m2[64] = {0};
+
+	memcpy(m2, major2, sizeof(major2));
+	assert_int_equal(lps_decode(m2, 4 + 15, &r), -EPROTO);
+}
+
+static void test_malformed(void **state)
+{
+	uint8_t kst[40], ust[40];
+	struct lps_sample s;
+	struct lps_record r;
+	long n = enc_sample(&s, kst, ust);
+	/* array32 claiming 4 billion elements */
+	static const uint8_t huge[] = {0xdd, 0xff, 0xff, 0xff, 0xff, 0x02};
+	/* sample whose kstack blob is not a multiple of 8 */
+	uint8_t odd[256];
+
+	/* every truncation of a valid record is rejected */
+	for (long i = 0; i < n; i++)
+		assert_int_equal(lps_decode(buf, i, &r), -EBADMSG);
+	/* trailing garbage */
+	buf[n] = 0xc0;
+	assert_int_equal(lps_decode(buf, n + 1, &r), -EBADMSG);
+	assert_int_equal(lps_decode(huge, sizeof(huge), &r), -EBADMSG);
+	assert_int_equal(lps_decode(NULL, 0, &r), -EBADMSG);
+
+	/* corrupt the kstack bin8 length: find the 0xc4 0x28 (40 bytes) tag */
+	memcpy(odd, buf, n);
+	for (long i = 0; i + 1 < n; i++) {
+		if (odd[i] == 0xc4 && odd[i + 1] == 40) {
+			odd[i + 1] = 39;
+			break;
+		}
+	}
+	assert_int_equal(lps_decode(odd, n - 1, &r), -EBADMSG);
+
+	/* every single-byte corruption either decodes or errors, never crashes */
+	for (long i = 0; i < n; i++) {
+		for (int v = 0; v < 256; v += 17) {
+			memcpy(odd, buf, n);
+			odd[i] = (uint8_t)v;
+			int err = lps_decode(odd, n, &r);
+
+			assert_true(err == 0 || err == -EBADMSG || err == -ENOTSUP ||
+				    err == -EPROTO);
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sample_round_trip),
+		cmocka_unit_test(test_fixed_buffer_too_small),
+		cmocka_unit_test(test_meta_round_trip),
+		cmocka_unit_test(test_maps_and_ksyms),
+		cmocka_unit_test(test_small_records),
+		cmocka_unit_test(test_version_rules),
+		cmocka_unit_test(test_malformed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
