@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * On-CPU sampling and process lifecycle.
+ *
+ * on_cpu_sample runs on the software cpu-clock perf event of every online
+ * CPU. For each sample it records the kernel stack, the user-mode registers
+ * and a frame-pointer walk of the user stack (the kernel's perf callchain
+ * walker, via bpf_get_stack(BPF_F_USER_STACK)), and emits only the frames
+ * captured into the ring buffer. on_exec / on_exit tell the collector when to
+ * (re)read a process's mappings and when to forget it.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "profile.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set through the skeleton's rodata before load. */
+const volatile bool filter_pids = false;
+
+struct lp_bpf_stats stats = {};
+
+/*
+ * Sized by the collector before load (bpf_map__set_max_entries):
+ * roundup_pow2(online_cpus * freq_hz * drain_interval_s * max_record * 2),
+ * see collector/bpf_sizing.c.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+/* Processes to profile when filter_pids is set: tgid -> 1. Resized to -p count. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+/*
+ * Scratch space for one sample per CPU: the record is built here and only its
+ * used part is copied into the ring (bpf_ringbuf_reserve needs a constant
+ * size, which would put 2 KiB in the ring for every sample).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_ev_sample);
+} scratch SEC(".maps");
+
+static __always_inline void fill_hdr(struct lp_ev_hdr *h, __u32 type, __u64 pid_tgid)
+{
+	h->type = type;
+	h->cpu = bpf_get_smp_processor_id();
+	h->time_ns = bpf_ktime_get_ns();
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+static __always_inline bool wanted(__u32 tgid)
+{
+	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct lp_ev_sample *e;
+	__u32 zero = 0, nk = 0, nu = 0;
+	long n;
+
+	if ((__u32)pid_tgid == 0) {
+		/* the idle task: counted, not emitted */
+		__sync_fetch_and_add(&stats.idle, 1);
+		return 0;
+	}
+	if (!wanted(pid_tgid >> 32)) {
+		__sync_fetch_and_add(&stats.filtered, 1);
+		return 0;
+	}
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, LP_EV_SAMPLE, pid_tgid);
+	e->period_ns = ctx->sample_period;
+	e->ip = e->sp = e->bp = 0;
+	e->flags = 0;
+
+	n = bpf_get_stack(ctx, e->stack, LP_BPF_MAX_FRAMES * 8, 0);
+	if (n < 0)
+		__sync_fetch_and_add(&stats.kstack_errors, 1);
+	else
+		nk = (__u32)n / 8;
+	if (nk > LP_BPF_MAX_FRAMES)
+		nk = LP_BPF_MAX_FRAMES;
+
+	task = bpf_get_current_task_btf();
+	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD) && BPF_CORE_READ(task, mm)) {
+		/*
+		 * The user-mode registers: at the top of the task's kernel
+		 * stack whether the sample hit in user or kernel mode.
+		 */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		struct pt_regs ur;
+
+		if (regs && bpf_probe_read_kernel(&ur, sizeof(ur), regs) == 0) {
+			e->ip = ur.rip;
+			e->sp = ur.rsp;
+			e->bp = ur.rbp;
+		}
+		n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
+		if (n < 0)
+			__sync_fetch_and_add(&stats.ustack_errors, 1);
+		else
+			nu = (__u32)n / 8;
+		if (nu > LP_BPF_MAX_FRAMES)
+			nu = LP_BPF_MAX_FRAMES;
+	}
+	e->nkstack = nk;
+	e->nustack = nu;
+
+	/* BPF_RB_NO_WAKEUP: the collector drains on its own interval. */
+	if (bpf_ringbuf_output(&events, e, LP_EV_SAMPLE_FIXED_SIZE + (nk + nu) * 8,
+			       BPF_RB_NO_WAKEUP))
+		__sync_fetch_and_add(&stats.ringbuf_full, 1);
+	else
+		__sync_fetch_and_add(&stats.samples, 1);
+	return 0;
+}
+
+static __always_inline int emit_task(__u32 type, struct task_struct *p)
+{
+	struct lp_ev_task *e;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (!wanted(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0); /* flags must be 0 */
+	if (!e) {
+		__sync_fetch_and_add(&stats.task_lost, 1);
+		return 0;
+	}
+	fill_hdr(&e->hdr, type, ((__u64)tgid << 32) | (__u32)BPF_CORE_READ(p, pid));
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	__sync_fetch_and_add(&stats.task_events, 1);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p)
+{
+	return emit_task(LP_EV_EXEC, p);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	/* only the thread-group leader's exit ends the process's mappings */
+	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+		return 0;
+	return emit_task(LP_EV_EXIT, p);
+}
+
+/* raw_tp fallbacks for kernels without BTF-enabled tracepoints. */
+SEC("raw_tp/sched_process_exec")
+int on_exec_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return emit_task(LP_EV_EXEC, (struct task_struct *)ctx->args[0]);
+}
+
+SEC("raw_tp/sched_process_exit")
+int on_exit_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (struct task_struct *)ctx->args[0];
+
+	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+		return 0;
+	return emit_task(LP_EV_EXIT, p);
+}

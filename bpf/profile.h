@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * Records the BPF programs put in the BPF ring buffer, shared between
+ * profile.bpf.c and the collector. Fixed-width types only, no logic. The
+ * collector turns these into schema records; nothing here crosses the
+ * privilege line.
+ */
+#ifndef LOWPROF_BPF_PROFILE_H
+#define LOWPROF_BPF_PROFILE_H
+
+#define LP_BPF_MAX_FRAMES 127 /* perf's default kernel.perf_event_max_stack */
+#define LP_BPF_COMM_LEN	  16
+
+enum lp_bpf_event_type {
+	LP_EV_SAMPLE = 1,
+	LP_EV_EXEC = 2,
+	LP_EV_EXIT = 3,
+};
+
+/* Common header of every ring buffer record. */
+struct lp_ev_hdr {
+	__u32 type;
+	__u32 cpu;
+	__u64 time_ns; /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+	__u32 pid;     /* tgid */
+	__u32 tid;
+	char comm[LP_BPF_COMM_LEN];
+};
+
+/*
+ * A stack sample. Only the header and the (nkstack + nustack) frames that
+ * were captured travel in the ring: kernel frames first, then user frames,
+ * each leaf first.
+ */
+struct lp_ev_sample {
+	struct lp_ev_hdr hdr;
+	__u64 period_ns;  /* the perf event's sample period: CPU time it stands for */
+	__u64 ip, sp, bp; /* user-mode registers; 0 for kernel threads */
+	__u16 nkstack;
+	__u16 nustack;
+	__u32 flags;
+	__u64 stack[2 * LP_BPF_MAX_FRAMES];
+};
+
+#define LP_EV_SAMPLE_FIXED_SIZE (sizeof(struct lp_ev_sample) - 2 * LP_BPF_MAX_FRAMES * 8)
+
+/* exec and exit: the header alone. */
+struct lp_ev_task {
+	struct lp_ev_hdr hdr;
+};
+
+/*
+ * Counters in the program's .bss, updated with atomic adds and read by the
+ * collector through the skeleton's mmap of .bss.
+ */
+struct lp_bpf_stats {
+	__u64 samples;	     /* samples emitted into the ring */
+	__u64 ringbuf_full;  /* records that could not be written (ring full) */
+	__u64 kstack_errors; /* bpf_get_stack failed for the kernel stack */
+	__u64 ustack_errors; /* bpf_get_stack failed for the user stack */
+	__u64 idle;	     /* samples of the idle task, not emitted */
+	__u64 filtered;	     /* samples of other processes (pid filter) */
+	__u64 task_events;   /* exec/exit records emitted */
+	__u64 task_lost;     /* exec/exit records that did not fit */
+};
+
+#endif /* LOWPROF_BPF_PROFILE_H */

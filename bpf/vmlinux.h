@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * Minimal kernel types for lowprof's BPF programs. UAPI structures come from
+ * the UAPI headers (their layout is ABI); kernel-internal structures are
+ * declared here with only the fields the programs read, tagged
+ * preserve_access_index so libbpf relocates each access against the running
+ * kernel's BTF (CO-RE). The build never depends on the build host's BTF.
+ */
+#ifndef LOWPROF_BPF_VMLINUX_H
+#define LOWPROF_BPF_VMLINUX_H
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+#include <asm/ptrace.h> /* UAPI struct pt_regs (x86_64: ip, sp, bp, ...) */
+
+typedef int pid_t;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct mm_struct {
+	unsigned long start_stack;
+};
+
+struct task_struct {
+	unsigned int flags;
+	pid_t pid;
+	pid_t tgid;
+	struct mm_struct *mm;
+	struct task_struct *group_leader;
+	char comm[16];
+};
+
+struct linux_binprm;
+
+#pragma clang attribute pop
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h, stable since 2.6 */
+
+#endif /* LOWPROF_BPF_VMLINUX_H */

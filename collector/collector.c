@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collector's run: set up the shm ring, load and attach the BPF programs,
+ * describe the host (meta, kernel symbols, mappings), then drain the BPF ring
+ * buffer into the shm ring every drain interval until told to stop.
+ *
+ * Records that must not be lost (meta, maps, kernel symbols, loss, end) wait
+ * for space in the shm ring for a bounded time; samples never wait: when the
+ * ring is full they are dropped and counted (drop-newest).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+
+#include "collector.h"
+#include "collector_int.h"
+#include "lowprof/cpus.h"
+#include "lowprof/log.h"
+#include "lowprof/ring.h"
+#include "lowprof/schema.h"
+#include "procfs.h"
+#include "profile.h"
+#include "profile.skel.h"
+
+#define KSYMS_PER_RECORD 4096
+#define KALLSYMS_MAX	 (256u << 20)
+#define MAPS_REFRESH_NS	 1000000000ull
+#define LOSS_EVERY_NS	 1000000000ull
+#define WAIT_START_MS	 5000 /* start-up records: the symbolizer is starting */
+#define WAIT_RUN_MS	 100  /* during the run: never stall the drain for long */
+#define SAMPLE_ENC_SLACK 128  /* msgpack overhead of a sample record, upper bound */
+
+#ifndef LOWPROF_VERSION
+#define LOWPROF_VERSION "0"
+#endif
+
+struct coll {
+	const struct coll_opts *o;
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	int *pfds;
+	struct bpf_link **links;
+	size_t nlinks;
+	uint32_t *cpus;
+	int ncpus;
+	uint64_t bpf_ring_bytes;
+
+	void *ring_mem;
+	size_t ring_mem_size;
+	struct lp_ring *ring;
+	bool ring_created; /* we created ring_path and must unlink it */
+
+	struct coll_procs procs;
+	struct lps_enc dyn; /* maps, ksyms: grows as needed */
+	bool consumer_stalled;
+	uint64_t maps_errors;
+	uint64_t maps_sent;
+	uint64_t bad_events;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(uint32_t ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL); /* EINTR is fine: the loop checks stop_signal */
+}
+
+uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms)
+{
+	uint64_t max_record = sizeof(struct lp_ev_sample) + 8; /* + ringbuf header */
+	uint64_t want = (uint64_t)online_cpus * freq_hz * drain_ms * max_record * 2 / 1000;
+
+	if (want < 64 * 1024)
+		want = 64 * 1024;
+	return lp_roundup_pow2(want);
+}
+
+/*
+ * Writes a record that should not be dropped: waits up to wait_ms for room.
+ * Once a wait has timed out, later calls do not wait until the consumer has
+ * caught up, so a stopped symbolizer cannot slow the drain loop down.
+ */
+static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t wait_ms)
+{
+	uint32_t waited = 0;
+
+	if (len > lp_ring__max_record(c->ring))
+		return -E2BIG;
+	while (lp_ring__writable(c->ring) < len) {
+		if (c->consumer_stalled || waited >= wait_ms) {
+			c->consumer_stalled = true;
+			break;
+		}
+		sleep_ms(1);
+		waited++;
+	}
+	if (lp_ring__writable(c->ring) >= lp_ring__max_record(c->ring) / 2)
+		c->consumer_stalled = false;
+	return lp_ring__write(c->ring, buf, (uint32_t)len);
+}
+
+static int write_enc(struct coll *c, struct lps_enc *e, uint32_t wait_ms)
+{
+	long len = lps_enc_len(e);
+
+	if (len < 0)
+		return (int)len;
+	return write_reliable(c, e->buf, (size_t)len, wait_ms);
+}
+
+static void send_loss(struct coll *c)
+{
+	struct lp_ring_stats rs;
+	struct lps_loss l;
+	const struct lp_bpf_stats *bs = &c->skel->bss->stats;
+
+	lp_ring__stats(c->ring, &rs);
+	l = (struct lps_loss){
+		.time_ns = now_ns(CLOCK_MONOTONIC),
+		.bpf_samples = __atomic_load_n(&bs->samples, __ATOMIC_RELAXED),
+		.bpf_ringbuf_full = __atomic_load_n(&bs->ringbuf_full, __ATOMIC_RELAXED),
+		.bpf_task_lost = __atomic_load_n(&bs->task_lost, __ATOMIC_RELAXED),
+		.bpf_stack_errors = __atomic_load_n(&bs->kstack_errors, __ATOMIC_RELAXED) +
+				    __atomic_load_n(&bs->ustack_errors, __ATOMIC_RELAXED),
+		.shm_dropped = rs.dropped_records,
+		.shm_dropped_bytes = rs.dropped_bytes,
+		.maps_errors = c->maps_errors,
+		.bad_consumer_pos = rs.bad_consumer_pos,
+	};
+	lps_enc_reset(&c->dyn);
+	lps_enc_loss(&c->dyn, &l);
+	write_enc(c, &c->dyn, WAIT_RUN_MS);
+}
+
+/* (Re)reads pid's maps and sends them; counts failures (short-lived processes). */
+static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
+{
+	struct coll_proc *p = coll_procs_add(&c->procs, pid);
+	int err;
+
+	if (!p) {
+		c->maps_errors++;
+		return;
+	}
+	err = coll_read_maps(p, now_ns(CLOCK_MONOTONIC), &c->dyn);
+	if (err) {
+		c->maps_errors++;
+		lp_debug("maps: pid %u: %s", pid, strerror(-err));
+		return;
+	}
+	if (write_enc(c, &c->dyn, wait_ms) == 0)
+		c->maps_sent++;
+}
+
+static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
+{
+	uint32_t nframes = (uint32_t)e->nkstack + e->nustack, max;
+	struct coll_proc *p;
+	struct lps_sample s;
+	struct lps_enc enc;
+	void *slot;
+
+	if (e->nkstack > LP_BPF_MAX_FRAMES || e->nustack > LP_BPF_MAX_FRAMES ||
+	    LP_EV_SAMPLE_FIXED_SIZE + (size_t)nframes * 8 > size) {
+		c->bad_events++;
+		return;
+	}
+	/* user context: make sure the symbolizer has this process's mappings */
+	if (e->ip || e->nustack) {
+		p = coll_procs_find(&c->procs, e->hdr.pid);
+		if (!p) {
+			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
+		} else if (e->ip && !coll_proc_covers(p, e->ip) &&
+			   e->hdr.time_ns - p->maps_ns > MAPS_REFRESH_NS) {
+			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
+		}
+	}
+	s = (struct lps_sample){
+		.kind = LPS_KIND_CPU,
+		.time_ns = e->hdr.time_ns,
+		.pid = e->hdr.pid,
+		.tid = e->hdr.tid,
+		.cpu = e->hdr.cpu,
+		.comm = {e->hdr.comm, (uint32_t)strnlen(e->hdr.comm, LP_BPF_COMM_LEN)},
+		.weight = e->period_ns,
+		.ip = e->ip,
+		.sp = e->sp,
+		.bp = e->bp,
+		/* x86-64 is little-endian: the u64 arrays are the wire format */
+		.kstack = (const uint8_t *)e->stack,
+		.nkstack = e->nkstack,
+		.ustack = (const uint8_t *)&e->stack[e->nkstack],
+		.nustack = e->nustack,
+	};
+	/* encode straight into the shm ring: no copy, no allocation */
+	max = SAMPLE_ENC_SLACK + nframes * 8;
+	slot = lp_ring__reserve(c->ring, max);
+	if (!slot)
+		return; /* dropped and counted by the ring */
+	lps_enc_init_fixed(&enc, slot, max);
+	lps_enc_sample(&enc, &s);
+	if (lps_enc_len(&enc) < 0) {
+		/* cannot happen: SAMPLE_ENC_SLACK bounds the overhead */
+		c->bad_events++;
+		lp_ring__commit(c->ring, 0);
+		return;
+	}
+	lp_ring__commit(c->ring, (uint32_t)lps_enc_len(&enc));
+}
+
+static void handle_task(struct coll *c, const struct lp_ev_task *e)
+{
+	lps_enc_reset(&c->dyn);
+	if (e->hdr.type == LP_EV_EXEC) {
+		struct lps_exec x = {
+			e->hdr.time_ns,
+			e->hdr.pid,
+			{e->hdr.comm, (uint32_t)strnlen(e->hdr.comm, LP_BPF_COMM_LEN)}};
+
+		lps_enc_exec(&c->dyn, &x);
+		write_enc(c, &c->dyn, WAIT_RUN_MS);
+		/* the new image's mappings replace the old ones */
+		if (coll_procs_find(&c->procs, e->hdr.pid) || c->o->npids)
+			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
+	} else {
+		struct lps_exit x = {e->hdr.time_ns, e->hdr.pid};
+
+		lps_enc_exit(&c->dyn, &x);
+		write_enc(c, &c->dyn, WAIT_RUN_MS);
+		coll_procs_del(&c->procs, e->hdr.pid);
+	}
+}
+
+static int on_bpf_event(void *ctx, void *data, size_t size)
+{
+	struct coll *c = ctx;
+	const struct lp_ev_hdr *h = data;
+
+	if (size < sizeof(*h)) {
+		c->bad_events++;
+		return 0;
+	}
+	switch (h->type) {
+	case LP_EV_SAMPLE:
+		if (size < LP_EV_SAMPLE_FIXED_SIZE) {
+			c->bad_events++;
+			return 0;
+		}
+		handle_sample(c, data, size);
+		break;
+	case LP_EV_EXEC:
+	case LP_EV_EXIT:
+		handle_task(c, data);
+		break;
+	default:
+		c->bad_events++;
+	}
+	return 0;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	const char *msg = line;
+
+	/* libbpf's debug output (every relocation) only when asked for */
+	if (level == LIBBPF_DEBUG && !getenv("LOWPROF_LIBBPF_DEBUG"))
+		return 0;
+	if (level == LIBBPF_INFO && lp_log_level() < LP_LOG_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (!strncmp(msg, "libbpf: ", 8))
+		msg += 8;
+	lp_log(level == LIBBPF_WARN ? LP_LOG_WARN : LP_LOG_DEBUG, "libbpf: %s", msg);
+	return 0;
+}
+
+static int open_ring(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	int fd = o->ring_fd, err;
+	struct stat st;
+
+	if (fd < 0) {
+		uint64_t size =
+			o->ring_size ? o->ring_size : lp_shm_ring_size(c->ncpus, o->freq_hz, 4096);
+
+		if (lp_ring_round_size(size) != size) {
+			lp_err("ring: size %llu is not a power of two >= %u",
+			       (unsigned long long)size, LP_RING_MIN_DATA);
+			return -EINVAL;
+		}
+		fd = open(o->ring_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			err = -errno;
+			lp_err("ring: creating %s: %s", o->ring_path, strerror(-err));
+			return err;
+		}
+		c->ring_created = true;
+		if (fchown(fd, o->ring_uid, (gid_t)-1) ||
+		    ftruncate(fd, (off_t)lp_ring_mem_size(size))) {
+			err = -errno;
+			lp_err("ring: sizing %s: %s", o->ring_path, strerror(-err));
+			close(fd);
+			return err;
+		}
+	}
+	if (fstat(fd, &st)) {
+		err = -errno;
+		lp_err("ring: fstat: %s", strerror(-err));
+		goto err_out;
+	}
+	c->ring_mem_size = (size_t)st.st_size;
+	c->ring_mem = mmap(NULL, c->ring_mem_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c->ring_mem == MAP_FAILED) {
+		err = -errno;
+		c->ring_mem = NULL;
+		lp_err("ring: mmap: %s", strerror(-err));
+		goto err_out;
+	}
+	if (c->ring_created) {
+		uint64_t size = c->ring_mem_size - LP_RING_HDR_SIZE;
+
+		err = lp_ring_format(c->ring_mem, c->ring_mem_size, size);
+		if (err) {
+			lp_err("ring: format: %s", strerror(-err));
+			goto err_out;
+		}
+	}
+	c->ring = lp_ring__producer(c->ring_mem, c->ring_mem_size);
+	if (!c->ring) {
+		err = -errno;
+		lp_err("ring: not a lowprof ring (fd %d): %s", fd, strerror(-err));
+		goto err_out;
+	}
+	if (fd != o->ring_fd)
+		close(fd);
+	return 0;
+err_out:
+	if (fd != o->ring_fd)
+		close(fd);
+	return err;
+}
+
+static void send_meta(struct coll *c)
+{
+	struct utsname u;
+	char producer[64];
+	uint32_t pids[COLL_MAX_PIDS];
+	struct lps_meta m;
+
+	uname(&u);
+	snprintf(producer, sizeof(producer), "lowprof-collector %s", LOWPROF_VERSION);
+	for (size_t i = 0; i < c->o->npids; i++)
+		pids[i] = (uint32_t)c->o->pids[i];
+	m = (struct lps_meta){
+		.hostname = {u.nodename, (uint32_t)strlen(u.nodename)},
+		.kernel_release = {u.release, (uint32_t)strlen(u.release)},
+		.clock = {"CLOCK_MONOTONIC", 15},
+		.start_mono_ns = now_ns(CLOCK_MONOTONIC),
+		.start_real_ns = now_ns(CLOCK_REALTIME),
+		.freq_hz = c->o->freq_hz,
+		.ncpus_online = (uint32_t)c->ncpus,
+		.drain_ms = c->o->drain_ms,
+		.bpf_ring_bytes = c->bpf_ring_bytes,
+		.shm_ring_bytes = c->ring_mem_size - LP_RING_HDR_SIZE,
+		.npids = (uint32_t)c->o->npids,
+		.producer = {producer, (uint32_t)strlen(producer)},
+	};
+	lps_enc_reset(&c->dyn);
+	lps_enc_meta(&c->dyn, &m, pids);
+	write_enc(c, &c->dyn, WAIT_START_MS);
+}
+
+/* Kernel symbol snapshot: text symbols of /proc/kallsyms in chunks. */
+static void send_ksyms(struct coll *c)
+{
+	const char *cur, *end, *nl;
+	uint32_t seq = 0, total = 0, nonzero = 0;
+	char *buf;
+	size_t len;
+	int err;
+
+	err = coll_read_file("/proc/kallsyms", KALLSYMS_MAX, &buf, &len);
+	if (err) {
+		lp_warn("kallsyms: %s; kernel frames will be shown as addresses", strerror(-err));
+		buf = NULL;
+		len = 0;
+	}
+	cur = buf;
+	end = buf + len;
+	do {
+		const char *chunk = cur;
+		uint32_t n = 0;
+		struct lps_ksym k;
+
+		/* first pass over the chunk: count its text symbols */
+		for (const char *p = chunk; p < end && n < KSYMS_PER_RECORD; p = nl + 1) {
+			nl = memchr(p, '\n', end - p);
+			if (!nl)
+				nl = end;
+			if (coll_ksym_parse_line(p, nl - p, &k) == 1)
+				n++;
+			cur = nl < end ? nl + 1 : end;
+		}
+		lps_enc_reset(&c->dyn);
+		lps_enc_ksyms_begin(&c->dyn, seq++, cur >= end, n);
+		for (const char *p = chunk; p < cur; p = nl + 1) {
+			nl = memchr(p, '\n', cur - p);
+			if (!nl)
+				nl = cur;
+			if (coll_ksym_parse_line(p, nl - p, &k) == 1) {
+				lps_enc_ksym(&c->dyn, &k);
+				nonzero += k.addr != 0;
+			}
+		}
+		total += n;
+		if (write_enc(c, &c->dyn, WAIT_START_MS))
+			lp_warn("kallsyms: chunk %u did not fit in the ring", seq - 1);
+	} while (cur < end);
+	free(buf);
+	if (total && !nonzero)
+		lp_warn("kallsyms: all addresses are hidden (kernel.kptr_restrict, needs "
+			"CAP_SYSLOG); kernel frames will be shown as addresses");
+	lp_debug("kallsyms: %u text symbols in %u records", total, seq);
+}
+
+static int open_perf_event(uint32_t cpu, uint32_t freq)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq,
+		.freq = 1,
+	};
+
+	return (int)syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int load_bpf(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	bool btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	int err;
+
+	c->skel = profile_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		lp_err("bpf: opening the BPF object: %s", strerror(-err));
+		return err;
+	}
+	c->skel->rodata->filter_pids = o->npids > 0;
+	c->bpf_ring_bytes = coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms);
+	bpf_map__set_max_entries(c->skel->maps.events, (uint32_t)c->bpf_ring_bytes);
+	bpf_map__set_max_entries(c->skel->maps.pids, o->npids ? (uint32_t)o->npids : 1);
+	/* BTF-enabled tracepoints where the kernel has BTF, raw ones otherwise */
+	bpf_program__set_autoload(c->skel->progs.on_exec, btf);
+	bpf_program__set_autoload(c->skel->progs.on_exit, btf);
+	bpf_program__set_autoload(c->skel->progs.on_exec_raw, !btf);
+	bpf_program__set_autoload(c->skel->progs.on_exit_raw, !btf);
+
+	err = profile_bpf__load(c->skel);
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			lp_err("bpf: loading the BPF programs: %s (needs CAP_BPF and "
+			       "CAP_PERFMON, or root)",
+			       strerror(-err));
+		else if (err == -ENOSYS)
+			lp_err("bpf: the kernel has no BPF support (bpf() returned ENOSYS)");
+		else
+			lp_err("bpf: loading the BPF programs: %s", strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < o->npids; i++) {
+		uint32_t pid = (uint32_t)o->pids[i];
+		uint8_t one = 1;
+
+		if (bpf_map__update_elem(c->skel->maps.pids, &pid, sizeof(pid), &one, sizeof(one),
+					 BPF_ANY)) {
+			err = -errno;
+			lp_err("bpf: pid filter: %s", strerror(-err));
+			return err;
+		}
+	}
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), on_bpf_event, c, NULL);
+	if (!c->rb) {
+		err = -errno;
+		lp_err("bpf: ring buffer: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int attach_bpf(struct coll *c)
+{
+	struct bpf_program *tps[2];
+	int err;
+
+	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
+	c->links = calloc(c->ncpus + 2, sizeof(*c->links));
+	if (!c->pfds || !c->links)
+		return -ENOMEM;
+	for (int i = 0; i < c->ncpus; i++)
+		c->pfds[i] = -1;
+	for (int i = 0; i < c->ncpus; i++) {
+		int fd = open_perf_event(c->cpus[i], c->o->freq_hz);
+
+		if (fd < 0) {
+			err = -errno;
+			if (err == -ENODEV) /* went offline since we listed it */
+				continue;
+			lp_err("perf: cpu-clock event on CPU %u: %s%s", c->cpus[i], strerror(-err),
+			       (err == -EACCES || err == -EPERM) ? " (needs CAP_PERFMON or root)"
+								 : "");
+			return err;
+		}
+		c->pfds[i] = fd;
+		c->links[c->nlinks] =
+			bpf_program__attach_perf_event(c->skel->progs.on_cpu_sample, fd);
+		if (!c->links[c->nlinks]) {
+			err = -errno;
+			lp_err("bpf: attaching to CPU %u: %s", c->cpus[i], strerror(-err));
+			return err;
+		}
+		c->nlinks++;
+	}
+	tps[0] = bpf_program__autoload(c->skel->progs.on_exec) ? c->skel->progs.on_exec
+							       : c->skel->progs.on_exec_raw;
+	tps[1] = bpf_program__autoload(c->skel->progs.on_exit) ? c->skel->progs.on_exit
+							       : c->skel->progs.on_exit_raw;
+	for (int i = 0; i < 2; i++) {
+		c->links[c->nlinks] = bpf_program__attach(tps[i]);
+		if (!c->links[c->nlinks]) {
+			err = -errno;
+			lp_err("bpf: attaching %s: %s", bpf_program__name(tps[i]), strerror(-err));
+			return err;
+		}
+		c->nlinks++;
+	}
+	return 0;
+}
+
+static void detach_bpf(struct coll *c)
+{
+	for (size_t i = 0; i < c->nlinks; i++)
+		bpf_link__destroy(c->links[i]);
+	c->nlinks = 0;
+	if (c->pfds) {
+		for (int i = 0; i < c->ncpus; i++)
+			if (c->pfds[i] >= 0)
+				close(c->pfds[i]);
+		free(c->pfds);
+		c->pfds = NULL;
+	}
+}
+
+static void coll_cleanup(struct coll *c)
+{
+	detach_bpf(c);
+	free(c->links);
+	ring_buffer__free(c->rb);
+	profile_bpf__destroy(c->skel);
+	lp_ring__free(c->ring);
+	if (c->ring_mem)
+		munmap(c->ring_mem, c->ring_mem_size);
+	if (c->ring_created)
+		unlink(c->o->ring_path);
+	coll_procs_free(&c->procs);
+	lps_enc_free(&c->dyn);
+	free(c->cpus);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static const char *drain_loop(struct coll *c)
+{
+	uint64_t start = now_ns(CLOCK_MONOTONIC), last_loss = start;
+	uint64_t deadline = c->o->duration_s > 0 ? start + (uint64_t)(c->o->duration_s * 1e9) : 0;
+
+	for (;;) {
+		uint64_t now;
+		uint32_t nap = c->o->drain_ms;
+
+		if (stop_signal)
+			return "signal";
+		if (deadline) {
+			now = now_ns(CLOCK_MONOTONIC);
+			if (now >= deadline)
+				return "duration";
+			if (deadline - now < (uint64_t)nap * 1000000)
+				nap = (uint32_t)((deadline - now) / 1000000) + 1;
+		}
+		sleep_ms(nap);
+		ring_buffer__consume(c->rb);
+		now = now_ns(CLOCK_MONOTONIC);
+		if (now - last_loss >= LOSS_EVERY_NS) {
+			send_loss(c);
+			last_loss = now;
+		}
+	}
+}
+
+int coll_run(const struct coll_opts *o)
+{
+	struct coll c = {.o = o};
+	struct lps_end end;
+	const char *reason;
+	int err;
+
+	install_signals();
+	if (o->exit_with_parent) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() == 1)
+			return 1;
+	}
+	libbpf_set_print(libbpf_print);
+	lps_enc_init_dynamic(&c.dyn);
+	c.cpus = calloc(LP_MAX_CPUS, sizeof(*c.cpus));
+	if (!c.cpus) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	c.ncpus = lp_online_cpus(c.cpus, LP_MAX_CPUS);
+	if (c.ncpus <= 0) {
+		err = c.ncpus ? c.ncpus : -ENODEV;
+		lp_err("cpus: reading /sys/devices/system/cpu/online: %s", strerror(-err));
+		goto err_out;
+	}
+	err = open_ring(&c);
+	if (err)
+		goto err_out;
+	err = load_bpf(&c);
+	if (err)
+		goto err_out;
+	send_meta(&c);
+	send_ksyms(&c);
+	for (size_t i = 0; i < o->npids; i++)
+		send_maps(&c, (uint32_t)o->pids[i], WAIT_START_MS);
+	err = attach_bpf(&c);
+	if (err)
+		goto err_out;
+	if (!o->keep_caps) {
+		err = coll_drop_caps();
+		if (err)
+			goto err_out;
+	}
+	lp_info("profiling %s at %u Hz on %d CPUs%s", o->npids ? "the given processes" : "the host",
+		o->freq_hz, c.ncpus, o->duration_s > 0 ? "" : " until interrupted");
+
+	reason = drain_loop(&c);
+	/* stop sampling first, then take everything that is still in flight */
+	detach_bpf(&c);
+	ring_buffer__consume(c.rb);
+	send_loss(&c);
+	end = (struct lps_end){now_ns(CLOCK_MONOTONIC), {reason, (uint32_t)strlen(reason)}};
+	lps_enc_reset(&c.dyn);
+	lps_enc_end(&c.dyn, &end);
+	write_enc(&c, &c.dyn, WAIT_START_MS);
+	lp_ring__close(c.ring);
+	if (c.bad_events)
+		lp_warn("bpf: %llu malformed events ignored", (unsigned long long)c.bad_events);
+	{
+		const struct lp_bpf_stats *bs = &c.skel->bss->stats;
+
+		lp_debug("bpf: %llu samples, %llu ring full, %llu idle, %llu filtered, %llu task "
+			 "events, %llu task lost, %llu/%llu stack errors",
+			 (unsigned long long)bs->samples, (unsigned long long)bs->ringbuf_full,
+			 (unsigned long long)bs->idle, (unsigned long long)bs->filtered,
+			 (unsigned long long)bs->task_events, (unsigned long long)bs->task_lost,
+			 (unsigned long long)bs->kstack_errors,
+			 (unsigned long long)bs->ustack_errors);
+	}
+	lp_debug("collector: %llu maps records, %llu maps errors", (unsigned long long)c.maps_sent,
+		 (unsigned long long)c.maps_errors);
+	coll_cleanup(&c);
+	return 0;
+err_out:
+	if (c.ring)
+		lp_ring__close(c.ring);
+	coll_cleanup(&c);
+	return 1;
+}

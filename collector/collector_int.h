@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* Collector internals shared by its source files. */
+#ifndef LOWPROF_COLLECTOR_INT_H
+#define LOWPROF_COLLECTOR_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lowprof/schema.h"
+
+struct coll_range {
+	uint64_t start, end;
+};
+
+struct coll_proc {
+	bool used;
+	uint32_t pid;
+	uint64_t maps_ns;	   /* when its maps were last read */
+	struct coll_range *ranges; /* executable ranges, ascending */
+	uint32_t nranges;
+};
+
+/* Open-addressing hash of processes; pointers die on the next add. */
+struct coll_procs {
+	struct coll_proc *slots;
+	uint32_t cap, count;
+};
+
+struct coll_proc *coll_procs_find(struct coll_procs *t, uint32_t pid);
+struct coll_proc *coll_procs_add(struct coll_procs *t, uint32_t pid);
+void coll_procs_del(struct coll_procs *t, uint32_t pid);
+void coll_procs_free(struct coll_procs *t);
+bool coll_proc_covers(const struct coll_proc *p, uint64_t ip);
+int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc);
+
+/* Capabilities: caps.c */
+int coll_drop_caps(void);
+
+/*
+ * Size of the BPF ring buffer (bytes):
+ *   roundup_pow2(online_cpus * freq_hz * drain_ms / 1000 * max_record * 2)
+ * two drain intervals of worst-case samples (every frame captured), at least
+ * 64 KiB. The x2 absorbs a late drain; BPF ring sizes must be powers of two.
+ */
+uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms);
+
+#endif /* LOWPROF_COLLECTOR_INT_H */

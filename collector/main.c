@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+#include "lowprof/log.h"
+
+static const char usage[] =
+	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD | --ring PATH)\n"
+	"\n"
+	"The privileged half of lowprof: samples on-CPU stacks with BPF and writes\n"
+	"schema records into a shared-memory ring that lowprof-symbolizer reads.\n"
+	"It never parses ELF or other files a profiled process controls. After\n"
+	"attaching it keeps only CAP_SYS_PTRACE (to read /proc/PID/maps).\n"
+	"'lowprof record' starts it for you; run it alone to split collection and\n"
+	"symbolization, e.g.:\n"
+	"  lowprof-collector --ring /dev/shm/lowprof.ring --ring-owner nobody &\n"
+	"  lowprof-symbolizer --ring /dev/shm/lowprof.ring -o out\n"
+	"\n"
+	"Options:\n"
+	"  -F, --freq HZ          samples per second per CPU (default 99, max 10000)\n"
+	"  -d, --duration SECS    stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
+	"  -p, --pid PID          profile only this process and its threads (repeatable)\n"
+	"      --ring PATH        create the ring as file PATH (e.g. under /dev/shm),\n"
+	"                         remove it at exit\n"
+	"      --ring-owner USER  owner of the --ring file: the symbolizer's user\n"
+	"                         (default: root)\n"
+	"      --ring-size BYTES  ring data size for --ring, a power of two\n"
+	"                         (default: sized from online CPUs and -F, >= 4 MiB)\n"
+	"      --ring-fd FD       produce into an inherited, formatted ring (lowprof record)\n"
+	"      --drain-ms MS      BPF ring buffer drain interval (default 100)\n"
+	"      --exit-with-parent exit when the parent process dies\n"
+	"      --keep-caps        do not drop capabilities after attaching\n"
+	"  -v, --verbose          more messages (repeat for debug)\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Exit status: 0 after a complete run, 1 on errors, 2 on usage errors.\n";
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return (errno || end == s || *end || *v > max || s[0] == '-') ? -EINVAL : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"freq", required_argument, NULL, 'F'},
+		{"duration", required_argument, NULL, 'd'},
+		{"pid", required_argument, NULL, 'p'},
+		{"ring", required_argument, NULL, 'r'},
+		{"ring-owner", required_argument, NULL, 'O'},
+		{"ring-size", required_argument, NULL, 'S'},
+		{"ring-fd", required_argument, NULL, 'R'},
+		{"drain-ms", required_argument, NULL, 'D'},
+		{"exit-with-parent", no_argument, NULL, 'P'},
+		{"keep-caps", no_argument, NULL, 'K'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	static pid_t pids[COLL_MAX_PIDS];
+	struct coll_opts o = {.sz = sizeof(o),
+			      .freq_hz = COLL_DEFAULT_FREQ,
+			      .ring_fd = -1,
+			      .drain_ms = COLL_DEFAULT_DRAIN_MS,
+			      .pids = pids};
+	enum lp_log_level level = LP_LOG_INFO;
+	unsigned long long v;
+	char *end;
+	int opt;
+
+	lp_log_init(argv[0], level);
+	while ((opt = getopt_long(argc, argv, "F:d:p:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'F':
+			if (parse_uint(optarg, COLL_MAX_FREQ, &v) || v == 0)
+				goto bad_value;
+			o.freq_hz = (uint32_t)v;
+			break;
+		case 'd':
+			errno = 0;
+			o.duration_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o.duration_s > 0))
+				goto bad_value;
+			break;
+		case 'p':
+			if (parse_uint(optarg, INT_MAX, &v) || v == 0)
+				goto bad_value;
+			if (o.npids == COLL_MAX_PIDS) {
+				lp_err("at most %d -p options", COLL_MAX_PIDS);
+				return 2;
+			}
+			if (kill((pid_t)v, 0) && errno == ESRCH) {
+				lp_err("-p %llu: no such process", v);
+				return 2;
+			}
+			pids[o.npids++] = (pid_t)v;
+			break;
+		case 'r':
+			o.ring_path = optarg;
+			break;
+		case 'O': {
+			struct passwd *pw = getpwnam(optarg);
+
+			if (!pw) {
+				lp_err("--ring-owner %s: no such user", optarg);
+				return 2;
+			}
+			o.ring_uid = pw->pw_uid;
+			break;
+		}
+		case 'S':
+			if (parse_uint(optarg, 1ull << 32, &v))
+				goto bad_value;
+			o.ring_size = v;
+			break;
+		case 'R':
+			if (parse_uint(optarg, INT_MAX, &v))
+				goto bad_value;
+			o.ring_fd = (int)v;
+			break;
+		case 'D':
+			if (parse_uint(optarg, 10000, &v) || v == 0)
+				goto bad_value;
+			o.drain_ms = (uint32_t)v;
+			break;
+		case 'P':
+			o.exit_with_parent = true;
+			break;
+		case 'K':
+			o.keep_caps = true;
+			break;
+		case 'v':
+			level = level < LP_LOG_DEBUG ? level + 1 : level;
+			lp_log_init(argv[0], level);
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+	if ((o.ring_fd < 0) == !o.ring_path) {
+		lp_err("give exactly one of --ring PATH or --ring-fd FD (see --help)");
+		return 2;
+	}
+	return coll_run(&o);
+bad_value:
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == opt)
+			lp_err("invalid value '%s' for --%s (see --help)", optarg, lo->name);
+	return 2;
+}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+struct pcur {
+	const char *p, *end;
+};
+
+static int hex_u64(struct pcur *c, uint64_t *v)
+{
+	uint64_t x = 0;
+	int digits = 0;
+
+	while (c->p < c->end) {
+		char ch = *c->p;
+		unsigned d;
+
+		if (ch >= '0' && ch <= '9')
+			d = ch - '0';
+		else if (ch >= 'a' && ch <= 'f')
+			d = ch - 'a' + 10;
+		else if (ch >= 'A' && ch <= 'F')
+			d = ch - 'A' + 10;
+		else
+			break;
+		if (++digits > 16)
+			return -EBADMSG;
+		x = (x << 4) | d;
+		c->p++;
+	}
+	if (!digits)
+		return -EBADMSG;
+	*v = x;
+	return 0;
+}
+
+static int dec_u64(struct pcur *c, uint64_t *v)
+{
+	uint64_t x = 0;
+	int digits = 0;
+
+	while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+		uint64_t d = (uint64_t)(*c->p - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			return -EBADMSG;
+		x = x * 10 + d;
+		digits++;
+		c->p++;
+	}
+	if (!digits)
+		return -EBADMSG;
+	*v = x;
+	return 0;
+}
+
+static int expect(struct pcur *c, char ch)
+{
+	if (c->p >= c->end || *c->p != ch)
+		return -EBADMSG;
+	c->p++;
+	return 0;
+}
+
+#define TRY(x)                                                                                     \
+	do {                                                                                       \
+		if ((x))                                                                           \
+			return -EBADMSG;                                                           \
+	} while (0)
+
+int coll_maps_parse_line(const char *line, size_t len, struct lps_mapping *m)
+{
+	struct pcur c = {line, line + len};
+	uint64_t maj, min;
+
+	if (len && line[len - 1] == '\n')
+		c.end--;
+	memset(m, 0, sizeof(*m));
+	TRY(hex_u64(&c, &m->start));
+	TRY(expect(&c, '-'));
+	TRY(hex_u64(&c, &m->end));
+	TRY(expect(&c, ' '));
+	if (m->end < m->start || c.end - c.p < 4)
+		return -EBADMSG;
+	/* permissions: exactly "[r-][w-][x-][ps]" */
+	if ((c.p[0] != 'r' && c.p[0] != '-') || (c.p[1] != 'w' && c.p[1] != '-') ||
+	    (c.p[2] != 'x' && c.p[2] != '-') || (c.p[3] != 'p' && c.p[3] != 's'))
+		return -EBADMSG;
+	m->prot = (c.p[0] == 'r' ? LPS_PROT_R : 0) | (c.p[1] == 'w' ? LPS_PROT_W : 0) |
+		  (c.p[2] == 'x' ? LPS_PROT_X : 0) | (c.p[3] == 'p' ? LPS_PROT_P : 0);
+	c.p += 4;
+	TRY(expect(&c, ' '));
+	TRY(hex_u64(&c, &m->offset));
+	TRY(expect(&c, ' '));
+	TRY(hex_u64(&c, &maj));
+	TRY(expect(&c, ':'));
+	TRY(hex_u64(&c, &min));
+	if (maj > UINT32_MAX || min > UINT32_MAX)
+		return -EBADMSG;
+	m->dev_major = (uint32_t)maj;
+	m->dev_minor = (uint32_t)min;
+	TRY(expect(&c, ' '));
+	TRY(dec_u64(&c, &m->inode));
+	/* the kernel pads with spaces up to the path column */
+	while (c.p < c.end && *c.p == ' ')
+		c.p++;
+	if (c.end - c.p > LPS_MAX_PATH)
+		return -EBADMSG;
+	if (memchr(c.p, '\n', c.end - c.p))
+		return -EBADMSG;
+	m->path.ptr = c.p;
+	m->path.len = (uint32_t)(c.end - c.p);
+	return 0;
+}
+
+int coll_maps_next(const char **cur, const char *end, struct lps_mapping *m)
+{
+	const char *line = *cur, *nl;
+
+	if (line >= end)
+		return 0;
+	nl = memchr(line, '\n', end - line);
+	*cur = nl ? nl + 1 : end;
+	return coll_maps_parse_line(line, (nl ? nl : end) - line, m) ? -EBADMSG : 1;
+}
+
+int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k)
+{
+	struct pcur c = {line, line + len};
+	const char *name, *tab;
+	char type;
+
+	if (len && line[len - 1] == '\n')
+		c.end--;
+	memset(k, 0, sizeof(*k));
+	k->module.ptr = "";
+	TRY(hex_u64(&c, &k->addr));
+	TRY(expect(&c, ' '));
+	if (c.p >= c.end)
+		return -EBADMSG;
+	type = *c.p++;
+	TRY(expect(&c, ' '));
+	name = c.p;
+	tab = memchr(name, '\t', c.end - name);
+	k->name.ptr = name;
+	k->name.len = (uint32_t)((tab ? tab : c.end) - name);
+	if (!k->name.len || k->name.len > 512 || memchr(name, ' ', k->name.len))
+		return -EBADMSG;
+	if (tab) {
+		const char *mod = tab + 1;
+
+		if (c.end - mod < 2 || mod[0] != '[' || c.end[-1] != ']')
+			return -EBADMSG;
+		k->module.ptr = mod + 1;
+		k->module.len = (uint32_t)(c.end - mod - 2);
+	}
+	return (type == 't' || type == 'T' || type == 'w' || type == 'W') ? 1 : 0;
+}
+
+int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = NULL;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nbuf;
+
+			if (cap >= max) {
+				err = -EFBIG;
+				goto err_out;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			nbuf = realloc(buf, cap + 1);
+			if (!nbuf) {
+				err = -ENOMEM;
+				goto err_out;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto err_out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*bufp = buf;
+	*lenp = len;
+	return 0;
+err_out:
+	free(buf);
+	close(fd);
+	return err;
+}

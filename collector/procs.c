@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collector's table of processes it has described to the symbolizer:
+ * pid -> executable address ranges, so that a sample whose instruction
+ * pointer falls outside every known range (a dlopen, a JIT) triggers a
+ * re-read of /proc/PID/maps, rate-limited per process.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector_int.h"
+#include "procfs.h"
+
+#define PROCS_MIN_CAP  256
+#define MAPS_MAX_BYTES (64u << 20)
+
+static uint32_t hash_pid(uint32_t pid)
+{
+	return pid * 2654435761u;
+}
+
+static struct coll_proc *procs_slot(struct coll_procs *t, uint32_t pid)
+{
+	uint32_t mask = t->cap - 1;
+
+	for (uint32_t i = hash_pid(pid) & mask;; i = (i + 1) & mask) {
+		struct coll_proc *p = &t->slots[i];
+
+		if (!p->used || p->pid == pid)
+			return p;
+	}
+}
+
+static int procs_grow(struct coll_procs *t)
+{
+	struct coll_procs n = {.cap = t->cap ? t->cap * 2 : PROCS_MIN_CAP};
+
+	n.slots = calloc(n.cap, sizeof(*n.slots));
+	if (!n.slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->cap; i++) {
+		if (t->slots[i].used) {
+			*procs_slot(&n, t->slots[i].pid) = t->slots[i];
+			n.count++;
+		}
+	}
+	free(t->slots);
+	*t = n;
+	return 0;
+}
+
+struct coll_proc *coll_procs_find(struct coll_procs *t, uint32_t pid)
+{
+	struct coll_proc *p;
+
+	if (!t->cap)
+		return NULL;
+	p = procs_slot(t, pid);
+	return p->used ? p : NULL;
+}
+
+struct coll_proc *coll_procs_add(struct coll_procs *t, uint32_t pid)
+{
+	struct coll_proc *p;
+
+	/* keep the load factor under 1/2 so probes stay short */
+	if ((t->count + 1) * 2 > t->cap && procs_grow(t))
+		return NULL;
+	p = procs_slot(t, pid);
+	if (!p->used) {
+		memset(p, 0, sizeof(*p));
+		p->used = true;
+		p->pid = pid;
+		t->count++;
+	}
+	return p;
+}
+
+/* Backward-shift deletion keeps linear probing correct without tombstones. */
+void coll_procs_del(struct coll_procs *t, uint32_t pid)
+{
+	uint32_t mask = t->cap - 1, i, j;
+	struct coll_proc *p = coll_procs_find(t, pid);
+
+	if (!p)
+		return;
+	free(p->ranges);
+	i = (uint32_t)(p - t->slots);
+	t->slots[i].used = false;
+	t->count--;
+	for (j = (i + 1) & mask; t->slots[j].used; j = (j + 1) & mask) {
+		uint32_t home = hash_pid(t->slots[j].pid) & mask;
+
+		/* move j back to i if i lies cyclically in [home, j) */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			t->slots[i] = t->slots[j];
+			t->slots[j].used = false;
+			i = j;
+		}
+	}
+}
+
+void coll_procs_free(struct coll_procs *t)
+{
+	for (uint32_t i = 0; i < t->cap; i++)
+		if (t->slots[i].used)
+			free(t->slots[i].ranges);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+bool coll_proc_covers(const struct coll_proc *p, uint64_t ip)
+{
+	uint32_t lo = 0, hi = p->nranges;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ip < p->ranges[mid].start)
+			hi = mid;
+		else if (ip >= p->ranges[mid].end)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Reads /proc/PID/maps and encodes its executable mappings as one LPS_MAPS
+ * record into enc; refreshes p's ranges. Returns 0 or a negative errno.
+ */
+int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc)
+{
+	struct coll_range *ranges = NULL;
+	struct lps_mapping m;
+	const char *cur, *end;
+	uint32_t count = 0, i = 0;
+	char path[64], *buf;
+	size_t len;
+	int err, r;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	err = coll_read_file(path, MAPS_MAX_BYTES, &buf, &len);
+	if (err)
+		return err;
+	/* first pass: count the executable mappings */
+	for (cur = buf, end = buf + len; (r = coll_maps_next(&cur, end, &m)) != 0;)
+		if (r == 1 && (m.prot & LPS_PROT_X))
+			count++;
+	if (count) {
+		ranges = calloc(count, sizeof(*ranges));
+		if (!ranges) {
+			free(buf);
+			return -ENOMEM;
+		}
+	}
+	lps_enc_reset(enc);
+	lps_enc_maps_begin(enc, now_ns, p->pid, count);
+	for (cur = buf; (r = coll_maps_next(&cur, end, &m)) != 0;) {
+		if (r != 1 || !(m.prot & LPS_PROT_X) || i >= count)
+			continue;
+		lps_enc_mapping(enc, &m);
+		ranges[i].start = m.start;
+		ranges[i].end = m.end;
+		i++;
+	}
+	free(buf);
+	free(p->ranges);
+	p->ranges = ranges;
+	p->nranges = i;
+	p->maps_ns = now_ns;
+	if (lps_enc_len(enc) < 0)
+		return (int)lps_enc_len(enc);
+	return lps_enc_len(enc) > LPS_MAX_RECORD ? -E2BIG : 0;
+}
