@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The symbolized, aggregated profile the symbolizer hands to its writers
+ * (pprof, folded stacks, HTML flame graph). It is a read-only view: writers
+ * never modify it and never keep pointers into it after they return.
+ *
+ * Every stack is a list of location indices, leaf first. A location is one
+ * frame: a user frame (mapping + normalized address), a kernel frame, or an
+ * unresolved frame. Every location has a printable function name, so nothing
+ * is dropped: unresolved frames are named "[unknown]" or "module+0xoffset".
+ */
+#ifndef LOWPROF_SYMB_PROFILE_H
+#define LOWPROF_SYMB_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SYMB_NO_MAPPING UINT32_MAX
+
+struct symb_mapping {
+	const char *path;     /* "/usr/bin/foo", "[kernel.kallsyms]", "[vdso]" */
+	const char *build_id; /* lowercase hex, or NULL when unknown */
+	uint64_t start;	      /* normalized address space of this mapping: */
+	uint64_t limit;	      /*   [start, limit) holds every location address */
+	uint64_t file_offset; /* file offset that corresponds to start */
+	bool has_functions;   /* at least one location resolved to a symbol */
+};
+
+struct symb_location {
+	uint32_t mapping; /* index into profile->mappings, or SYMB_NO_MAPPING */
+	uint64_t address; /* in the mapping's normalized space (file offset for
+			     user code, kernel virtual address for the kernel) */
+	const char *function; /* never NULL: symbol, "[unknown]", or "mod+0x1f" */
+	bool kernel;	      /* kernel frame: folded output suffixes "_[k]" */
+	bool resolved;	      /* function is a real symbol name */
+};
+
+struct symb_stack {
+	uint32_t pid;
+	const char *comm;     /* never NULL */
+	const uint32_t *locs; /* nlocs indices into profile->locations, leaf first */
+	uint32_t nlocs;
+	int64_t values[2];    /* one per profile->value_types, e.g. {count, ns} */
+};
+
+struct symb_value_type {
+	const char *type; /* "samples", "cpu", "off_cpu" */
+	const char *unit; /* "count", "nanoseconds" */
+};
+
+struct symb_profile {
+	const struct symb_mapping *mappings;
+	size_t nmappings;
+	const struct symb_location *locations;
+	size_t nlocations;
+	const struct symb_stack *stacks; /* distinct (pid, comm, stack) */
+	size_t nstacks;
+
+	struct symb_value_type value_types[2]; /* {samples,count}, {cpu,nanoseconds} */
+	struct symb_value_type period_type;    /* {cpu,nanoseconds} */
+	int64_t period;			       /* e.g. 1e9 / frequency */
+	int folded_value;		       /* which values[] index folded/HTML use */
+
+	int64_t time_nanos;	/* wall-clock start of the profile (CLOCK_REALTIME) */
+	int64_t duration_nanos; /* length of the profile */
+	const char *title;	/* shown in the flame graph, e.g. "lowprof cpu: host" */
+	const char *const *comments; /* ncomments lines stored as pprof comments */
+	size_t ncomments;
+};
+
+/*
+ * Writers. Each returns 0 or a negative errno and logs its own error with
+ * the output's name. Output is deterministic: the same profile gives the same
+ * bytes (pprof: apart from nothing; time_nanos comes from the profile).
+ */
+
+/* gzip-compressed pprof protobuf (profile.proto), written to fd. */
+int symb_write_pprof(const struct symb_profile *p, int fd);
+
+/*
+ * Folded stacks, one line per distinct (comm, frames) after merging pids:
+ * "comm;root;...;leaf VALUE\n", lines sorted bytewise, VALUE =
+ * values[folded_value]. Kernel frames get "_[k]" appended. ';' and '\n' in
+ * names are replaced so the line format stays parseable.
+ */
+int symb_write_folded(const struct symb_profile *p, int fd);
+
+/* Self-contained interactive HTML flame graph (no network access needed). */
+int symb_write_flamegraph(const struct symb_profile *p, int fd);
+
+#endif /* LOWPROF_SYMB_PROFILE_H */

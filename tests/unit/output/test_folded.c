@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+/* Folded-stacks writer: exact text for hand-built profiles. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void assert_folded(const struct symb_profile *p, const char *want)
+{
+	size_t len = 0;
+	int err = 1;
+	char *got = fix_capture(symb_write_folded, p, &len, &err);
+
+	assert_non_null(got);
+	assert_int_equal(err, 0);
+	assert_string_equal(got, want);
+	assert_int_equal(len, strlen(want));
+	free(got);
+}
+
+static void test_sample_profile(void **state)
+{
+	assert_folded(fix_sample_profile(),
+		      "demo;[unknown];main;func_a;func_b 50000000\n"
+		      "demo;[unknown];main;func_a;func_b;func_c;do_syscall_64_[k] 150000000\n"
+		      "demo;[unknown];main;func_a;func_b;func_c;leaf_compute 800000000\n");
+}
+
+static void test_folded_value_index(void **state)
+{
+	struct symb_profile p = *fix_sample_profile();
+
+	p.folded_value = 0;
+	assert_folded(&p, "demo;[unknown];main;func_a;func_b 5\n"
+			  "demo;[unknown];main;func_a;func_b;func_c;do_syscall_64_[k] 15\n"
+			  "demo;[unknown];main;func_a;func_b;func_c;leaf_compute 80\n");
+}
+
+/* Names that would break the format, kernel frames, and merging across pids. */
+static const struct symb_location hostile_locs[] = {
+	{.mapping = SYMB_NO_MAPPING, .function = "std::vector<int>::push_back(int const&)"},
+	{.mapping = SYMB_NO_MAPPING, .function = "semi;colon"},
+	{.mapping = SYMB_NO_MAPPING, .function = "new\nline\ttab\x7f"},
+	{.mapping = SYMB_NO_MAPPING, .function = "with space", .kernel = true},
+	{.mapping = SYMB_NO_MAPPING, .function = "semi:colon"},
+	{.mapping = SYMB_NO_MAPPING, .function = "caf\xc3\xa9"},
+};
+static const uint32_t hs0[] = {3, 2, 1, 0}; /* leaf first */
+static const uint32_t hs1[] = {4, 0};	    /* sanitizes to the same as 1, 0 */
+static const uint32_t hs2[] = {1, 0};
+static const uint32_t hs3[] = {5};
+
+static const struct symb_stack hostile_stacks[] = {
+	{.pid = 1, .comm = "a;b\nc", .locs = hs0, .nlocs = N(hs0), .values = {1, 3}},
+	{.pid = 2, .comm = "a;b\nc", .locs = hs0, .nlocs = N(hs0), .values = {1, 4}},
+	{.pid = 3, .comm = "other", .locs = hs0, .nlocs = N(hs0), .values = {1, 5}},
+	{.pid = 4, .comm = "other", .locs = hs1, .nlocs = N(hs1), .values = {1, 6}},
+	{.pid = 5, .comm = "other", .locs = hs2, .nlocs = N(hs2), .values = {1, 7}},
+	{.pid = 6, .comm = "other", .locs = hs3, .nlocs = N(hs3), .values = {1, 8}},
+	{.pid = 7, .comm = "empty", .locs = NULL, .nlocs = 0, .values = {1, 9}},
+};
+
+static struct symb_profile hostile_profile(void)
+{
+	struct symb_profile p = {
+		.locations = hostile_locs,
+		.nlocations = N(hostile_locs),
+		.stacks = hostile_stacks,
+		.nstacks = N(hostile_stacks),
+		.folded_value = 1,
+	};
+	return p;
+}
+
+static const char hostile_want[] =
+	"a:b?c;std::vector<int>::push_back(int const&);semi:colon;new?line?tab?;with space_[k] 7\n"
+	"empty 9\n"
+	"other;caf\xc3\xa9 8\n"
+	"other;std::vector<int>::push_back(int const&);semi:colon 13\n"
+	"other;std::vector<int>::push_back(int const&);semi:colon;new?line?tab?;with space_[k] 5\n";
+
+static void test_sanitize_merge_kernel(void **state)
+{
+	struct symb_profile p = hostile_profile();
+
+	assert_folded(&p, hostile_want);
+}
+
+/* Any order of the same stacks gives the same bytes. */
+static void test_deterministic(void **state)
+{
+	struct symb_stack rev[N(hostile_stacks)];
+	struct symb_profile p = hostile_profile();
+	size_t i;
+
+	assert_folded(&p, hostile_want);
+	assert_folded(&p, hostile_want);
+	for (i = 0; i < N(rev); i++)
+		rev[i] = hostile_stacks[N(rev) - 1 - i];
+	p.stacks = rev;
+	assert_folded(&p, hostile_want);
+}
+
+/* Lines, not keys, are sorted: "x;a 1 3" < "x;a 9" although key "x;a" < "x;a 1". */
+static void test_lines_sorted_bytewise(void **state)
+{
+	static const struct symb_location locs[] = {
+		{.mapping = SYMB_NO_MAPPING, .function = "a"},
+		{.mapping = SYMB_NO_MAPPING, .function = "a 1"},
+		{.mapping = SYMB_NO_MAPPING, .function = "B"},
+	};
+	static const uint32_t s0[] = {0}, s1[] = {1}, s2[] = {2};
+	static const struct symb_stack stacks[] = {
+		{.comm = "x", .locs = s0, .nlocs = 1, .values = {9, 0}},
+		{.comm = "x", .locs = s1, .nlocs = 1, .values = {3, 0}},
+		{.comm = "x", .locs = s2, .nlocs = 1, .values = {1, 0}},
+	};
+	struct symb_profile p = {
+		.locations = locs,
+		.nlocations = N(locs),
+		.stacks = stacks,
+		.nstacks = N(stacks),
+		.folded_value = 0,
+	};
+
+	assert_folded(&p, "x;B 1\nx;a 1 3\nx;a 9\n");
+}
+
+static void test_empty(void **state)
+{
+	struct symb_profile p = {.folded_value = 1};
+
+	assert_folded(&p, "");
+}
+
+static void test_bad_input(void **state)
+{
+	static const uint32_t bad[] = {7};
+	struct symb_stack st = {.comm = "x", .locs = bad, .nlocs = 1};
+	struct symb_profile p = hostile_profile();
+	size_t len = 0;
+	int err = 0;
+	char *got;
+
+	p.stacks = &st;
+	p.nstacks = 1;
+	got = fix_capture(symb_write_folded, &p, &len, &err);
+	assert_int_equal(err, -EINVAL);
+	assert_int_equal(len, 0);
+	free(got);
+
+	p = hostile_profile();
+	p.folded_value = 2;
+	got = fix_capture(symb_write_folded, &p, &len, &err);
+	assert_int_equal(err, -EINVAL);
+	free(got);
+}
+
+/* A failing write is reported as the writer's error, for every writer. */
+static void test_write_error(void **state)
+{
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		skip();
+	assert_int_equal(symb_write_folded(fix_sample_profile(), fd), -ENOSPC);
+	assert_int_equal(symb_write_pprof(fix_sample_profile(), fd), -ENOSPC);
+	assert_int_equal(symb_write_flamegraph(fix_sample_profile(), fd), -ENOSPC);
+	close(fd);
+	assert_int_equal(symb_write_folded(fix_sample_profile(), fd), -EBADF);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sample_profile),
+		cmocka_unit_test(test_folded_value_index),
+		cmocka_unit_test(test_sanitize_merge_kernel),
+		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_lines_sorted_bytewise),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_write_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
