@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowprof/log.h"
+#include "record.h"
+
+#ifndef LOWPROF_VERSION
+#define LOWPROF_VERSION "0"
+#endif
+
+static const char usage[] =
+	"Usage: lowprof COMMAND [OPTIONS]\n"
+	"\n"
+	"Continuous eBPF profiler: on-CPU stacks of the whole host or of given\n"
+	"processes, kernel and user frames, symbolized.\n"
+	"\n"
+	"Commands:\n"
+	"  record    profile and write pprof, folded stacks and an HTML flame graph\n"
+	"  help      this help; 'lowprof record --help' for the command's options\n"
+	"  version   print the version\n";
+
+static const char record_usage[] =
+	"Usage: lowprof record [-d SECONDS] [-F HZ] [-p PID]... [-o DIR] [--user USER]\n"
+	"\n"
+	"Samples on-CPU stacks (kernel and user) at HZ per CPU on every online CPU,\n"
+	"for SECONDS or until Ctrl-C / SIGTERM, then writes:\n"
+	"  DIR/cpu.pb.gz   gzip'd pprof profile:  go tool pprof -top DIR/cpu.pb.gz\n"
+	"  DIR/cpu.folded  folded stacks (comm;root;...;leaf COUNT), kernel frames _[k]\n"
+	"  DIR/cpu.html    interactive flame graph, opens offline in a browser\n"
+	"and prints a summary (samples, losses, top functions).\n"
+	"\n"
+	"Runs as root. It starts lowprof-collector (BPF; keeps only CAP_SYS_PTRACE\n"
+	"after attaching) and lowprof-symbolizer (runs as USER with no capabilities),\n"
+	"joined by an anonymous shared-memory ring.\n"
+	"\n"
+	"Options:\n"
+	"  -d, --duration SECONDS  how long to profile (default: until Ctrl-C)\n"
+	"  -F, --freq HZ           samples per second per CPU (default 99, max 10000)\n"
+	"  -p, --pid PID           only this process and all its threads (repeatable)\n"
+	"  -o, --output DIR        output directory (default ./lowprof-out)\n"
+	"  -u, --user USER         the symbolizer's user (default nobody)\n"
+	"  -v, --verbose           more messages\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"Ctrl-C once stops and writes what was collected; twice stops at once.\n"
+	"Exit status: 0 on success, 1 on errors, 2 on usage errors.\n";
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return (errno || end == s || *end || *v > max || s[0] == '-') ? -EINVAL : 0;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"duration", required_argument, NULL, 'd'},
+		{"freq", required_argument, NULL, 'F'},
+		{"pid", required_argument, NULL, 'p'},
+		{"output", required_argument, NULL, 'o'},
+		{"user", required_argument, NULL, 'u'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	static pid_t pids[LP_RECORD_MAX_PIDS];
+	struct lp_record_opts o = {.sz = sizeof(o),
+				   .freq_hz = 99,
+				   .pids = pids,
+				   .out_dir = "lowprof-out",
+				   .user = "nobody"};
+	unsigned long long v;
+	char *end;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "d:F:p:o:u:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			errno = 0;
+			o.duration_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o.duration_s > 0) ||
+			    o.duration_s > 1e7) {
+				lp_err("-d %s: give a number of seconds > 0", optarg);
+				return 2;
+			}
+			break;
+		case 'F':
+			if (parse_uint(optarg, 10000, &v) || v == 0) {
+				lp_err("-F %s: give a frequency from 1 to 10000 Hz", optarg);
+				return 2;
+			}
+			o.freq_hz = (uint32_t)v;
+			break;
+		case 'p':
+			if (parse_uint(optarg, INT_MAX, &v) || v == 0) {
+				lp_err("-p %s: not a process id", optarg);
+				return 2;
+			}
+			if (o.npids == LP_RECORD_MAX_PIDS) {
+				lp_err("at most %d -p options", LP_RECORD_MAX_PIDS);
+				return 2;
+			}
+			pids[o.npids++] = (pid_t)v;
+			break;
+		case 'o':
+			o.out_dir = optarg;
+			break;
+		case 'u':
+			o.user = optarg;
+			break;
+		case 'v':
+			o.verbose = true;
+			lp_log_init("lowprof", LP_LOG_DEBUG);
+			break;
+		case 'h':
+			fputs(record_usage, stdout);
+			return 0;
+		default:
+			fputs(record_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		lp_err("unexpected argument '%s' (see lowprof record --help)", argv[optind]);
+		return 2;
+	}
+	return lp_record(&o);
+}
+
+int main(int argc, char **argv)
+{
+	lp_log_init("lowprof", LP_LOG_INFO);
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		if (argc > 2 && !strcmp(argv[2], "record"))
+			fputs(record_usage, stdout);
+		else
+			fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("lowprof %s\n", LOWPROF_VERSION);
+		return 0;
+	}
+	lp_err("unknown command '%s' (see lowprof --help)", argv[1]);
+	return 2;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef LOWPROF_RECORD_H
+#define LOWPROF_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LP_RECORD_MAX_PIDS 1024
+
+struct lp_record_opts {
+	size_t sz; /* sizeof(struct lp_record_opts) */
+	uint32_t freq_hz;
+	double duration_s; /* 0: until Ctrl-C / SIGTERM */
+	const pid_t *pids;
+	size_t npids;
+	const char *out_dir;
+	const char *user; /* the symbolizer's user */
+	bool verbose;
+};
+
+/* Runs a whole recording; returns the process exit code. */
+int lp_record(const struct lp_record_opts *opts);
+
+#endif /* LOWPROF_RECORD_H */

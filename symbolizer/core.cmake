@@ -1,0 +1,14 @@
+# Needs the ELF and output pieces, and is only built with the whole project.
+if(NOT TARGET lp_symb_elf OR NOT TARGET lp_symb_out OR NOT "cli" IN_LIST LOWPROF_COMPONENTS)
+	return()
+endif()
+
+# lp_symb: ingest, aggregation and profile building (no transport), so that
+# the live ring, capture replay and tests share it.
+add_library(lp_symb STATIC ${CMAKE_CURRENT_SOURCE_DIR}/state.c ${CMAKE_CURRENT_SOURCE_DIR}/build.c)
+target_include_directories(lp_symb PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(lp_symb PUBLIC lp_symb_elf lp_symb_out lp_schema lp_common)
+
+add_executable(lowprof-symbolizer ${CMAKE_CURRENT_SOURCE_DIR}/main.c ${CMAKE_CURRENT_SOURCE_DIR}/run.c)
+target_link_libraries(lowprof-symbolizer PRIVATE lp_symb PkgConfig::LIBCAP)
+set_target_properties(lowprof-symbolizer PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})

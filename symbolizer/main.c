@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowprof/log.h"
+#include "symbolizer.h"
+
+static const char usage[] =
+	"Usage: lowprof-symbolizer [OPTIONS] (--ring-fd FD | --ring PATH) -o DIR\n"
+	"\n"
+	"The unprivileged half of lowprof: reads the records lowprof-collector\n"
+	"writes into a shared-memory ring, symbolizes and aggregates the stacks,\n"
+	"and when the collector finishes (or on SIGINT/SIGTERM) writes\n"
+	"  DIR/cpu.pb.gz   gzip'd pprof profile (go tool pprof)\n"
+	"  DIR/cpu.folded  folded stacks (flamegraph.pl, speedscope)\n"
+	"  DIR/cpu.html    self-contained interactive flame graph\n"
+	"and prints a summary. Started as root, it first becomes --user (no\n"
+	"capabilities in any set, no_new_privs). 'lowprof record' starts it for you.\n"
+	"\n"
+	"Options:\n"
+	"      --ring PATH        attach to the ring file the collector created\n"
+	"      --ring-fd FD       attach to an inherited ring (lowprof record)\n"
+	"  -o, --output DIR       output directory (created if missing)\n"
+	"      --output-fds A,B,C write pprof, folded and HTML to these inherited fds\n"
+	"                         instead of -o (lowprof record)\n"
+	"  -u, --user USER        user to run as when started as root (default nobody)\n"
+	"      --exit-with-parent exit when the parent process dies\n"
+	"      --no-summary       do not print the summary\n"
+	"  -v, --verbose          more messages (repeat for debug)\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Exit status: 0 when the outputs were written, 1 on errors, 2 on usage errors.\n";
+
+static int parse_fds(const char *s, int fds[3])
+{
+	char *end;
+
+	for (int i = 0; i < 3; i++) {
+		long v;
+
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || end == s || v < 0 || v > INT_MAX)
+			return -EINVAL;
+		fds[i] = (int)v;
+		if (i < 2 && *end != ',')
+			return -EINVAL;
+		s = end + 1;
+	}
+	return *end ? -EINVAL : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"ring", required_argument, NULL, 'r'},
+		{"ring-fd", required_argument, NULL, 'R'},
+		{"output", required_argument, NULL, 'o'},
+		{"output-fds", required_argument, NULL, 'O'},
+		{"user", required_argument, NULL, 'u'},
+		{"exit-with-parent", no_argument, NULL, 'P'},
+		{"no-summary", no_argument, NULL, 'N'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	struct symb_opts o = {
+		.sz = sizeof(o), .ring_fd = -1, .out_fds = {-1, -1, -1}, .user = "nobody"};
+	enum lp_log_level level = LP_LOG_INFO;
+	bool have_fds = false;
+	char *end;
+	long v;
+	int opt;
+
+	lp_log_init(argv[0], level);
+	while ((opt = getopt_long(argc, argv, "o:u:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			o.ring_path = optarg;
+			break;
+		case 'R':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > INT_MAX) {
+				lp_err("invalid value '%s' for --ring-fd", optarg);
+				return 2;
+			}
+			o.ring_fd = (int)v;
+			break;
+		case 'o':
+			o.out_dir = optarg;
+			break;
+		case 'O':
+			if (parse_fds(optarg, o.out_fds)) {
+				lp_err("--output-fds takes three fds: PPROF,FOLDED,HTML");
+				return 2;
+			}
+			have_fds = true;
+			break;
+		case 'u':
+			o.user = optarg;
+			break;
+		case 'P':
+			o.exit_with_parent = true;
+			break;
+		case 'N':
+			o.quiet_summary = true;
+			break;
+		case 'v':
+			level = level < LP_LOG_DEBUG ? level + 1 : level;
+			lp_log_init(argv[0], level);
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+	if ((o.ring_fd < 0) == !o.ring_path) {
+		lp_err("give exactly one of --ring PATH or --ring-fd FD (see --help)");
+		return 2;
+	}
+	if (!o.out_dir == !have_fds) {
+		lp_err("give exactly one of -o DIR or --output-fds (see --help)");
+		return 2;
+	}
+	return symb_run(&o);
+}

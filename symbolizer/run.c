@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The symbolizer's run: become unprivileged, attach to the ring as its
+ * consumer, feed records into the state until the producer closes the ring
+ * (or a signal), then build the profile and write the outputs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lowprof/log.h"
+#include "lowprof/ring.h"
+#include "profile.h"
+#include "symb_int.h"
+#include "symbolizer.h"
+
+#define POLL_MS		  20
+#define ATTACH_WAIT_MS	  10000
+#define PROGRESS_EVERY_NS 10000000000ull
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Started as root: become `user` with no capabilities in any set. The
+ * bounding set is emptied first (that needs CAP_SETPCAP), then groups, gid
+ * and uid change; changing uid from 0 clears the permitted and effective
+ * sets. no_new_privs keeps exec from granting anything back.
+ */
+static int drop_privileges(const char *user)
+{
+	struct passwd *pw;
+	cap_t empty;
+	int err = 0;
+
+	if (geteuid() != 0) {
+		/* already unprivileged: still make sure nothing can be regained */
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			return -errno;
+		return 0;
+	}
+	pw = getpwnam(user);
+	if (!pw) {
+		lp_err("--user %s: no such user", user);
+		return -ENOENT;
+	}
+	if (pw->pw_uid == 0) {
+		lp_err("--user %s: refusing to run the symbolizer as root", user);
+		return -EPERM;
+	}
+	for (int c = 0; c < cap_max_bits(); c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL) {
+			err = -errno;
+			lp_err("privileges: dropping the bounding set: %m");
+			return err;
+		}
+	}
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
+		err = -errno;
+		lp_err("privileges: becoming %s: %m", user);
+		return err;
+	}
+	empty = cap_init();
+	if (!empty || cap_set_proc(empty)) {
+		err = -errno;
+		cap_free(empty);
+		lp_err("privileges: clearing capabilities: %m");
+		return err;
+	}
+	cap_free(empty);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
+static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring)
+{
+	int fd = o->ring_fd, err;
+	struct stat st;
+
+	for (int waited = 0; fd < 0; waited += 100) {
+		/* the collector creates the file; wait for it to appear */
+		fd = open(o->ring_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0)
+			break;
+		err = -errno;
+		if (err != -ENOENT || waited >= ATTACH_WAIT_MS) {
+			lp_err("ring: opening %s: %s", o->ring_path, strerror(-err));
+			return err;
+		}
+		sleep_ms(100);
+	}
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto err_out;
+	}
+	*size = (size_t)st.st_size;
+	*mem = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*mem == MAP_FAILED) {
+		err = -errno;
+		*mem = NULL;
+		lp_err("ring: mmap: %s", strerror(-err));
+		goto err_out;
+	}
+	/* the creator formats the ring before anyone attaches; allow it a moment */
+	for (int waited = 0;; waited += 100) {
+		*ring = lp_ring__consumer(*mem, *size);
+		if (*ring)
+			break;
+		if (waited >= ATTACH_WAIT_MS) {
+			err = -errno;
+			lp_err("ring: not a lowprof ring: %s", strerror(-err));
+			goto err_out;
+		}
+		sleep_ms(100);
+	}
+	if (fd != o->ring_fd)
+		close(fd);
+	return 0;
+err_out:
+	if (fd != o->ring_fd)
+		close(fd);
+	return err;
+}
+
+/*
+ * Drains the ring into the state. Returns when the producer closed the ring
+ * and everything was read, on a signal, or on a corrupt ring.
+ */
+static int consume(struct lp_ring *ring, struct symb_state *s)
+{
+	struct timespec t0;
+	uint64_t last_progress = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		const void *data;
+		uint32_t len;
+		int err = lp_ring__peek(ring, &data, &len);
+
+		if (err == 0) {
+			err = symb_state_feed(s, data, len);
+			lp_ring__consume(ring);
+			if (err == -EPROTO)
+				return err;
+			if (err == -ENOMEM) {
+				lp_err("out of memory; writing what was aggregated so far");
+				return err;
+			}
+			continue;
+		}
+		if (err == -EPIPE)
+			return 0;
+		if (err == -EBADMSG) {
+			lp_err("ring: corrupt record or position; writing what was read so far");
+			return err;
+		}
+		/* -EAGAIN: nothing yet */
+		if (stop_signal)
+			return 0;
+		sleep_ms(POLL_MS);
+		if (lp_log_level() >= LP_LOG_DEBUG) {
+			struct timespec t;
+			uint64_t ns;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			ns = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull + t.tv_nsec;
+			if (ns - last_progress >= PROGRESS_EVERY_NS) {
+				lp_debug("%llu records, %llu samples",
+					 (unsigned long long)s->n.records,
+					 (unsigned long long)s->n.samples);
+				last_progress = ns;
+			}
+		}
+	}
+}
+
+static int open_outputs(const struct symb_opts *o, int fds[3])
+{
+	static const char *const names[3] = {"cpu.pb.gz", "cpu.folded", "cpu.html"};
+
+	if (!o->out_dir) {
+		for (int i = 0; i < 3; i++)
+			fds[i] = o->out_fds[i];
+		return 0;
+	}
+	if (mkdir(o->out_dir, 0755) && errno != EEXIST) {
+		int err = -errno;
+
+		lp_err("output: creating %s: %s", o->out_dir, strerror(-err));
+		return err;
+	}
+	for (int i = 0; i < 3; i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/%s", o->out_dir, names[i]);
+		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fds[i] < 0) {
+			int err = -errno;
+
+			lp_err("output: %s: %s", path, strerror(-err));
+			while (i--)
+				close(fds[i]);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int write_outputs(struct symb_state *s, const struct symb_opts *o)
+{
+	struct symb_built *b;
+	int fds[3], err, rc = 0;
+
+	err = open_outputs(o, fds);
+	if (err)
+		return err;
+	b = symb_build(s);
+	if (!b) {
+		err = -errno;
+		lp_err("building the profile: %s", strerror(-err));
+		rc = err;
+		goto out;
+	}
+	if (symb_write_pprof(symb_built_profile(b), fds[0]))
+		rc = -EIO;
+	if (symb_write_folded(symb_built_profile(b), fds[1]))
+		rc = -EIO;
+	if (symb_write_flamegraph(symb_built_profile(b), fds[2]))
+		rc = -EIO;
+	if (!o->quiet_summary)
+		symb_print_summary(s, b, STDOUT_FILENO);
+	symb_built_free(b);
+out:
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0 && close(fds[i]) && !rc)
+			rc = -errno;
+	return rc;
+}
+
+int symb_run(const struct symb_opts *o)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct lp_ring *ring = NULL;
+	struct symb_state s;
+	void *mem = NULL;
+	size_t size = 0;
+	int err, rc = 1;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	symb_state_init(&s);
+
+	err = drop_privileges(o->user);
+	if (err)
+		return 1;
+	/* after the uid change: it clears the parent-death signal */
+	if (o->exit_with_parent) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() == 1)
+			return 1;
+	}
+	err = attach_ring(o, &mem, &size, &ring);
+	if (err)
+		goto out;
+	err = consume(ring, &s);
+	if (err == -EPROTO)
+		goto out;
+	if (!s.have_meta)
+		lp_warn("the stream had no metadata record; times and rates are unknown");
+	rc = write_outputs(&s, o) ? 1 : 0;
+out:
+	lp_ring__free(ring);
+	if (mem)
+		munmap(mem, size);
+	symb_state_free(&s);
+	return rc;
+}

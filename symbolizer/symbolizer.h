@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lowprof-symbolizer: the unprivileged half of lowprof. Reads records from
+ * the shared-memory ring, normalizes and aggregates stacks, symbolizes them
+ * (ELF symbols, the kernel symbol snapshot) and writes pprof, folded stacks
+ * and an HTML flame graph. Started as root it first becomes an unprivileged
+ * user with no capabilities in any set and no_new_privs.
+ */
+#ifndef LOWPROF_SYMBOLIZER_H
+#define LOWPROF_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct symb_opts {
+	size_t sz;	       /* sizeof(struct symb_opts) */
+	int ring_fd;	       /* inherited ring, or -1 */
+	const char *ring_path; /* or: attach to this ring file */
+	const char *out_dir;   /* write DIR/cpu.{pb.gz,folded,html} */
+	int out_fds[3];	       /* or: pprof, folded, html fds given by lowprof record */
+	const char *user;      /* drop to this user when started as root */
+	bool exit_with_parent;
+	bool quiet_summary;
+};
+
+/* Runs until the ring is closed and drained, or a signal; returns an exit code. */
+int symb_run(const struct symb_opts *opts);
+
+#endif /* LOWPROF_SYMBOLIZER_H */
