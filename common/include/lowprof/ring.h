@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lowprof shared-memory ring: one producer (the collector) and one consumer
+ * (a symbolizer) in two processes that share one mapping.
+ *
+ * What it is: a single-producer single-consumer byte ring of length-prefixed,
+ * 8-byte-aligned records in a power-of-two data area, with producer and
+ * consumer positions published with release stores and read with acquire
+ * loads. When a record does not fit, the producer drops it (drop-newest) and
+ * counts it. What it is not: a multi-producer queue, a wakeup mechanism
+ * (consumers poll), or a parser of what the records contain.
+ *
+ * Trust: the consumer can write its consumer position, so the producer reads
+ * it once per operation and treats any value (ahead of the producer,
+ * backwards, unaligned) as hostile: it counts it and treats the ring as full.
+ * The consumer treats everything else in the mapping as possibly malformed:
+ * every length and position is read once and checked before use.
+ *
+ * Layout of the shared object (all little-endian, host order):
+ *
+ *   offset 0      struct lp_ring_hdr   (one page; producer fields and
+ *                                       consumer field on separate cache lines)
+ *   offset 4096   data area, data_size bytes (power of two, >= 4096)
+ *
+ * A record in the data area is an 8-byte header { u32 len; u32 flags; }
+ * followed by len payload bytes, padded to a multiple of 8. A record never
+ * wraps: when the contiguous space left before the end of the data area is
+ * too small, the producer writes a header with LP_RING_F_WRAP (len 0) and
+ * continues at offset 0. Positions are free-running u64 byte counters;
+ * (pos & (data_size - 1)) is the offset.
+ *
+ * Reader protocol (consumer):
+ *
+ *   while ((err = lp_ring__peek(r, &data, &len)) == 0) {
+ *           use data[0..len)   (valid until lp_ring__consume)
+ *           lp_ring__consume(r);
+ *   }
+ *   -EAGAIN: nothing yet; -EPIPE: producer closed and everything consumed;
+ *   -EBADMSG: the ring is corrupt (a bad length or position); stop reading.
+ */
+#ifndef LOWPROF_RING_H
+#define LOWPROF_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LP_RING_MAGIC	   0x474e52504cULL /* "LPRNG" */
+#define LP_RING_VERSION	   1
+#define LP_RING_HDR_SIZE   4096u
+#define LP_RING_MIN_DATA   4096u
+#define LP_RING_MAX_DATA   (1ull << 32)
+#define LP_RING_REC_HDR	   8u
+#define LP_RING_F_WRAP	   1u
+
+struct lp_ring_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t data_size;
+	uint8_t _pad0[64 - 24];
+	/* producer cache line: written only by the producer */
+	uint64_t prod_pos;	   /* release-stored after the record bytes */
+	uint64_t dropped_records;  /* records that did not fit (drop-newest) */
+	uint64_t dropped_bytes;	   /* their payload bytes */
+	uint64_t bad_consumer_pos; /* times the consumer position was invalid */
+	uint32_t closed;	   /* 1 once the producer wrote its last record */
+	uint8_t _pad1[64 - 36];
+	/* consumer cache line: written only by the consumer */
+	uint64_t cons_pos; /* release-stored after a record was used */
+	uint8_t _pad2[64 - 8];
+};
+
+struct lp_ring;
+
+struct lp_ring_stats {
+	uint64_t prod_pos;
+	uint64_t cons_pos;
+	uint64_t data_size;
+	uint64_t dropped_records;
+	uint64_t dropped_bytes;
+	uint64_t bad_consumer_pos;
+	bool closed;
+};
+
+/* Bytes of shared memory needed for a data area of data_size bytes. */
+size_t lp_ring_mem_size(uint64_t data_size);
+
+/* Smallest valid data size (power of two, >= LP_RING_MIN_DATA) holding at
+ * least want bytes; 0 if want exceeds LP_RING_MAX_DATA. */
+uint64_t lp_ring_round_size(uint64_t want);
+
+/*
+ * Formats mem (mem_size bytes, zeroed or not) as an empty ring with a
+ * data_size-byte data area. data_size must be a power of two >=
+ * LP_RING_MIN_DATA and mem_size >= lp_ring_mem_size(data_size).
+ * Returns 0 or -EINVAL. Done once, by whoever creates the shared object,
+ * before either side attaches.
+ */
+int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size);
+
+/*
+ * Attach to a formatted ring in mem. The mapping must stay valid until
+ * lp_ring__free (which does not unmap it). Both sides validate magic, version,
+ * hdr_size and data_size against mem_size once (the producer because
+ * data_size bounds every write it makes); after that the producer reads only
+ * cons_pos and the consumer only prod_pos, closed and the records. Both return
+ * NULL with errno set (EINVAL, ENOMEM).
+ * Destructor: lp_ring__free.
+ */
+struct lp_ring *lp_ring__producer(void *mem, size_t mem_size);
+struct lp_ring *lp_ring__consumer(void *mem, size_t mem_size);
+void lp_ring__free(struct lp_ring *r);
+
+/*
+ * Producer. lp_ring__reserve returns space for up to max_len payload bytes,
+ * or NULL when it does not fit (the record is then counted as dropped with
+ * max_len bytes; nothing else is written). lp_ring__commit publishes the
+ * reserved record with its final length len <= max_len. At most one
+ * reservation is open at a time (a new reserve or close abandons an open one
+ * unpublished). lp_ring__write is reserve + copy + commit; it returns 0 or
+ * -ENOSPC (dropped and counted) or -E2BIG (len can never fit; also counted).
+ */
+void *lp_ring__reserve(struct lp_ring *r, uint32_t max_len);
+void lp_ring__commit(struct lp_ring *r, uint32_t len);
+int lp_ring__write(struct lp_ring *r, const void *data, uint32_t len);
+/*
+ * Largest payload the producer could write right now without dropping (0 if
+ * the consumer position is invalid). Does not count anything: used to wait
+ * for space before records that must not be dropped (maps, kernel symbols).
+ */
+uint32_t lp_ring__writable(struct lp_ring *r);
+/* Marks the stream complete; the consumer gets -EPIPE once it has read all. */
+void lp_ring__close(struct lp_ring *r);
+
+/* Consumer; see the reader protocol above. */
+int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len);
+void lp_ring__consume(struct lp_ring *r);
+
+/* Snapshot of the header's counters (each field read once). */
+void lp_ring__stats(const struct lp_ring *r, struct lp_ring_stats *st);
+
+/* Largest payload a single record can carry in this ring: data_size / 2 -
+ * LP_RING_REC_HDR, the largest that fits an empty ring whatever the producer's
+ * offset (see ring.c). Larger writes fail with -E2BIG and are counted as
+ * dropped. */
+uint32_t lp_ring__max_record(const struct lp_ring *r);
+
+#endif /* LOWPROF_RING_H */

@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shared-memory ring: single producer, single consumer, two processes.
+ *
+ * Memory ordering (both sides are in different processes, so the only
+ * synchronisation is through the shared header):
+ *
+ *   producer                                consumer
+ *   --------                                --------
+ *   cons = acquire-load(cons_pos)           closed = acquire-load(closed)
+ *     (bytes below cons are no longer       prod = acquire-load(prod_pos)
+ *      read by the consumer: reusable)        (record bytes below prod are
+ *   write record header + payload              visible)
+ *   release-store(prod_pos)                 read record header + payload
+ *   ...                                     release-store(cons_pos)
+ *   release-store(closed = 1)                 (we are done with those bytes)
+ *
+ * The release store of prod_pos pairs with the consumer's acquire load, so a
+ * record's bytes are visible before its position is. The release store of
+ * cons_pos pairs with the producer's acquire load, so the consumer has
+ * finished reading a record before the producer overwrites it. closed is
+ * stored after the last prod_pos and loaded before prod_pos, so a consumer
+ * that sees closed also sees the final prod_pos.
+ *
+ * Trust: each side keeps private copies of the positions and counters it owns
+ * and, after taking them over once at attach, only ever stores them; it never
+ * reads back its own shared fields, which the other side could overwrite. What it reads of the other side's
+ * fields is loaded once per operation and validated before use.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowprof/log.h"
+#include "lowprof/ring.h"
+
+_Static_assert(sizeof(struct lp_ring_hdr) == 192, "lp_ring_hdr layout changed");
+_Static_assert(sizeof(struct lp_ring_hdr) <= LP_RING_HDR_SIZE, "lp_ring_hdr exceeds its page");
+_Static_assert(__builtin_offsetof(struct lp_ring_hdr, prod_pos) == 64, "producer cache line");
+_Static_assert(__builtin_offsetof(struct lp_ring_hdr, cons_pos) == 128, "consumer cache line");
+
+/* Record header at the start of every record in the data area. */
+struct lp_ring_rec {
+	uint32_t len;
+	uint32_t flags;
+};
+
+_Static_assert(sizeof(struct lp_ring_rec) == LP_RING_REC_HDR, "record header size");
+
+struct lp_ring {
+	struct lp_ring_hdr *hdr;
+	uint8_t *data;
+	uint64_t data_size; /* validated at attach; never re-read */
+	bool producer;
+
+	/* producer: private copies, stored to the header, never loaded back */
+	uint64_t prod;
+	uint64_t dropped_records;
+	uint64_t dropped_bytes;
+	uint64_t bad_consumer_pos;
+	uint64_t resv_off; /* offset of the open reservation's record header */
+	uint64_t resv_pad; /* bytes of wrap padding before it */
+	uint32_t resv_max;
+	bool resv_open;
+	bool warned_cons;
+
+	/* consumer */
+	uint64_t cons;	  /* private copy of cons_pos */
+	uint64_t pending; /* bytes lp_ring__consume releases; 0 if nothing peeked */
+	bool broken;	  /* sticky: a corrupt record or position was seen */
+};
+
+static inline uint64_t rec_size(uint32_t len)
+{
+	return LP_RING_REC_HDR + (((uint64_t)len + 7) & ~7ull);
+}
+
+static bool data_size_valid(uint64_t data_size)
+{
+	return data_size >= LP_RING_MIN_DATA && data_size <= LP_RING_MAX_DATA &&
+	       (data_size & (data_size - 1)) == 0;
+}
+
+size_t lp_ring_mem_size(uint64_t data_size)
+{
+	/* 0 rather than a wrapped size on a 32-bit size_t */
+	if (data_size > SIZE_MAX - LP_RING_HDR_SIZE)
+		return 0;
+	return LP_RING_HDR_SIZE + data_size;
+}
+
+uint64_t lp_ring_round_size(uint64_t want)
+{
+	uint64_t size = LP_RING_MIN_DATA;
+
+	if (want > LP_RING_MAX_DATA)
+		return 0;
+	while (size < want)
+		size <<= 1;
+	return size;
+}
+
+int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size)
+{
+	struct lp_ring_hdr *hdr = mem;
+	size_t need = lp_ring_mem_size(data_size);
+
+	if (!mem || ((uintptr_t)mem & 7) || !data_size_valid(data_size) || !need || mem_size < need)
+		return -EINVAL;
+	memset(hdr, 0, LP_RING_HDR_SIZE);
+	hdr->version = LP_RING_VERSION;
+	hdr->hdr_size = LP_RING_HDR_SIZE;
+	hdr->data_size = data_size;
+	/* magic last: whoever sees it sees a complete header */
+	__atomic_store_n(&hdr->magic, LP_RING_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/*
+ * Reads the format fields once and checks them against mem_size. Both sides
+ * do this: the consumer because the header is not trusted, the producer
+ * because data_size bounds every write it makes.
+ */
+static int ring_attach(struct lp_ring *r, void *mem, size_t mem_size)
+{
+	struct lp_ring_hdr *hdr = mem;
+	uint64_t magic, data_size;
+	uint32_t version, hdr_size;
+
+	if (!mem || ((uintptr_t)mem & 7) || mem_size < LP_RING_HDR_SIZE + LP_RING_MIN_DATA)
+		return -EINVAL;
+	magic = __atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE);
+	version = __atomic_load_n(&hdr->version, __ATOMIC_RELAXED);
+	hdr_size = __atomic_load_n(&hdr->hdr_size, __ATOMIC_RELAXED);
+	data_size = __atomic_load_n(&hdr->data_size, __ATOMIC_RELAXED);
+	if (magic != LP_RING_MAGIC) {
+		lp_warn("ring: bad magic 0x%llx", (unsigned long long)magic);
+		return -EINVAL;
+	}
+	if (version != LP_RING_VERSION || hdr_size != LP_RING_HDR_SIZE) {
+		lp_warn("ring: unsupported version %u / header size %u", version, hdr_size);
+		return -EINVAL;
+	}
+	/* data_size <= LP_RING_MAX_DATA, so the sum cannot overflow a u64 */
+	if (!data_size_valid(data_size) || LP_RING_HDR_SIZE + data_size > mem_size) {
+		lp_warn("ring: bad data size %llu for a %zu-byte mapping",
+			(unsigned long long)data_size, mem_size);
+		return -EINVAL;
+	}
+	r->hdr = hdr;
+	r->data = (uint8_t *)mem + LP_RING_HDR_SIZE;
+	r->data_size = data_size;
+	return 0;
+}
+
+struct lp_ring *lp_ring__producer(void *mem, size_t mem_size)
+{
+	struct lp_ring *r;
+	int err;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL; /* errno is ENOMEM */
+	err = ring_attach(r, mem, mem_size);
+	if (err)
+		goto err_out;
+	r->producer = true;
+	/*
+	 * Take over where a previous producer stopped. Read once; from here on
+	 * the producer only stores these fields.
+	 */
+	r->prod = __atomic_load_n(&r->hdr->prod_pos, __ATOMIC_RELAXED);
+	r->dropped_records = __atomic_load_n(&r->hdr->dropped_records, __ATOMIC_RELAXED);
+	r->dropped_bytes = __atomic_load_n(&r->hdr->dropped_bytes, __ATOMIC_RELAXED);
+	r->bad_consumer_pos = __atomic_load_n(&r->hdr->bad_consumer_pos, __ATOMIC_RELAXED);
+	if (r->prod & 7) {
+		lp_warn("ring: unaligned producer position %llu", (unsigned long long)r->prod);
+		err = -EINVAL;
+		goto err_out;
+	}
+	return r;
+err_out:
+	free(r);
+	errno = -err;
+	return NULL;
+}
+
+struct lp_ring *lp_ring__consumer(void *mem, size_t mem_size)
+{
+	struct lp_ring *r;
+	int err;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	err = ring_attach(r, mem, mem_size);
+	if (err)
+		goto err_out;
+	/* The one read of our own shared position (re-attach after a restart). */
+	r->cons = __atomic_load_n(&r->hdr->cons_pos, __ATOMIC_RELAXED);
+	if (r->cons & 7) {
+		lp_warn("ring: unaligned consumer position %llu", (unsigned long long)r->cons);
+		err = -EINVAL;
+		goto err_out;
+	}
+	return r;
+err_out:
+	free(r);
+	errno = -err;
+	return NULL;
+}
+
+void lp_ring__free(struct lp_ring *r)
+{
+	free(r);
+}
+
+/*
+ * Why data_size / 2 - LP_RING_REC_HDR: a record of rec bytes (header + padded
+ * payload) that does not fit in the tail (data_size - off) is written at offset
+ * 0 after a WRAP marker, and must then end before the marker at off. So in an
+ * empty ring a record fits iff rec <= max(data_size - off, off). Over all
+ * offsets the minimum of that is data_size / 2 (off = data_size / 2). This is
+ * the largest payload that fits whatever the producer's offset once the
+ * consumer has caught up; anything larger could be dropped forever, so it is
+ * refused up front (-E2BIG). It fits a u32 since data_size <= 2^32.
+ */
+uint32_t lp_ring__max_record(const struct lp_ring *r)
+{
+	if (!r)
+		return 0;
+	return (uint32_t)(r->data_size / 2 - LP_RING_REC_HDR);
+}
+
+static void prod_drop(struct lp_ring *r, uint32_t len)
+{
+	/* Counters only need to be visible by the time closed is (release). */
+	r->dropped_records++;
+	r->dropped_bytes += len;
+	__atomic_store_n(&r->hdr->dropped_records, r->dropped_records, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->hdr->dropped_bytes, r->dropped_bytes, __ATOMIC_RELAXED);
+}
+
+static void prod_bad_cons(struct lp_ring *r, uint64_t cons)
+{
+	r->bad_consumer_pos++;
+	__atomic_store_n(&r->hdr->bad_consumer_pos, r->bad_consumer_pos, __ATOMIC_RELAXED);
+	if (!r->warned_cons) {
+		/* Once: a hostile consumer must not be able to flood the log. */
+		lp_warn("ring: invalid consumer position %llu (producer at %llu); dropping",
+			(unsigned long long)cons, (unsigned long long)r->prod);
+		r->warned_cons = true;
+	}
+}
+
+static void rec_store(uint8_t *at, uint32_t len, uint32_t flags)
+{
+	struct lp_ring_rec *rec = (struct lp_ring_rec *)at;
+
+	/* Ordered before the consumer's view by the release store of prod_pos. */
+	__atomic_store_n(&rec->len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&rec->flags, flags, __ATOMIC_RELAXED);
+}
+
+/*
+ * The consumer position, loaded once and checked: 0 and *used set, or
+ * -EBADMSG if it is ahead of the producer, more than data_size behind or
+ * unaligned. The acquire pairs with the consumer's release store of cons_pos:
+ * bytes below it are no longer read and may be reused.
+ */
+static int prod_load_cons(struct lp_ring *r, uint64_t *cons, uint64_t *used)
+{
+	*cons = __atomic_load_n(&r->hdr->cons_pos, __ATOMIC_ACQUIRE);
+	*used = r->prod - *cons;
+	/* cons > prod is caught by the unsigned difference too; kept explicit. */
+	if (*cons > r->prod || *used > r->data_size || (*cons & 7))
+		return -EBADMSG;
+	return 0;
+}
+
+/*
+ * Exact: reserve(len) succeeds now iff len <= the result (while cons_pos does
+ * not move back). 0 also when not even a 0-byte record fits; callers waiting
+ * for space wait for a non-zero length.
+ */
+uint32_t lp_ring__writable(struct lp_ring *r)
+{
+	uint64_t cons, used, free, tail, rec;
+
+	if (!r || !r->producer || prod_load_cons(r, &cons, &used))
+		return 0;
+	free = r->data_size - used;
+	tail = r->data_size - (r->prod & (r->data_size - 1));
+	/* Either in the tail, or after a WRAP marker padding the whole tail. */
+	rec = free < tail ? free : tail;
+	if (free > 2 * tail)
+		rec = free - tail;
+	/* rec is a multiple of 8: a payload of rec - 8 needs no padding. */
+	if (rec < LP_RING_REC_HDR)
+		return 0;
+	rec -= LP_RING_REC_HDR;
+	return rec < lp_ring__max_record(r) ? (uint32_t)rec : lp_ring__max_record(r);
+}
+
+void *lp_ring__reserve(struct lp_ring *r, uint32_t max_len)
+{
+	uint64_t cons, used, off, tail, need, rec;
+
+	if (!r || !r->producer)
+		return NULL;
+	/* A reservation still open is abandoned: it was never published. */
+	r->resv_open = false;
+	if (max_len > lp_ring__max_record(r)) {
+		prod_drop(r, max_len);
+		return NULL;
+	}
+	rec = rec_size(max_len);
+
+	if (prod_load_cons(r, &cons, &used)) {
+		prod_bad_cons(r, cons);
+		prod_drop(r, max_len);
+		return NULL;
+	}
+
+	off = r->prod & (r->data_size - 1);
+	tail = r->data_size - off; /* >= 8: off is 8-aligned, data_size a multiple of 8 */
+	need = rec <= tail ? rec : tail + rec;
+	if (need > r->data_size - used) {
+		prod_drop(r, max_len);
+		return NULL;
+	}
+	r->resv_pad = 0;
+	if (rec > tail) {
+		/* Published together with the record by commit's prod_pos store. */
+		rec_store(r->data + off, 0, LP_RING_F_WRAP);
+		r->resv_pad = tail;
+		off = 0;
+	}
+	r->resv_off = off;
+	r->resv_max = max_len;
+	r->resv_open = true;
+	return r->data + off + LP_RING_REC_HDR;
+}
+
+void lp_ring__commit(struct lp_ring *r, uint32_t len)
+{
+	if (!r || !r->producer || !r->resv_open)
+		return;
+	/* len > max_len breaks the contract; never publish bytes not reserved. */
+	if (len > r->resv_max)
+		len = r->resv_max;
+	rec_store(r->data + r->resv_off, len, 0);
+	r->prod += r->resv_pad + rec_size(len);
+	r->resv_open = false;
+	/* Publishes the record (and any WRAP marker) written above. */
+	__atomic_store_n(&r->hdr->prod_pos, r->prod, __ATOMIC_RELEASE);
+}
+
+int lp_ring__write(struct lp_ring *r, const void *data, uint32_t len)
+{
+	void *p;
+
+	if (!r || !r->producer)
+		return -EINVAL;
+	if (len > lp_ring__max_record(r)) {
+		prod_drop(r, len);
+		return -E2BIG;
+	}
+	p = lp_ring__reserve(r, len);
+	if (!p)
+		return -ENOSPC;
+	if (len)
+		memcpy(p, data, len);
+	lp_ring__commit(r, len);
+	return 0;
+}
+
+void lp_ring__close(struct lp_ring *r)
+{
+	if (!r || !r->producer)
+		return;
+	r->resv_open = false;
+	/* After the last prod_pos and counter stores; see the ordering above. */
+	__atomic_store_n(&r->hdr->closed, 1, __ATOMIC_RELEASE);
+}
+
+static int cons_corrupt(struct lp_ring *r, const char *why, uint64_t a, uint64_t b)
+{
+	/* Logged once: the ring stays broken from here on. */
+	lp_warn("ring: corrupt at consumer position %llu: %s (%llu, %llu)",
+		(unsigned long long)r->cons, why, (unsigned long long)a, (unsigned long long)b);
+	r->broken = true;
+	r->pending = 0;
+	return -EBADMSG;
+}
+
+/*
+ * Each call loads closed, prod_pos and the record header once and checks them
+ * all before handing out a pointer. The payload stays in shared memory: the
+ * producer (or anyone with the mapping) can change those bytes while the
+ * caller reads them, so the caller must copy or validate as it decodes and
+ * never rely on reading the same value twice. len and the bounds of data are
+ * the checked ones and cannot change.
+ */
+int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len)
+{
+	const struct lp_ring_rec *rec;
+	uint64_t prod, avail, off, tail, size;
+	uint32_t rlen, rflags;
+	bool closed;
+
+	if (!r || r->producer || !data || !len)
+		return -EINVAL;
+	if (r->broken)
+		return -EBADMSG;
+	/* closed before prod_pos: once closed is seen, prod_pos is final. */
+	closed = __atomic_load_n(&r->hdr->closed, __ATOMIC_ACQUIRE) != 0;
+	prod = __atomic_load_n(&r->hdr->prod_pos, __ATOMIC_ACQUIRE);
+	avail = prod - r->cons;
+	if (avail > r->data_size || (prod & 7))
+		return cons_corrupt(r, "bad producer position", prod, r->data_size);
+	if (!avail)
+		return closed ? -EPIPE : -EAGAIN;
+
+	off = r->cons & (r->data_size - 1);
+	rec = (const struct lp_ring_rec *)(r->data + off);
+	rlen = __atomic_load_n(&rec->len, __ATOMIC_RELAXED);
+	rflags = __atomic_load_n(&rec->flags, __ATOMIC_RELAXED);
+	if (rflags == LP_RING_F_WRAP) {
+		/* Our producer never wraps at 0 and always publishes the whole tail. */
+		tail = r->data_size - off;
+		if (rlen != 0 || off == 0 || tail > avail)
+			return cons_corrupt(r, "bad wrap marker", rlen, off);
+		r->cons += tail;
+		avail -= tail;
+		/* The tail is free now; nothing in it is handed out. */
+		__atomic_store_n(&r->hdr->cons_pos, r->cons, __ATOMIC_RELEASE);
+		if (!avail)
+			return closed ? -EPIPE : -EAGAIN;
+		off = 0;
+		rec = (const struct lp_ring_rec *)r->data;
+		rlen = __atomic_load_n(&rec->len, __ATOMIC_RELAXED);
+		rflags = __atomic_load_n(&rec->flags, __ATOMIC_RELAXED);
+	}
+	if (rflags != 0)
+		return cons_corrupt(r, "unknown record flags", rflags, rlen);
+	size = rec_size(rlen);
+	if (size > avail || size > r->data_size - off)
+		return cons_corrupt(r, "record length out of bounds", rlen, avail);
+
+	r->pending = size;
+	*data = rec + 1;
+	*len = rlen;
+	return 0;
+}
+
+void lp_ring__consume(struct lp_ring *r)
+{
+	if (!r || r->producer || r->broken || !r->pending)
+		return;
+	r->cons += r->pending;
+	r->pending = 0;
+	/* We are done reading the record: the producer may reuse it. */
+	__atomic_store_n(&r->hdr->cons_pos, r->cons, __ATOMIC_RELEASE);
+}
+
+void lp_ring__stats(const struct lp_ring *r, struct lp_ring_stats *st)
+{
+	const struct lp_ring_hdr *hdr;
+
+	if (!st)
+		return;
+	memset(st, 0, sizeof(*st));
+	if (!r)
+		return;
+	hdr = r->hdr;
+	/* closed first, as in peek: counters stored before it are then final. */
+	st->closed = __atomic_load_n(&hdr->closed, __ATOMIC_ACQUIRE) != 0;
+	st->prod_pos = __atomic_load_n(&hdr->prod_pos, __ATOMIC_ACQUIRE);
+	st->cons_pos = __atomic_load_n(&hdr->cons_pos, __ATOMIC_ACQUIRE);
+	st->data_size = r->data_size;
+	st->dropped_records = __atomic_load_n(&hdr->dropped_records, __ATOMIC_RELAXED);
+	st->dropped_bytes = __atomic_load_n(&hdr->dropped_bytes, __ATOMIC_RELAXED);
+	st->bad_consumer_pos = __atomic_load_n(&hdr->bad_consumer_pos, __ATOMIC_RELAXED);
+}
