@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lowprof needs to build and run (and, with
+# --test, to run its whole test suite). Idempotent; needs root.
+set -euo pipefail
+
+build_pkgs=(
+	clang llvm libclang-rt-14-dev make cmake pkg-config binutils libc6-dev
+	bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
+	libmsgpack-dev libprotobuf-c-dev protobuf-c-compiler
+	libcap-dev libseccomp-dev liburing-dev libsqlite3-dev
+	procps util-linux
+)
+# go tool pprof and headless Chromium check the outputs in the tests.
+test_pkgs=(libcmocka-dev golang-go chromium)
+
+want=("${build_pkgs[@]}" libcmocka-dev)
+if [[ "${1:-}" == "--test" ]]; then
+	want+=("${test_pkgs[@]}")
+elif [[ $# -gt 0 ]]; then
+	echo "usage: $0 [--test]" >&2
+	exit 2
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "install-deps: run as root (apt-get install)" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+	echo "install-deps: all ${#want[@]} packages already installed"
+	exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# lowprof record -p on a CPU-bound program with a known call chain
+# (main -> chain_one -> chain_two -> chain_three -> chain_leaf, -O2
+# -fno-omit-frame-pointer): the chain in cpu.folded, the leaf first in
+# go tool pprof -top, the leaf visible in the HTML rendered by Chromium,
+# and the privilege split visible in /proc while it runs.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+start_bg "$WL/chain-fp" 30
+WPID=$BGPID
+sleep 0.3
+start_bg "$BIN/lowprof" record -d 5 -p "$WPID" -o "$TMP/out"
+REC=$BGPID
+
+# while it runs: the symbolizer is unprivileged, the collector keeps one capability
+sleep 2.5
+SYM=$(pgrep -f 'lowprof-symbolizer --ring-fd' | head -1)
+COL=$(pgrep -f 'lowprof-collector --ring-fd' | head -1)
+if [[ -n "$SYM" && -n "$COL" ]]; then
+	suid=$(awk '/^Uid:/ {print $2}' /proc/$SYM/status)
+	check "symbolizer runs as uid $suid (non-zero)" test "$suid" -ne 0
+	check "symbolizer CapEff is 0" grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$SYM/status
+	check "symbolizer CapBnd is 0" grep -q '^CapBnd:[[:space:]]*0000000000000000$' /proc/$SYM/status
+	check "symbolizer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$SYM/status
+	# CAP_SYS_PTRACE is bit 19
+	check "collector keeps only CAP_SYS_PTRACE" \
+		grep -q '^CapEff:[[:space:]]*0000000000080000$' /proc/$COL/status
+else
+	fail "collector ($COL) and symbolizer ($SYM) should both be running"
+fi
+
+wait "$REC"; rc=$?
+check "lowprof record exits 0 (got $rc)" test "$rc" -eq 0
+F="$TMP/out/cpu.folded"
+check "cpu.folded is not empty" test -s "$F"
+echo "--- cpu.folded"; head -5 "$F"
+# frame pointers: gcc gives the leaf no frame, so chain_three may be missing
+pct=$(share "$F" '^chain-fp;.*main;chain_one;chain_two;(chain_three;)?chain_leaf$')
+check "$pct% of samples show main;chain_one;chain_two;[chain_three;]chain_leaf (>= 90%)" \
+	test "$pct" -ge 90
+
+export HOME=$TMP
+top=$(go tool pprof -top "$TMP/out/cpu.pb.gz" 2>&1)
+echo "--- go tool pprof -top"; echo "$top" | head -12
+first=$(echo "$top" | awk '/flat%/ {getline; print $NF; exit}')
+check "go tool pprof -top lists chain_leaf first (got '$first')" test "$first" = chain_leaf
+check "pprof labels samples with pid and comm" \
+	bash -c "go tool pprof -traces '$TMP/out/cpu.pb.gz' 2>/dev/null | grep -Eq 'pid: +$WPID'"
+
+dom=$(chromium_dom "$TMP/out/cpu.html")
+check "cpu.html renders in Chromium with chain_leaf visible" \
+	bash -c "grep -q chain_leaf <<<\"\$1\"" _ "$dom"
+check "cpu.html needs no network" bash -c "! grep -Eq '(src|href)=\"https?:' '$TMP/out/cpu.html'"
+
+kill "$WPID" 2>/dev/null
+sleep 0.3
+left=$(leftovers)
+check "nothing left behind: '$left'" test -z "$left"
+finish

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Errors are clear and leave nothing behind.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+expect_error() { # expect_error WANT_RC PATTERN -- ARGS...
+	local want=$1 pat=$2; shift 3
+	out=$("$@" 2>&1); rc=$?
+	echo "\$ ${*##*/}"; echo "$out" | sed 's/^/  /' | head -8
+	check "exit status $want (got $rc)" test "$rc" -eq "$want"
+	check "message matches '$pat'" grep -Eq -e "$pat" <<<"$out"
+	left=$(leftovers)
+	check "nothing left behind" test -z "$left"
+}
+
+expect_error 1 'must run as root.*|missing CAP_BPF' -- \
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$BIN/lowprof" record -d 1 -o "$TMP/out-nobody"
+check "no output written by the unprivileged attempt" test ! -e "$TMP/out-nobody/cpu.folded"
+
+expect_error 1 'missing CAP_BPF' -- \
+	setpriv --bounding-set=-bpf "$BIN/lowprof" record -d 1 -o "$TMP/out-nobpf"
+
+pid=4194000
+while [[ -e /proc/$pid ]]; do pid=$((pid - 1)); done
+expect_error 1 "-p $pid: no such process" -- "$BIN/lowprof" record -d 1 -p "$pid" -o "$TMP/out-nopid"
+
+expect_error 1 'output directory /proc/lowprof-test' -- \
+	"$BIN/lowprof" record -d 1 -o /proc/lowprof-test
+touch "$TMP/a-file"
+expect_error 1 'not a directory' -- "$BIN/lowprof" record -d 1 -o "$TMP/a-file"
+
+expect_error 2 '-F 0' -- "$BIN/lowprof" record -F 0 -d 1 -o "$TMP/out-f0"
+expect_error 2 '-d x' -- "$BIN/lowprof" record -d x -o "$TMP/out-dx"
+expect_error 2 'unknown command' -- "$BIN/lowprof" frobnicate
+
+out=$("$BIN/lowprof" record --help)
+check "record --help documents -d -F -p -o" \
+	bash -c "grep -q -- '--duration' <<<\"\$1\" && grep -q -- '--freq' <<<\"\$1\" && grep -q -- '--pid' <<<\"\$1\" && grep -q -- '--output' <<<\"\$1\"" _ "$out"
+check "collector --help" "$BIN/lowprof-collector" --help
+check "symbolizer --help" "$BIN/lowprof-symbolizer" --help
+finish

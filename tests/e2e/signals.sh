@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Ctrl-C writes what was collected; no exit path leaves processes, BPF
+# programs or shared memory behind.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+start_bg "$WL/chain-fp" 60
+WPID=$BGPID
+
+for sig in INT TERM; do
+	start_bg "$BIN/lowprof" record -p "$WPID" -o "$TMP/out-$sig"
+	REC=$BGPID
+	sleep 3
+	kill -"$sig" "$REC"
+	wait "$REC"; rc=$?
+	check "SIG$sig: lowprof record exits 0 (got $rc)" test "$rc" -eq 0
+	n=$(awk '{s += $NF} END {print s + 0}' "$TMP/out-$sig/cpu.folded" 2>/dev/null)
+	check "SIG$sig: cpu.folded has the samples collected so far ($n)" test "${n:-0}" -gt 50
+	check "SIG$sig: cpu.pb.gz written" test -s "$TMP/out-$sig/cpu.pb.gz"
+	left=$(leftovers)
+	check "SIG$sig: nothing left behind" test -z "$left"
+done
+
+# lowprof killed outright: its children must not outlive it
+start_bg "$BIN/lowprof" record -p "$WPID" -o "$TMP/out-kill"
+REC=$BGPID
+sleep 3
+kill -KILL "$REC"
+wait "$REC" 2>/dev/null
+for i in $(seq 50); do
+	left=$(leftovers)
+	[[ -z "$left" ]] && break
+	sleep 0.1
+done
+check "SIGKILL of lowprof: collector and symbolizer exit, BPF programs gone: '$left'" test -z "$left"
+
+# the collector killed outright: the symbolizer still writes what it got
+start_bg "$BIN/lowprof" record -p "$WPID" -o "$TMP/out-ckill"
+REC=$BGPID
+sleep 3
+pkill -KILL -f 'lowprof-collector --ring-fd'
+wait "$REC"; rc=$?
+check "collector killed: lowprof record reports failure (got $rc)" test "$rc" -ne 0
+n=$(awk '{s += $NF} END {print s + 0}' "$TMP/out-ckill/cpu.folded" 2>/dev/null)
+check "collector killed: the samples collected so far are kept ($n)" test "${n:-0}" -gt 50
+left=$(leftovers)
+check "collector killed: nothing left behind" test -z "$left"
+finish

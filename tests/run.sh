@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Fresh machine to a full test run: installs the dependencies (with the test
+# tools: go tool pprof, Chromium), builds into build/, runs every test.
+# Needs root: the BPF and end-to-end tests load the real programs.
+# LOWPROF_FUZZ_SECONDS (default 10) bounds each fuzz target's run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deploy/install-deps.sh --test
+cmake -S . -B build -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DLOWPROF_FUZZ_SECONDS="${LOWPROF_FUZZ_SECONDS:-10}" >/dev/null
+cmake --build build -j"$(nproc)"
+ctest --test-dir build --output-on-failure --timeout 900 "$@"
