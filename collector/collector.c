@@ -177,8 +177,14 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
 		lp_debug("maps: pid %u: %s", pid, strerror(-err));
 		return;
 	}
-	if (write_enc(c, &c->dyn, wait_ms) == 0)
+	if (write_enc(c, &c->dyn, wait_ms) == 0) {
 		c->maps_sent++;
+		return;
+	}
+	/* dropped: forget the ranges so the next sample outside them resends */
+	p = coll_procs_find(&c->procs, pid);
+	if (p)
+		p->nranges = 0;
 }
 
 static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
@@ -200,7 +206,7 @@ static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t s
 		if (!p) {
 			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
 		} else if (e->ip && !coll_proc_covers(p, e->ip) &&
-			   e->hdr.time_ns - p->maps_ns > MAPS_REFRESH_NS) {
+			   e->hdr.time_ns > p->maps_ns + MAPS_REFRESH_NS) {
 			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
 		}
 	}

@@ -142,6 +142,8 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc)
 	size_t len;
 	int err, r;
 
+	/* rate-limits retries too: a failed read is not retried for a second */
+	p->maps_ns = now_ns;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	err = coll_read_file(path, MAPS_MAX_BYTES, &buf, &len);
 	if (err)
@@ -171,7 +173,6 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc)
 	free(p->ranges);
 	p->ranges = ranges;
 	p->nranges = i;
-	p->maps_ns = now_ns;
 	if (lps_enc_len(enc) < 0)
 		return (int)lps_enc_len(enc);
 	return lps_enc_len(enc) > LPS_MAX_RECORD ? -E2BIG : 0;
