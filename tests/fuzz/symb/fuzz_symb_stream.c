@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The symbolizer's ingest on an arbitrary record stream: the input is a
+ * sequence of [u16 little-endian length][record bytes]; every record goes
+ * through symb_state_feed, then the profile is built and all three writers
+ * run (to /dev/null). Ingest, aggregation and the writers must survive any
+ * stream; they are compiled into the target so they are instrumented.
+ */
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lowprof/log.h"
+#include "symb_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int devnull = -1;
+	struct symb_state s;
+	struct symb_built *b;
+
+	if (devnull < 0) {
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		lp_log_init("fuzz", LP_LOG_ERROR);
+	}
+	symb_state_init(&s);
+	while (size >= 2) {
+		size_t len = (size_t)data[0] | (size_t)data[1] << 8;
+		uint8_t *rec;
+
+		data += 2;
+		size -= 2;
+		if (len > size)
+			len = size;
+		rec = malloc(len ? len : 1); /* exact size: ASan sees overreads */
+		memcpy(rec, data, len);
+		int err = symb_state_feed(&s, rec, len);
+
+		free(rec);
+		data += len;
+		size -= len;
+		if (err)
+			break;
+	}
+	b = symb_build(&s);
+	if (b) {
+		const struct symb_profile *p = symb_built_profile(b);
+
+		symb_write_pprof(p, devnull);
+		symb_write_folded(p, devnull);
+		symb_write_flamegraph(p, devnull);
+		symb_built_free(b);
+	}
+	symb_state_free(&s);
+	return 0;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_symb_stream: record streams framed as
+[u16 le length][msgpack record]. Run from this directory: python3 gen_corpus.py"""
+import struct
+
+
+def pk(v):
+    if v is None:
+        return b"\xc0"
+    if v is True:
+        return b"\xc3"
+    if v is False:
+        return b"\xc2"
+    if isinstance(v, int):
+        if v < 0x80:
+            return bytes([v])
+        if v < 1 << 8:
+            return b"\xcc" + struct.pack(">B", v)
+        if v < 1 << 16:
+            return b"\xcd" + struct.pack(">H", v)
+        if v < 1 << 32:
+            return b"\xce" + struct.pack(">I", v)
+        return b"\xcf" + struct.pack(">Q", v)
+    if isinstance(v, str):
+        b = v.encode()
+        return (bytes([0xA0 | len(b)]) if len(b) < 32 else b"\xd9" + bytes([len(b)])) + b
+    if isinstance(v, bytes):
+        return b"\xc4" + bytes([len(v)]) + v
+    if isinstance(v, list):
+        head = bytes([0x90 | len(v)]) if len(v) < 16 else b"\xdc" + struct.pack(">H", len(v))
+        return head + b"".join(pk(x) for x in v)
+    raise TypeError(v)
+
+
+def stack(*addrs):
+    return b"".join(struct.pack("<Q", a) for a in addrs)
+
+
+def frame(*records):
+    out = b""
+    for r in records:
+        b = pk(r)
+        out += struct.pack("<H", len(b)) + b
+    return out
+
+
+meta = [1, 1, 0, "host", "6.1.0", "CLOCK_MONOTONIC", 100, 1700000000000000000, 99, 2, 100,
+        131072, 4194304, [], "gen", None]
+ksyms = [6, 0, True, [[0xFFFFFFFF81000000, "_stext", ""], [0xFFFFFFFF81001000, "do_syscall_64", ""]]]
+maps = [3, 150, 42, [[0x400000, 0x401000, 0, 8, 1, 12345, 13, "/usr/bin/true"],
+                     [0x7F0000000000, 0x7F0000010000, 0x1000, 8, 1, 99, 13, "/lib/libc.so.6"],
+                     [0x7FFF0000, 0x7FFF1000, 0, 0, 0, 0, 5, "[vdso]"]]]
+s1 = [2, 0, 200, 42, 42, 0, "true", 10101010, 0x400010, 0x7FFE0000, 0x7FFE0040,
+      stack(0xFFFFFFFF81001010, 0xFFFFFFFF81000010), stack(0x400010, 0x7F0000000100, 0x1234)]
+s2 = [2, 0, 210, 42, 43, 1, "true", 10101010, 0x400020, 0, 0, b"", stack(0x400020)]
+loss = [7, 300, 2, 0, 0, 0, 0, 0, 0, 0]
+end = [8, 400, "duration"]
+
+open("corpus/full-stream", "wb").write(frame(meta, ksyms, maps, s1, s2, s1, loss, end))
+open("corpus/exec-exit", "wb").write(frame(meta, maps, s1, [4, 250, 42, "sh"], s1, [5, 260, 42], s2))
+open("corpus/no-meta", "wb").write(frame(s2, maps, s1))
