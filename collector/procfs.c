@@ -106,12 +106,16 @@ int coll_maps_parse_line(const char *line, size_t len, struct lps_mapping *m)
 	m->dev_minor = (uint32_t)min;
 	TRY(expect(&c, ' '));
 	TRY(dec_u64(&c, &m->inode));
+	/* the inode ends the line or is followed by a space, never by the path */
+	if (c.p < c.end && *c.p != ' ')
+		return -EBADMSG;
 	/* the kernel pads with spaces up to the path column */
 	while (c.p < c.end && *c.p == ' ')
 		c.p++;
 	if (c.end - c.p > LPS_MAX_PATH)
 		return -EBADMSG;
-	if (memchr(c.p, '\n', c.end - c.p))
+	/* the kernel escapes '\n'; a path can never hold NUL */
+	if (memchr(c.p, '\n', c.end - c.p) || memchr(c.p, '\0', c.end - c.p))
 		return -EBADMSG;
 	m->path.ptr = c.p;
 	m->path.len = (uint32_t)(c.end - c.p);
@@ -164,7 +168,7 @@ int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k)
 
 int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
 {
-	size_t cap = 65536, len = 0;
+	size_t cap = max < 65536 ? max : 65536, len = 0;
 	char *buf = NULL;
 	int fd, err;
 
@@ -179,14 +183,10 @@ int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
 	for (;;) {
 		ssize_t n;
 
-		if (len == cap) {
+		if (len == cap && cap < max) {
 			char *nbuf;
 
-			if (cap >= max) {
-				err = -EFBIG;
-				goto err_out;
-			}
-			cap = cap * 2 > max ? max : cap * 2;
+			cap = cap > max / 2 ? max : cap * 2;
 			nbuf = realloc(buf, cap + 1);
 			if (!nbuf) {
 				err = -ENOMEM;
@@ -194,7 +194,12 @@ int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
 			}
 			buf = nbuf;
 		}
-		n = read(fd, buf + len, cap - len);
+		/*
+		 * At max, the byte kept for the NUL also takes one more byte of
+		 * the file: only a read can tell a file of exactly max bytes
+		 * (st_size is 0 in procfs) from a longer one.
+		 */
+		n = read(fd, buf + len, cap - len + (cap == max));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -204,6 +209,10 @@ int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		if (len > max) {
+			err = -EFBIG;
+			goto err_out;
+		}
 	}
 	close(fd);
 	buf[len] = '\0';

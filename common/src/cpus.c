@@ -86,6 +86,8 @@ uint64_t lp_roundup_pow2(uint64_t v)
 {
 	uint64_t p = 1;
 
+	if (v > (1ull << 63))
+		return 0; /* not representable */
 	while (p < v)
 		p <<= 1;
 	return p;
@@ -97,5 +99,8 @@ uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_r
 
 	if (want < LP_SHM_RING_MIN)
 		want = LP_SHM_RING_MIN;
+	/* the ring's own limit; also keeps roundup_pow2 in range */
+	if (want > LP_SHM_RING_MAX)
+		want = LP_SHM_RING_MAX;
 	return lp_roundup_pow2(want);
 }

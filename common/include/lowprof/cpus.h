@@ -23,7 +23,7 @@ int lp_parse_cpulist(const char *buf, size_t len, uint32_t *cpus, size_t max);
 /* Online CPUs from /sys/devices/system/cpu/online; count or negative errno. */
 int lp_online_cpus(uint32_t *cpus, size_t max);
 
-/* Smallest power of two >= v (v <= 2^63); 1 for v == 0. */
+/* Smallest power of two >= v; 1 for v == 0, 0 for v > 2^63. */
 uint64_t lp_roundup_pow2(uint64_t v);
 
 /*
@@ -31,9 +31,10 @@ uint64_t lp_roundup_pow2(uint64_t v);
  *   roundup_pow2(max(LP_SHM_RING_MIN, online_cpus * freq_hz * max_record * 2))
  * i.e. two seconds of worst-case samples, so a symbolizer that stalls for up
  * to ~2 s loses nothing, and never less than 4 MiB, which absorbs the kernel
- * symbol snapshot sent at start.
+ * symbol snapshot sent at start; at most 4 GiB.
  */
 #define LP_SHM_RING_MIN (4u << 20)
+#define LP_SHM_RING_MAX (1ull << 32) /* = LP_RING_MAX_DATA */
 uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_record);
 
 #endif /* LOWPROF_CPUS_H */

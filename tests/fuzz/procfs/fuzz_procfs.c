@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collector's text parsers on arbitrary bytes: the whole input as a
+ * /proc/PID/maps buffer, each of its lines as a /proc/kallsyms line, and the
+ * input as a CPU list. Every returned string is read byte by byte so ASan
+ * sees any pointer outside the input, and the parsers' contracts (ranges,
+ * lengths, ascending CPUs) are checked with abort().
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowprof/cpus.h"
+#include "procfs.h"
+
+static volatile uint64_t sink;
+
+static void touch(struct lps_str s, const char *lo, const char *hi)
+{
+	/* the module of a core-kernel symbol is a static "" outside the input */
+	if (s.len && (s.ptr < lo || s.ptr + s.len > hi))
+		abort();
+	for (uint32_t i = 0; i < s.len; i++)
+		sink += (uint8_t)s.ptr[i];
+}
+
+static void fuzz_maps(const char *buf, size_t size)
+{
+	const char *cur = buf, *end = buf + size;
+	struct lps_mapping m;
+	size_t lines = 0;
+	int ret;
+
+	while ((ret = coll_maps_next(&cur, end, &m)) != 0) {
+		if (ret != 1 && ret != -EBADMSG)
+			abort();
+		/* every call consumes at least one byte */
+		if (++lines > size || cur > end)
+			abort();
+		if (ret != 1)
+			continue;
+		if (m.end < m.start || m.path.len > LPS_MAX_PATH ||
+		    (m.prot & ~(LPS_PROT_R | LPS_PROT_W | LPS_PROT_X | LPS_PROT_P)))
+			abort();
+		touch(m.path, buf, end);
+		if (memchr(m.path.ptr, '\n', m.path.len))
+			abort();
+	}
+}
+
+static void fuzz_ksyms(const char *buf, size_t size)
+{
+	const char *p = buf, *end = buf + size;
+	struct lps_ksym k;
+	int ret;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl + 1 : end;
+
+		ret = coll_ksym_parse_line(p, (size_t)(eol - p), &k);
+		if (ret != 0 && ret != 1 && ret != -EBADMSG)
+			abort();
+		if (ret >= 0) {
+			if (!k.name.len || !k.module.ptr)
+				abort();
+			touch(k.name, p, eol);
+			touch(k.module, p, eol);
+		}
+		p = eol;
+	}
+}
+
+static void fuzz_cpulist(const char *buf, size_t size, size_t max)
+{
+	/* exactly max entries on the heap: a write past them is an ASan report */
+	uint32_t *cpus = malloc((max ? max : 1) * sizeof(*cpus));
+	int n;
+
+	if (!cpus)
+		return;
+	n = lp_parse_cpulist(buf, size, cpus, max);
+	if (n != -EBADMSG && (n < 1 || (size_t)n > max))
+		abort();
+	for (int i = 0; i < n; i++)
+		if (cpus[i] >= LP_MAX_CPUS || (i && cpus[i] <= cpus[i - 1]))
+			abort();
+	free(cpus);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* a private copy of exactly size bytes so ASan catches any read past it */
+	char *copy = malloc(size ? size : 1);
+
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	fuzz_maps(copy, size);
+	fuzz_ksyms(copy, size);
+	fuzz_cpulist(copy, size, LP_MAX_CPUS);
+	fuzz_cpulist(copy, size, 4);
+	free(copy);
+	return 0;
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Writes the seed corpus of fuzz_schema: one record of each type, made by the
+ * real encoders (lps_enc_*), plus edge cases. Each seed is decoded again
+ * before it is written, so a seed the decoder rejects is a failure here.
+ *
+ * Not part of the build. To rebuild corpus/, from this directory:
+ *
+ *   cc -std=gnu11 -Wall -Wextra -Werror -I../../../schema/include \
+ *      gen_corpus.c ../../../schema/src/encode.c ../../../schema/src/decode.c \
+ *      -lmsgpackc -o /tmp/lowprof-gen-corpus && /tmp/lowprof-gen-corpus corpus
+ *
+ * The output is deterministic (fixed values, no clocks), so rerunning it
+ * leaves corpus/ unchanged unless the encoders changed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowprof/schema.h"
+
+#define S(lit) ((struct lps_str){lit, sizeof(lit) - 1})
+
+static const char *outdir;
+static int failed;
+
+/* Checks that the record decodes as type, writes it to outdir/name, resets e. */
+static void emit(struct lps_enc *e, const char *name, uint32_t type)
+{
+	long n = lps_enc_len(e);
+	struct lps_record r;
+	char path[4096];
+	FILE *f;
+	int err;
+
+	if (n <= 0) {
+		fprintf(stderr, "gen_corpus: %s: encoding failed: %s\n", name, strerror((int)-n));
+		failed = 1;
+		goto out;
+	}
+	err = lps_decode(e->buf, (size_t)n, &r);
+	if (err || r.type != type) {
+		fprintf(stderr, "gen_corpus: %s: does not decode: %d (type %u)\n", name, err,
+			r.type);
+		failed = 1;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%s", outdir, name);
+	f = fopen(path, "wb");
+	if (!f) {
+		fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+		failed = 1;
+		goto out;
+	}
+	if (fwrite(e->buf, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "gen_corpus: %s: short write\n", path);
+		failed = 1;
+	}
+	if (fclose(f)) {
+		fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+		failed = 1;
+	}
+out:
+	lps_enc_reset(e);
+}
+
+static void put_frames(uint8_t *blob, uint64_t base, uint64_t step, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v = htole64(base + i * step);
+
+		memcpy(blob + (size_t)i * 8, &v, 8);
+	}
+}
+
+static void gen_meta(struct lps_enc *e)
+{
+	static const uint32_t pids[] = {1, 4242, 70000, 4194304};
+	struct lps_meta m = {.hostname = S("buildhost"),
+			     .kernel_release = S("6.1.0-18-amd64"),
+			     .clock = S("CLOCK_MONOTONIC"),
+			     .start_mono_ns = 123456789000ull,
+			     .start_real_ns = 1700000000123456789ull,
+			     .freq_hz = 99,
+			     .ncpus_online = 8,
+			     .drain_ms = 100,
+			     .bpf_ring_bytes = 8u << 20,
+			     .shm_ring_bytes = 16u << 20,
+			     .npids = 4,
+			     .producer = S("lowprof-collector 0.1.0")};
+
+	lps_enc_meta(e, &m, pids);
+	emit(e, "meta_pids", LPS_META);
+}
+
+static void gen_samples(struct lps_enc *e)
+{
+	static uint8_t kst[LPS_MAX_FRAMES * 8], ust[LPS_MAX_FRAMES * 8];
+	struct lps_sample s = {.kind = LPS_KIND_CPU,
+			       .time_ns = 123456999000ull,
+			       .pid = 4242,
+			       .tid = 4243,
+			       .cpu = 3,
+			       .comm = S("worker"),
+			       .weight = 10101010,
+			       .ip = 0x55d0c0a01234ull,
+			       .sp = 0x7ffd1d50f000ull,
+			       .bp = 0x7ffd1d50f040ull,
+			       .kstack = kst,
+			       .nkstack = 6,
+			       .ustack = ust,
+			       .nustack = 9};
+
+	put_frames(kst, 0xffffffff81000100ull, 0x40, LPS_MAX_FRAMES);
+	put_frames(ust, 0x55d0c0a01234ull, 0x100, LPS_MAX_FRAMES);
+	lps_enc_sample(e, &s);
+	emit(e, "sample_stacks", LPS_SAMPLE);
+
+	/* edge: a kernel thread, no user registers, no frames at all */
+	s.nkstack = s.nustack = 0;
+	s.ip = s.sp = s.bp = 0;
+	s.comm = S("kworker/0:1");
+	lps_enc_sample(e, &s);
+	emit(e, "sample_0frames", LPS_SAMPLE);
+
+	/* edge: the deepest stacks the decoder accepts, a full-length comm */
+	s.nkstack = s.nustack = LPS_MAX_FRAMES;
+	s.comm = S("0123456789abcdef");
+	lps_enc_sample(e, &s);
+	emit(e, "sample_max_frames", LPS_SAMPLE);
+}
+
+static void gen_maps(struct lps_enc *e)
+{
+	static const struct lps_mapping maps[3] = {
+		{0x55d0c0a00000ull, 0x55d0c0a42000ull, 0x1000, 254, 0, 247134,
+		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("/usr/bin/worker")},
+		{0x7fe51676f000ull, 0x7fe5168c5000ull, 0x26000, 254, 0, 332835,
+		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("/usr/lib/x86_64-linux-gnu/libc.so.6")},
+		{0x7ffd1d5f2000ull, 0x7ffd1d5f4000ull, 0, 0, 0, 0,
+		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("[vdso]")},
+	};
+
+	lps_enc_maps_begin(e, 123456800000ull, 4242, 3);
+	for (int i = 0; i < 3; i++)
+		lps_enc_mapping(e, &maps[i]);
+	emit(e, "maps_3", LPS_MAPS);
+
+	/* edge: a process without executable mappings (or already gone) */
+	lps_enc_maps_begin(e, 123456800001ull, 4243, 0);
+	emit(e, "maps_0", LPS_MAPS);
+}
+
+static void gen_small(struct lps_enc *e)
+{
+	struct lps_exec x = {.time_ns = 123456900000ull, .pid = 4244, .comm = S("sh")};
+	struct lps_exit y = {.time_ns = 123457000000ull, .pid = 4244};
+	struct lps_loss l = {.time_ns = 123458000000ull,
+			     .bpf_samples = 100000,
+			     .bpf_ringbuf_full = 12,
+			     .bpf_stack_errors = 3,
+			     .shm_dropped = 5,
+			     .shm_dropped_bytes = 5 * 1200,
+			     .maps_errors = 1,
+			     .bad_consumer_pos = 0,
+			     .bpf_task_lost = 2};
+	struct lps_end z = {.time_ns = 123459000000ull, .reason = S("duration")};
+
+	lps_enc_exec(e, &x);
+	emit(e, "exec", LPS_EXEC);
+	lps_enc_exit(e, &y);
+	emit(e, "exit", LPS_EXIT);
+	lps_enc_loss(e, &l);
+	emit(e, "loss", LPS_LOSS);
+	lps_enc_end(e, &z);
+	emit(e, "end", LPS_END);
+}
+
+static void gen_ksyms(struct lps_enc *e)
+{
+	static const struct lps_ksym k[2] = {
+		{0xffffffff81000000ull, S("_stext"), S("")},
+		{0xffffffffc0a01000ull, S("ext4_fill_super"), S("ext4")},
+	};
+
+	lps_enc_ksyms_begin(e, 0, true, 2);
+	lps_enc_ksym(e, &k[0]);
+	lps_enc_ksym(e, &k[1]);
+	emit(e, "ksyms_2", LPS_KSYMS);
+}
+
+int main(int argc, char **argv)
+{
+	struct lps_enc e;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
+		return 2;
+	}
+	outdir = argv[1];
+	lps_enc_init_dynamic(&e);
+	gen_meta(&e);
+	gen_samples(&e);
+	gen_maps(&e);
+	gen_small(&e);
+	gen_ksyms(&e);
+	lps_enc_free(&e);
+	return failed;
+}

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The collector's /proc parsers: /proc/PID/maps lines, /proc/kallsyms lines
+ * and coll_read_file, on hand-written lines with exact expected fields and on
+ * this machine's real files.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "procfs.h"
+
+static int str_eq(struct lps_str s, const char *lit)
+{
+	return s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
+}
+
+/* Parses a NUL-terminated line (without its NUL). */
+static int maps_line(const char *line, struct lps_mapping *m)
+{
+	return coll_maps_parse_line(line, strlen(line), m);
+}
+
+static int ksym_line(const char *line, struct lps_ksym *k)
+{
+	return coll_ksym_parse_line(line, strlen(line), k);
+}
+
+/* ---- /proc/PID/maps ---- */
+
+static void test_maps_typical(void **state)
+{
+	struct lps_mapping m;
+
+	assert_int_equal(maps_line("00400000-00452000 r-xp 00001000 08:02 173521      "
+				   "/usr/bin/dbus-daemon\n",
+				   &m),
+			 0);
+	assert_int_equal(m.start, 0x400000);
+	assert_int_equal(m.end, 0x452000);
+	assert_int_equal(m.offset, 0x1000);
+	assert_int_equal(m.dev_major, 8);
+	assert_int_equal(m.dev_minor, 2);
+	assert_int_equal(m.inode, 173521);
+	assert_int_equal(m.prot, LPS_PROT_R | LPS_PROT_X | LPS_PROT_P);
+	assert_true(str_eq(m.path, "/usr/bin/dbus-daemon"));
+
+	/* 48-bit addresses, hex device numbers above 9, the kernel's padding */
+	assert_int_equal(maps_line("7fe51676f000-7fe5168c5000 r-xp 00026000 fe:1a 332835"
+				   "                     /usr/lib/x86_64-linux-gnu/libc.so.6\n",
+				   &m),
+			 0);
+	assert_int_equal(m.start, 0x7fe51676f000ull);
+	assert_int_equal(m.end, 0x7fe5168c5000ull);
+	assert_int_equal(m.offset, 0x26000);
+	assert_int_equal(m.dev_major, 0xfe);
+	assert_int_equal(m.dev_minor, 0x1a);
+	assert_int_equal(m.inode, 332835);
+	assert_true(str_eq(m.path, "/usr/lib/x86_64-linux-gnu/libc.so.6"));
+
+	/* shared, writable, not executable; full 64-bit values */
+	assert_int_equal(maps_line("ffffffffff600000-ffffffffff601000 rw-s ffffffffffffffff "
+				   "103:0f 18446744073709551615 /dev/shm/x\n",
+				   &m),
+			 0);
+	assert_int_equal(m.start, 0xffffffffff600000ull);
+	assert_int_equal(m.end, 0xffffffffff601000ull);
+	assert_int_equal(m.offset, UINT64_MAX);
+	assert_int_equal(m.dev_major, 0x103);
+	assert_int_equal(m.dev_minor, 0xf);
+	assert_int_equal(m.inode, UINT64_MAX);
+	assert_int_equal(m.prot, LPS_PROT_R | LPS_PROT_W);
+	assert_true(str_eq(m.path, "/dev/shm/x"));
+
+	/* no permissions at all (guard pages), upper-case hex */
+	assert_int_equal(maps_line("7FE516625000-7FE516626000 ---p 00000000 00:00 0\n", &m), 0);
+	assert_int_equal(m.start, 0x7fe516625000ull);
+	assert_int_equal(m.prot, LPS_PROT_P);
+
+	/* start == end is accepted (an empty range is not malformed) */
+	assert_int_equal(maps_line("1000-1000 r--p 00000000 00:00 0\n", &m), 0);
+}
+
+static void test_maps_anonymous_and_special(void **state)
+{
+	struct lps_mapping m;
+
+	/* current kernels end an unnamed line with "0 \n", older ones "0\n" */
+	assert_int_equal(maps_line("7fe516625000-7fe5166e9000 rw-p 00000000 00:00 0 \n", &m), 0);
+	assert_int_equal(m.inode, 0);
+	assert_int_equal(m.prot, LPS_PROT_R | LPS_PROT_W | LPS_PROT_P);
+	assert_int_equal(m.path.len, 0);
+	assert_int_equal(maps_line("7fe516625000-7fe5166e9000 rw-p 00000000 00:00 0\n", &m), 0);
+	assert_int_equal(m.path.len, 0);
+	assert_int_equal(maps_line("7fe516625000-7fe5166e9000 rw-p 00000000 00:00 0", &m), 0);
+	assert_int_equal(m.path.len, 0);
+
+	assert_int_equal(maps_line("7ffd1d5f2000-7ffd1d5f4000 r-xp 00000000 00:00 0"
+				   "                          [vdso]\n",
+				   &m),
+			 0);
+	assert_int_equal(m.prot, LPS_PROT_R | LPS_PROT_X | LPS_PROT_P);
+	assert_true(str_eq(m.path, "[vdso]"));
+	assert_int_equal(maps_line("7ffd1d4f1000-7ffd1d512000 rw-p 00000000 00:00 0"
+				   "                          [stack]\n",
+				   &m),
+			 0);
+	assert_true(str_eq(m.path, "[stack]"));
+	assert_int_equal(maps_line("7ffd1d4f1000-7ffd1d512000 rw-p 00000000 00:00 0 "
+				   "[anon:glibc malloc]\n",
+				   &m),
+			 0);
+	assert_true(str_eq(m.path, "[anon:glibc malloc]"));
+}
+
+static void test_maps_odd_paths(void **state)
+{
+	struct lps_mapping m;
+
+	/* spaces inside a path are part of it; trailing ones too */
+	assert_int_equal(
+		maps_line("400000-401000 r-xp 00000000 08:01 42 /opt/my app/bin/a b  \n", &m), 0);
+	assert_true(str_eq(m.path, "/opt/my app/bin/a b  "));
+
+	/* " (deleted)" is kept: the path is opaque, interpreting it is not ours */
+	assert_int_equal(
+		maps_line("400000-401000 r-xp 00000000 00:01 7 /memfd:jit (deleted)\n", &m), 0);
+	assert_true(str_eq(m.path, "/memfd:jit (deleted)"));
+
+	/* the kernel writes a '\n' in a name as the four bytes "\012" */
+	assert_int_equal(maps_line("400000-401000 r-xp 00000000 08:01 42 /tmp/a\\012b\n", &m), 0);
+	assert_true(str_eq(m.path, "/tmp/a\\012b"));
+
+	/* no trailing newline: the path runs to the end of the buffer */
+	assert_int_equal(maps_line("400000-401000 r-xp 00000000 08:01 42 /bin/true", &m), 0);
+	assert_true(str_eq(m.path, "/bin/true"));
+
+	/* a path of exactly LPS_MAX_PATH bytes is accepted, one more is not */
+	{
+		const char *head = "400000-401000 r-xp 00000000 08:01 42 ";
+		size_t hl = strlen(head);
+		char *line = malloc(hl + LPS_MAX_PATH + 2);
+
+		assert_non_null(line);
+		memcpy(line, head, hl);
+		memset(line + hl, 'p', LPS_MAX_PATH + 1);
+		line[hl] = '/';
+		assert_int_equal(coll_maps_parse_line(line, hl + LPS_MAX_PATH, &m), 0);
+		assert_int_equal(m.path.len, LPS_MAX_PATH);
+		assert_int_equal(coll_maps_parse_line(line, hl + LPS_MAX_PATH + 1, &m), -EBADMSG);
+		free(line);
+	}
+}
+
+static void test_maps_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"\n",
+		/* bad hex */
+		"40g000-401000 r-xp 00000000 08:01 42 /bin/x\n",
+		"400000-40100x r-xp 00000000 08:01 42 /bin/x\n",
+		"400000-401000 r-xp 0000z000 08:01 42 /bin/x\n",
+		"400000-401000 r-xp 00000000 0g:01 42 /bin/x\n",
+		"400000-401000 r-xp 00000000 08:0g 42 /bin/x\n",
+		"-401000 r-xp 00000000 08:01 42 /bin/x\n",
+		"0x400000-0x401000 r-xp 00000000 08:01 42 /bin/x\n",
+		/* end < start */
+		"401000-400000 r-xp 00000000 08:01 42 /bin/x\n",
+		/* bad permissions */
+		"400000-401000 r-xq 00000000 08:01 42 /bin/x\n",
+		"400000-401000 R-xp 00000000 08:01 42 /bin/x\n",
+		"400000-401000 x-rp 00000000 08:01 42 /bin/x\n",
+		"400000-401000 r-x 00000000 08:01 42 /bin/x\n",
+		"400000-401000 r-xpp 00000000 08:01 42 /bin/x\n",
+		"400000-401000 r-x",
+		/* missing fields or separators */
+		"400000-401000\n",
+		"400000-401000 r-xp\n",
+		"400000-401000 r-xp 00000000\n",
+		"400000-401000 r-xp 00000000 08:01\n",
+		"400000-401000 r-xp 00000000 08:01 \n",
+		"400000-401000 r-xp 00000000 08 42 /bin/x\n",
+		"400000 r-xp 00000000 08:01 42 /bin/x\n",
+		"400000-401000  r-xp 00000000 08:01 42 /bin/x\n",
+		"400000-401000 r-xp 00000000 08:01 /bin/x\n",
+		" 400000-401000 r-xp 00000000 08:01 42 /bin/x\n",
+		/* the inode must be followed by a separator, not glued to the path */
+		"400000-401000 r-xp 00000000 08:01 42/bin/x\n",
+		"400000-401000 r-xp 00000000 08:01 0x2a /bin/x\n",
+		/* too-long numbers: 17 hex digits, inode > UINT64_MAX, dev > 32 bits */
+		"10000000000000000-10000000000000001 r-xp 00000000 08:01 42 /bin/x\n",
+		"400000-401000 r-xp 00000000000000000 08:01 42 /bin/x\n",
+		"400000-401000 r-xp 00000000 08:01 18446744073709551616 /bin/x\n",
+		"400000-401000 r-xp 00000000 100000000:01 42 /bin/x\n",
+		"400000-401000 r-xp 00000000 08:100000000 42 /bin/x\n",
+	};
+	struct lps_mapping m;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int err = maps_line(bad[i], &m);
+
+		if (err != -EBADMSG)
+			fail_msg("accepted malformed maps line %zu: \"%s\"", i, bad[i]);
+	}
+	/* a '\n' inside the line (the iterator never passes one) */
+	assert_int_equal(maps_line("400000-401000 r-xp 00000000 08:01 42 /bin/x\n/y\n", &m),
+			 -EBADMSG);
+}
+
+/*
+ * Embedded NUL bytes. The kernel never writes one (a path cannot hold it).
+ * A NUL anywhere, the path included, is a malformed line: the symbolizer
+ * treats paths as C strings once they are interned.
+ */
+static void test_maps_embedded_nul(void **state)
+{
+	static const char num[] = "400000-40\0"
+				  "1000 r-xp 00000000 08:01 42 /bin/x\n";
+	static const char perm[] = "400000-401000 r\0xp 00000000 08:01 42 /bin/x\n";
+	static const char inode[] = "400000-401000 r-xp 00000000 08:01 4\0002 /bin/x\n";
+	static const char path[] = "400000-401000 r-xp 00000000 08:01 42 /bin/x\0evil\n";
+	struct lps_mapping m;
+
+	assert_int_equal(coll_maps_parse_line(num, sizeof(num) - 1, &m), -EBADMSG);
+	assert_int_equal(coll_maps_parse_line(perm, sizeof(perm) - 1, &m), -EBADMSG);
+	assert_int_equal(coll_maps_parse_line(inode, sizeof(inode) - 1, &m), -EBADMSG);
+	assert_int_equal(coll_maps_parse_line(path, sizeof(path) - 1, &m), -EBADMSG);
+}
+
+static void test_maps_next(void **state)
+{
+	static const char buf[] = "00400000-00401000 r--p 00000000 08:01 42 /bin/a\n"
+				  "00401000-00402000 r-xp 00001000 08:01 42 /bin/a\n"
+				  "this is not a maps line\n"
+				  "7ffd0000-7ffd1000 rw-p 00000000 00:00 0 \n"
+				  "\n"
+				  "7ffe0000-7ffe2000 r-xp 00000000 00:00 0 [vdso]";
+	const char *cur = buf, *end = buf + sizeof(buf) - 1;
+	struct lps_mapping m;
+
+	assert_int_equal(coll_maps_next(&cur, end, &m), 1);
+	assert_int_equal(m.start, 0x400000);
+	assert_int_equal(m.prot, LPS_PROT_R | LPS_PROT_P);
+	assert_true(str_eq(m.path, "/bin/a"));
+	assert_int_equal(coll_maps_next(&cur, end, &m), 1);
+	assert_int_equal(m.offset, 0x1000);
+	assert_int_equal(m.prot, LPS_PROT_R | LPS_PROT_X | LPS_PROT_P);
+	/* the malformed line is reported, then skipped */
+	assert_int_equal(coll_maps_next(&cur, end, &m), -EBADMSG);
+	assert_int_equal(coll_maps_next(&cur, end, &m), 1);
+	assert_int_equal(m.start, 0x7ffd0000);
+	assert_int_equal(m.path.len, 0);
+	/* an empty line is malformed too */
+	assert_int_equal(coll_maps_next(&cur, end, &m), -EBADMSG);
+	/* last line without '\n' */
+	assert_int_equal(coll_maps_next(&cur, end, &m), 1);
+	assert_true(str_eq(m.path, "[vdso]"));
+	assert_ptr_equal(cur, end);
+	assert_int_equal(coll_maps_next(&cur, end, &m), 0);
+	assert_int_equal(coll_maps_next(&cur, end, &m), 0);
+
+	/* an empty buffer has no lines */
+	cur = end = buf;
+	assert_int_equal(coll_maps_next(&cur, end, &m), 0);
+}
+
+static void test_maps_real_self(void **state)
+{
+	char exe[PATH_MAX], *buf;
+	const char *cur, *end;
+	struct lps_mapping m;
+	size_t len;
+	ssize_t n;
+	int ret, lines = 0, found = 0;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	assert_int_equal(coll_read_file("/proc/self/maps", 64u << 20, &buf, &len), 0);
+	assert_true(len > 0);
+	cur = buf;
+	end = buf + len;
+	while ((ret = coll_maps_next(&cur, end, &m)) != 0) {
+		if (ret != 1)
+			fail_msg("malformed line in /proc/self/maps near offset %zu",
+				 (size_t)(cur - buf));
+		lines++;
+		assert_true(m.start <= m.end);
+		if ((m.prot & LPS_PROT_X) && str_eq(m.path, exe)) {
+			assert_true(m.inode != 0);
+			found++;
+		}
+	}
+	assert_true(lines > 5);
+	if (!found)
+		fail_msg("no executable mapping of %s in /proc/self/maps", exe);
+	free(buf);
+}
+
+/* ---- /proc/kallsyms ---- */
+
+static void test_ksym_lines(void **state)
+{
+	struct lps_ksym k;
+
+	assert_int_equal(ksym_line("ffffffff81000000 T _stext\n", &k), 1);
+	assert_int_equal(k.addr, 0xffffffff81000000ull);
+	assert_true(str_eq(k.name, "_stext"));
+	assert_non_null(k.module.ptr);
+	assert_int_equal(k.module.len, 0);
+
+	/* module symbols: "name\t[module]" */
+	assert_int_equal(ksym_line("ffffffffc0a01000 t ext4_fill_super\t[ext4]\n", &k), 1);
+	assert_int_equal(k.addr, 0xffffffffc0a01000ull);
+	assert_true(str_eq(k.name, "ext4_fill_super"));
+	assert_true(str_eq(k.module, "ext4"));
+	assert_int_equal(ksym_line("ffffffffc0000000 t bpf_prog_6deef7357e7b4530_sd_fw\t[bpf]", &k),
+			 1);
+	assert_true(str_eq(k.module, "bpf"));
+
+	/* hidden addresses (kptr_restrict) parse as 0 */
+	assert_int_equal(ksym_line("0000000000000000 T _text\n", &k), 1);
+	assert_int_equal(k.addr, 0);
+
+	/* text: t T w W; anything else is parsed but not text */
+	assert_int_equal(ksym_line("ffffffff81000010 t local_fn\n", &k), 1);
+	assert_int_equal(ksym_line("ffffffff81000020 W weak_fn\n", &k), 1);
+	assert_int_equal(ksym_line("ffffffff81000030 w weak_local\n", &k), 1);
+	assert_int_equal(ksym_line("ffffffff82000000 D init_task\n", &k), 0);
+	assert_true(str_eq(k.name, "init_task"));
+	assert_int_equal(ksym_line("ffffffff83000000 b some_bss\t[ext4]\n", &k), 0);
+	assert_true(str_eq(k.module, "ext4"));
+	assert_int_equal(ksym_line("ffffffff82000000 r __ksymtab_x\n", &k), 0);
+	assert_int_equal(ksym_line("0000000000000000 A fixed_percpu_data\n", &k), 0);
+
+	/* names of 512 bytes are accepted, longer ones are not */
+	{
+		char line[32 + 514];
+		int hl = snprintf(line, sizeof(line), "ffffffff81000000 T ");
+
+		memset(line + hl, 'n', 513);
+		line[hl + 513] = '\0';
+		assert_int_equal(coll_ksym_parse_line(line, (size_t)hl + 512, &k), 1);
+		assert_int_equal(k.name.len, 512);
+		assert_int_equal(coll_ksym_parse_line(line, (size_t)hl + 513, &k), -EBADMSG);
+	}
+}
+
+static void test_ksym_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"\n",
+		"ffffffff81000000\n",		      /* no type */
+		"ffffffff81000000 \n",		      /* no type */
+		"ffffffff81000000 T\n",		      /* no name */
+		"ffffffff81000000 T \n",	      /* empty name */
+		"ffffffff81000000 TT name\n",	      /* type of two chars */
+		"ffffffff81000000 T two words\n",     /* space in the name */
+		"ffffffff8100000g T name\n",	      /* bad hex */
+		"1ffffffff81000000 T name\n",	      /* 17 hex digits */
+		" ffffffff81000000 T name\n",	      /* leading space */
+		"ffffffff81000000  T name\n",	      /* double space */
+		"T name\n",			      /* no address */
+		"ffffffff81000000 T name\text4]\n",   /* no '[' */
+		"ffffffff81000000 T name\t[ext4\n",   /* no ']' */
+		"ffffffff81000000 T name\text4\n",    /* no brackets */
+		"ffffffff81000000 T name\t\n",	      /* tab, no module */
+		"ffffffff81000000 T name\t[\n",	      /* one bracket */
+		"ffffffff81000000 T \t[ext4]\n",      /* module, no name */
+		"ffffffff81000000 T name\t[ext4] \n", /* text after ']' */
+	};
+	struct lps_ksym k;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int err = ksym_line(bad[i], &k);
+
+		if (err != -EBADMSG)
+			fail_msg("malformed kallsyms line %zu returned %d: \"%s\"", i, err, bad[i]);
+	}
+}
+
+static void test_ksym_real(void **state)
+{
+	const char *p, *end, *nl;
+	size_t len, lines = 0, text = 0;
+	struct lps_ksym k;
+	char *buf;
+	int err;
+
+	err = coll_read_file("/proc/kallsyms", 256u << 20, &buf, &len);
+	if (err == -EACCES || err == -EPERM || err == -ENOENT)
+		skip();
+	assert_int_equal(err, 0);
+	for (p = buf, end = buf + len; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		err = coll_ksym_parse_line(p, (size_t)(nl - p), &k);
+		if (err < 0)
+			fail_msg("kallsyms line %zu malformed: \"%.*s\"", lines + 1, (int)(nl - p),
+				 p);
+		lines++;
+		text += err == 1;
+	}
+	assert_true(lines > 1000);
+	assert_true(text > 100);
+	free(buf);
+}
+
+/* ---- coll_read_file ---- */
+
+static void test_read_file_proc(void **state)
+{
+	size_t len;
+	char *buf;
+
+	assert_int_equal(coll_read_file("/proc/self/status", 1u << 20, &buf, &len), 0);
+	assert_int_equal(strlen(buf), len); /* NUL-terminated, no NUL inside */
+	assert_true(len > 100);
+	assert_memory_equal(buf, "Name:", 5);
+	assert_non_null(strstr(buf, "\nPid:"));
+	/* the last field: the whole file was read, not one read()'s worth */
+	assert_non_null(strstr(buf, "\nnonvoluntary_ctxt_switches:"));
+	assert_int_equal(buf[len - 1], '\n');
+	free(buf);
+
+	/* a procfs file over max: st_size is 0, so only reading can tell */
+	buf = (char *)1;
+	assert_int_equal(coll_read_file("/proc/self/status", 16, &buf, &len), -EFBIG);
+	assert_ptr_equal(buf, (char *)1); /* untouched on error */
+	assert_int_equal(coll_read_file("/proc/self/status", 0, &buf, &len), -EFBIG);
+
+	assert_int_equal(coll_read_file("/nonexistent/lowprof-test", 1024, &buf, &len), -ENOENT);
+}
+
+/* Regular files across the 64 KiB first buffer and exactly at max. */
+static void test_read_file_sizes(void **state)
+{
+	char path[] = "/tmp/lowprof-test-procfs-XXXXXX";
+	size_t big = 200000, len;
+	char *data, *buf;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	data = malloc(big);
+	assert_non_null(data);
+	for (size_t i = 0; i < big; i++)
+		data[i] = (char)('a' + i % 26);
+	assert_int_equal(write(fd, data, big), (ssize_t)big);
+	close(fd);
+
+	assert_int_equal(coll_read_file(path, 1u << 20, &buf, &len), 0);
+	assert_int_equal(len, big);
+	assert_memory_equal(buf, data, big);
+	assert_int_equal(buf[len], '\0');
+	free(buf);
+
+	/* exactly max bytes fits; one byte less does not */
+	assert_int_equal(coll_read_file(path, big, &buf, &len), 0);
+	assert_int_equal(len, big);
+	free(buf);
+	assert_int_equal(coll_read_file(path, big - 1, &buf, &len), -EFBIG);
+	assert_int_equal(coll_read_file(path, 65536, &buf, &len), -EFBIG);
+
+	/* empty file */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(coll_read_file(path, 0, &buf, &len), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(buf[0], '\0');
+	free(buf);
+
+	unlink(path);
+	free(data);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_maps_typical),
+		cmocka_unit_test(test_maps_anonymous_and_special),
+		cmocka_unit_test(test_maps_odd_paths),
+		cmocka_unit_test(test_maps_malformed),
+		cmocka_unit_test(test_maps_embedded_nul),
+		cmocka_unit_test(test_maps_next),
+		cmocka_unit_test(test_maps_real_self),
+		cmocka_unit_test(test_ksym_lines),
+		cmocka_unit_test(test_ksym_malformed),
+		cmocka_unit_test(test_ksym_real),
+		cmocka_unit_test(test_read_file_proc),
+		cmocka_unit_test(test_read_file_sizes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
