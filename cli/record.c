@@ -163,18 +163,17 @@ static int create_ring(uint32_t freq, void **mem, size_t *mem_size)
 	if (ncpus <= 0)
 		ncpus = 1;
 	data = lp_shm_ring_size((uint32_t)ncpus, freq, MAX_SAMPLE_REC);
-	*mem_size = lp_ring_mem_size(data);
 	fd = memfd_create("lowprof-ring", MFD_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, (off_t)*mem_size)) {
+	if (fd < 0 || ftruncate(fd, (off_t)lp_ring_mem_size(data))) {
 		lp_err("ring: creating shared memory: %m");
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
-	*mem = mmap(NULL, *mem_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (*mem == MAP_FAILED || lp_ring_format(*mem, *mem_size, data)) {
+	*mem = lp_ring_map_fd(fd, mem_size);
+	if (!*mem || lp_ring_format(*mem, *mem_size, data)) {
 		lp_err("ring: mapping shared memory: %m");
-		if (*mem != MAP_FAILED)
+		if (*mem)
 			munmap(*mem, *mem_size);
 		*mem = NULL;
 		close(fd);

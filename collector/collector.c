@@ -314,7 +314,6 @@ static int open_ring(struct coll *c)
 {
 	const struct coll_opts *o = c->o;
 	int fd = o->ring_fd, err;
-	struct stat st;
 
 	if (fd < 0) {
 		uint64_t size =
@@ -340,17 +339,10 @@ static int open_ring(struct coll *c)
 			return err;
 		}
 	}
-	if (fstat(fd, &st)) {
+	c->ring_mem = lp_ring_map_fd(fd, &c->ring_mem_size);
+	if (!c->ring_mem) {
 		err = -errno;
-		lp_err("ring: fstat: %s", strerror(-err));
-		goto err_out;
-	}
-	c->ring_mem_size = (size_t)st.st_size;
-	c->ring_mem = mmap(NULL, c->ring_mem_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (c->ring_mem == MAP_FAILED) {
-		err = -errno;
-		c->ring_mem = NULL;
-		lp_err("ring: mmap: %s", strerror(-err));
+		lp_err("ring: mapping fd %d: %s", fd, strerror(-err));
 		goto err_out;
 	}
 	if (c->ring_created) {

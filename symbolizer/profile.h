@@ -28,8 +28,8 @@ struct symb_mapping {
 };
 
 struct symb_location {
-	uint32_t mapping; /* index into profile->mappings, or SYMB_NO_MAPPING */
-	uint64_t address; /* in the mapping's normalized space (file offset for
+	uint32_t mapping;     /* index into profile->mappings, or SYMB_NO_MAPPING */
+	uint64_t address;     /* in the mapping's normalized space (file offset for
 			     user code, kernel virtual address for the kernel) */
 	const char *function; /* never NULL: symbol, "[unknown]", or "mod+0x1f" */
 	bool kernel;	      /* kernel frame: folded output suffixes "_[k]" */
@@ -41,7 +41,7 @@ struct symb_stack {
 	const char *comm;     /* never NULL */
 	const uint32_t *locs; /* nlocs indices into profile->locations, leaf first */
 	uint32_t nlocs;
-	int64_t values[2];    /* one per profile->value_types, e.g. {count, ns} */
+	int64_t values[2]; /* one per profile->value_types, e.g. {count, ns} */
 };
 
 struct symb_value_type {
@@ -62,9 +62,9 @@ struct symb_profile {
 	int64_t period;			       /* e.g. 1e9 / frequency */
 	int folded_value;		       /* which values[] index folded/HTML use */
 
-	int64_t time_nanos;	/* wall-clock start of the profile (CLOCK_REALTIME) */
-	int64_t duration_nanos; /* length of the profile */
-	const char *title;	/* shown in the flame graph, e.g. "lowprof cpu: host" */
+	int64_t time_nanos;	     /* wall-clock start of the profile (CLOCK_REALTIME) */
+	int64_t duration_nanos;	     /* length of the profile */
+	const char *title;	     /* shown in the flame graph, e.g. "lowprof cpu: host" */
 	const char *const *comments; /* ncomments lines stored as pprof comments */
 	size_t ncomments;
 };

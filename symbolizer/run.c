@@ -100,7 +100,6 @@ static int drop_privileges(const char *user)
 static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring)
 {
 	int fd = o->ring_fd, err;
-	struct stat st;
 
 	for (int waited = 0; fd < 0; waited += 100) {
 		/* the collector creates the file; wait for it to appear */
@@ -114,16 +113,10 @@ static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, stru
 		}
 		sleep_ms(100);
 	}
-	if (fstat(fd, &st)) {
+	*mem = lp_ring_map_fd(fd, size);
+	if (!*mem) {
 		err = -errno;
-		goto err_out;
-	}
-	*size = (size_t)st.st_size;
-	*mem = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (*mem == MAP_FAILED) {
-		err = -errno;
-		*mem = NULL;
-		lp_err("ring: mmap: %s", strerror(-err));
+		lp_err("ring: mapping fd %d: %s", fd, strerror(-err));
 		goto err_out;
 	}
 	/* the creator formats the ring before anyone attaches; allow it a moment */

@@ -30,6 +30,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
@@ -482,4 +484,22 @@ void lp_ring__stats(const struct lp_ring *r, struct lp_ring_stats *st)
 	st->dropped_records = __atomic_load_n(&hdr->dropped_records, __ATOMIC_RELAXED);
 	st->dropped_bytes = __atomic_load_n(&hdr->dropped_bytes, __ATOMIC_RELAXED);
 	st->bad_consumer_pos = __atomic_load_n(&hdr->bad_consumer_pos, __ATOMIC_RELAXED);
+}
+
+void *lp_ring_map_fd(int fd, size_t *size)
+{
+	struct stat st;
+	void *mem;
+
+	if (fstat(fd, &st))
+		return NULL;
+	if (st.st_size <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	*size = (size_t)st.st_size;
+	return mem;
 }

@@ -40,8 +40,19 @@ start_bg() {
 	KIDS+=("$BGPID")
 }
 
-# leftovers: prints anything lowprof left behind (processes, BPF programs)
+# leftovers: prints anything lowprof left behind (processes, BPF programs),
+# after giving the kernel up to 5 s: BPF programs are freed after an RCU
+# grace period once the last fd is gone, not at the instant a process dies
 leftovers() {
+	local i left
+	for i in $(seq 50); do
+		left=$(leftovers_now)
+		[[ -z "$left" ]] && return 0
+		sleep 0.1
+	done
+	echo "$left"
+}
+leftovers_now() {
 	pgrep -a -f 'lowprof-(collector|symbolizer)' || true
 	if command -v bpftool >/dev/null; then
 		bpftool prog show 2>/dev/null | grep -E 'on_cpu_sample|on_exec|on_exit' || true

@@ -45,13 +45,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LP_RING_MAGIC	   0x474e52504cULL /* "LPRNG" */
-#define LP_RING_VERSION	   1
-#define LP_RING_HDR_SIZE   4096u
-#define LP_RING_MIN_DATA   4096u
-#define LP_RING_MAX_DATA   (1ull << 32)
-#define LP_RING_REC_HDR	   8u
-#define LP_RING_F_WRAP	   1u
+#define LP_RING_MAGIC	 0x474e52504cULL /* "LPRNG" */
+#define LP_RING_VERSION	 1
+#define LP_RING_HDR_SIZE 4096u
+#define LP_RING_MIN_DATA 4096u
+#define LP_RING_MAX_DATA (1ull << 32)
+#define LP_RING_REC_HDR	 8u
+#define LP_RING_F_WRAP	 1u
 
 struct lp_ring_hdr {
 	uint64_t magic;
@@ -98,6 +98,13 @@ uint64_t lp_ring_round_size(uint64_t want);
  * before either side attaches.
  */
 int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size);
+
+/*
+ * Maps the whole shared object behind fd (its size from fstat) read-write
+ * and shared. Returns the mapping and stores its size, or NULL with errno
+ * set. Undo with munmap(mem, size). The fd may be closed afterwards.
+ */
+void *lp_ring_map_fd(int fd, size_t *size);
 
 /*
  * Attach to a formatted ring in mem. The mapping must stay valid until
