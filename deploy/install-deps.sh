@@ -10,8 +10,9 @@ build_pkgs=(
 	libcap-dev libseccomp-dev liburing-dev libsqlite3-dev
 	procps util-linux
 )
-# go tool pprof and headless Chromium check the outputs in the tests.
-test_pkgs=(libcmocka-dev golang-go chromium)
+# go tool pprof and headless Chromium check the outputs in the tests; gcc
+# builds the test workloads (its frame-pointer behaviour is the one users see).
+test_pkgs=(libcmocka-dev golang-go chromium gcc)
 
 want=("${build_pkgs[@]}" libcmocka-dev)
 if [[ "${1:-}" == "--test" ]]; then
