@@ -31,7 +31,8 @@ struct coll_proc *coll_procs_add(struct coll_procs *t, uint32_t pid);
 void coll_procs_del(struct coll_procs *t, uint32_t pid);
 void coll_procs_free(struct coll_procs *t);
 bool coll_proc_covers(const struct coll_proc *p, uint64_t ip);
-int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc);
+int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
 
 /* Capabilities: caps.c */
 int coll_drop_caps(void);
@@ -40,7 +41,8 @@ int coll_drop_caps(void);
  * Size of the BPF ring buffer (bytes):
  *   roundup_pow2(online_cpus * freq_hz * drain_ms / 1000 * max_record * 2)
  * two drain intervals of worst-case samples (every frame captured), at least
- * 64 KiB. The x2 absorbs a late drain; BPF ring sizes must be powers of two.
+ * 64 KiB and at most 256 MiB. The x2 absorbs a late drain; BPF ring sizes
+ * must be powers of two.
  */
 uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms);
 

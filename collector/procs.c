@@ -13,8 +13,9 @@
 #include "collector_int.h"
 #include "procfs.h"
 
-#define PROCS_MIN_CAP  256
-#define MAPS_MAX_BYTES (64u << 20)
+#define PROCS_MIN_CAP	 256
+#define MAPS_MAX_BYTES	 (64u << 20)
+#define MAPS_CHUNK_BYTES (512u << 10)
 
 static uint32_t hash_pid(uint32_t pid)
 {
@@ -129,18 +130,22 @@ bool coll_proc_covers(const struct coll_proc *p, uint64_t ip)
 }
 
 /*
- * Reads /proc/PID/maps and encodes its executable mappings as one LPS_MAPS
- * record into enc; refreshes p's ranges. Returns 0 or a negative errno.
+ * Reads /proc/PID/maps and emits its executable mappings as one or more
+ * LPS_MAPS records (the first replaces, the others append; each stays well
+ * under LPS_MAX_RECORD), through emit(ctx, enc). p's ranges are replaced
+ * only when every record was emitted, so a dropped record is sent again.
+ * Returns 0 or a negative errno.
  */
-int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc)
+int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx)
 {
 	struct coll_range *ranges = NULL;
-	struct lps_mapping m;
+	struct lps_mapping *maps = NULL, m;
 	const char *cur, *end;
-	uint32_t count = 0, i = 0;
+	uint32_t count = 0, i, first;
 	char path[64], *buf;
 	size_t len;
-	int err, r;
+	int err = 0, r;
 
 	/* rate-limits retries too: a failed read is not retried for a second */
 	p->maps_ns = now_ns;
@@ -148,32 +153,51 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc)
 	err = coll_read_file(path, MAPS_MAX_BYTES, &buf, &len);
 	if (err)
 		return err;
-	/* first pass: count the executable mappings */
 	for (cur = buf, end = buf + len; (r = coll_maps_next(&cur, end, &m)) != 0;)
 		if (r == 1 && (m.prot & LPS_PROT_X))
 			count++;
-	if (count) {
-		ranges = calloc(count, sizeof(*ranges));
-		if (!ranges) {
-			free(buf);
-			return -ENOMEM;
-		}
+	maps = calloc(count ? count : 1, sizeof(*maps));
+	ranges = calloc(count ? count : 1, sizeof(*ranges));
+	if (!maps || !ranges) {
+		err = -ENOMEM;
+		goto out;
 	}
-	lps_enc_reset(enc);
-	lps_enc_maps_begin(enc, now_ns, p->pid, count);
-	for (cur = buf; (r = coll_maps_next(&cur, end, &m)) != 0;) {
-		if (r != 1 || !(m.prot & LPS_PROT_X) || i >= count)
+	for (cur = buf, i = 0; i < count && (r = coll_maps_next(&cur, end, &m)) != 0;) {
+		if (r != 1 || !(m.prot & LPS_PROT_X))
 			continue;
-		lps_enc_mapping(enc, &m);
+		maps[i] = m;
 		ranges[i].start = m.start;
 		ranges[i].end = m.end;
 		i++;
 	}
-	free(buf);
+	count = i;
+	/* chunks by encoded size: a mapping costs at most its path + 64 bytes */
+	first = 0;
+	do {
+		size_t bytes = 64;
+		uint32_t n = 0;
+
+		while (first + n < count &&
+		       bytes + maps[first + n].path.len + 64 <= MAPS_CHUNK_BYTES)
+			bytes += maps[first + n++].path.len + 64;
+		if (!n && first < count)
+			n = 1; /* one path is at most LPS_MAX_PATH: always fits a record */
+		lps_enc_reset(enc);
+		lps_enc_maps_begin(enc, now_ns, p->pid, first > 0, n);
+		for (uint32_t j = 0; j < n; j++)
+			lps_enc_mapping(enc, &maps[first + j]);
+		err = emit(ctx, enc);
+		if (err)
+			goto out;
+		first += n;
+	} while (first < count);
 	free(p->ranges);
 	p->ranges = ranges;
-	p->nranges = i;
-	if (lps_enc_len(enc) < 0)
-		return (int)lps_enc_len(enc);
-	return lps_enc_len(enc) > LPS_MAX_RECORD ? -E2BIG : 0;
+	p->nranges = count;
+	ranges = NULL;
+out:
+	free(ranges);
+	free(maps);
+	free(buf);
+	return err;
 }

@@ -424,14 +424,15 @@ static int dec_maps(struct cur *c, uint32_t n, struct lps_maps *m)
 {
 	struct lps_mapping tmp;
 
-	if (n < 4)
+	if (n < 5)
 		return -EBADMSG;
 	TRY(rd_uint(c, &m->time_ns));
 	TRY(rd_u32(c, &m->pid));
+	TRY(rd_bool(c, &m->append));
 	TRY(rd_array(c, &m->count));
 	TRY(dec_entries(c, m->count, dec_mapping_fn, &tmp, &m->cur, &m->end));
 	m->left = m->count;
-	return skip_rest(c, 4, n);
+	return skip_rest(c, 5, n);
 }
 
 static int dec_ksyms(struct cur *c, uint32_t n, struct lps_ksyms *k)

@@ -134,13 +134,18 @@ void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
 	pk_bin(&pk, s->ustack, s->nustack * 8);
 }
 
-void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, uint32_t count)
+void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, bool append,
+			uint32_t count)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 4);
+	msgpack_pack_array(&pk, 5);
 	msgpack_pack_uint32(&pk, LPS_MAPS);
 	msgpack_pack_uint64(&pk, time_ns);
 	msgpack_pack_uint32(&pk, pid);
+	if (append)
+		msgpack_pack_true(&pk);
+	else
+		msgpack_pack_false(&pk);
 	msgpack_pack_array(&pk, count);
 }
 

@@ -36,7 +36,7 @@
 #define LPS_MAX_FRAMES 127 /* kernel and user frame-pointer stacks */
 #define LPS_COMM_LEN   16
 #define LPS_MAX_PATH   4096
-#define LPS_MAX_RECORD (1u << 20) /* larger records are split (maps, ksyms) */
+#define LPS_MAX_RECORD (1u << 20) /* larger content is split (maps, ksyms) */
 
 enum lps_type {
 	LPS_META = 1,	/* run metadata; first record of every stream */
@@ -104,10 +104,15 @@ struct lps_mapping {
 	struct lps_str path; /* "" for anonymous mappings */
 };
 
-/* Entries are read one at a time with lps_maps_next. */
+/*
+ * Entries are read one at a time with lps_maps_next. A process's mappings
+ * may span several records: the first replaces what was known (append =
+ * false), the following ones add to it (append = true), in address order.
+ */
 struct lps_maps {
 	uint64_t time_ns;
 	uint32_t pid;
+	bool append;
 	uint32_t count; /* entries that follow */
 	const uint8_t *cur, *end;
 	uint32_t left;
@@ -215,7 +220,8 @@ long lps_enc_len(const struct lps_enc *e);
 void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids);
 void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s);
 /* maps: begin with the entry count, then exactly count entries */
-void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, uint32_t count);
+void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, bool append,
+			uint32_t count);
 void lps_enc_mapping(struct lps_enc *e, const struct lps_mapping *m);
 void lps_enc_exec(struct lps_enc *e, const struct lps_exec *x);
 void lps_enc_exit(struct lps_enc *e, const struct lps_exit *x);

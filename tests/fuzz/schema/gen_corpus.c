@@ -142,13 +142,13 @@ static void gen_maps(struct lps_enc *e)
 		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("[vdso]")},
 	};
 
-	lps_enc_maps_begin(e, 123456800000ull, 4242, 3);
+	lps_enc_maps_begin(e, 123456800000ull, 4242, false, 3);
 	for (int i = 0; i < 3; i++)
 		lps_enc_mapping(e, &maps[i]);
 	emit(e, "maps_3", LPS_MAPS);
 
 	/* edge: a process without executable mappings (or already gone) */
-	lps_enc_maps_begin(e, 123456800001ull, 4243, 0);
+	lps_enc_maps_begin(e, 123456800001ull, 4243, false, 0);
 	emit(e, "maps_0", LPS_MAPS);
 }
 

@@ -137,13 +137,14 @@ static void test_maps_and_ksyms(void **state)
 	int i = 0;
 
 	lps_enc_init_dynamic(&e);
-	lps_enc_maps_begin(&e, 77, 1000, 3);
+	lps_enc_maps_begin(&e, 77, 1000, true, 3);
 	for (int j = 0; j < 3; j++)
 		lps_enc_mapping(&e, &in[j]);
 	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
 	assert_int_equal(r.type, LPS_MAPS);
 	assert_int_equal(r.maps.pid, 1000);
 	assert_int_equal(r.maps.count, 3);
+	assert_true(r.maps.append);
 	while (lps_maps_next(&r.maps, &out) == 1) {
 		assert_true(out.start == in[i].start && out.end == in[i].end);
 		assert_true(out.offset == in[i].offset && out.inode == in[i].inode);
