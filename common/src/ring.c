@@ -30,7 +30,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "lowprof/log.h"
@@ -502,4 +504,47 @@ void *lp_ring_map_fd(int fd, size_t *size)
 		return NULL;
 	*size = (size_t)st.st_size;
 	return mem;
+}
+
+int lp_ring_create_memfd(uint64_t data_size)
+{
+	size_t size = lp_ring_mem_size(data_size);
+	void *mem;
+	int fd, err;
+
+	if (!data_size_valid(data_size))
+		return -EINVAL;
+	fd = memfd_create("lowprof-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size)) {
+		err = -errno;
+		goto err_out;
+	}
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		err = -errno;
+		goto err_out;
+	}
+	err = lp_ring_format(mem, size, data_size);
+	munmap(mem, size);
+	if (err)
+		goto err_out;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		err = -errno;
+		goto err_out;
+	}
+	return fd;
+err_out:
+	close(fd);
+	return err;
+}
+
+int lp_ring_check_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+		return -EPERM;
+	return 0;
 }

@@ -107,6 +107,18 @@ int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size);
 void *lp_ring_map_fd(int fd, size_t *size);
 
 /*
+ * Creates the shared object of a ring with a data_size-byte data area as an
+ * anonymous memfd, formatted, and sealed against shrinking and growing: the
+ * consumer holds a writable descriptor (it stores its position), and a
+ * truncation would turn the producer's next access into SIGBUS. Returns the
+ * fd (close-on-exec) or a negative errno.
+ */
+int lp_ring_create_memfd(uint64_t data_size);
+
+/* 0 if fd cannot shrink or grow (sealed as above), -EPERM otherwise. */
+int lp_ring_check_sealed(int fd);
+
+/*
  * Attach to a formatted ring in mem. The mapping must stay valid until
  * lp_ring__free (which does not unmap it). Both sides validate magic, version,
  * hdr_size and data_size against mem_size once (the producer because
