@@ -10,13 +10,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -29,6 +32,7 @@
 #include "collector.h"
 #include "collector_int.h"
 #include "lowprof/cpus.h"
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
@@ -36,13 +40,14 @@
 #include "profile.h"
 #include "profile.skel.h"
 
-#define KSYMS_PER_RECORD 4096
-#define KALLSYMS_MAX	 (256u << 20)
-#define MAPS_REFRESH_NS	 1000000000ull
-#define LOSS_EVERY_NS	 1000000000ull
-#define WAIT_START_MS	 5000 /* start-up records: the symbolizer is starting */
-#define WAIT_RUN_MS	 100  /* during the run: never stall the drain for long */
-#define SAMPLE_ENC_SLACK 128  /* msgpack overhead of a sample record, upper bound */
+#define KSYMS_PER_RECORD  4096
+#define KALLSYMS_MAX	  (256u << 20)
+#define MAPS_REFRESH_NS	  1000000000ull
+#define LOSS_EVERY_NS	  1000000000ull
+#define WAIT_START_MS	  5000 /* start-up records: the symbolizer is starting */
+#define WAIT_RUN_MS	  100  /* during the run: never stall the drain for long */
+#define SAMPLE_ENC_SLACK  128  /* msgpack overhead of a sample record, upper bound */
+#define COLL_BPF_RING_MAX (256u << 20)
 
 #ifndef LOWPROF_VERSION
 #define LOWPROF_VERSION "0"
@@ -62,7 +67,9 @@ struct coll {
 	void *ring_mem;
 	size_t ring_mem_size;
 	struct lp_ring *ring;
-	bool ring_created; /* we created ring_path and must unlink it */
+	int ring_fd;	   /* the ring's memfd */
+	int listen_fd;	   /* --ring PATH: socket until the symbolizer connects */
+	bool sock_created; /* we created the socket at ring_path: unlink it */
 
 	struct coll_procs procs;
 	struct lps_enc dyn; /* maps, ksyms: grows as needed */
@@ -101,6 +108,9 @@ uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t dra
 
 	if (want < 64 * 1024)
 		want = 64 * 1024;
+	/* beyond this a faster drain, not a bigger buffer, is the answer */
+	if (want > COLL_BPF_RING_MAX)
+		want = COLL_BPF_RING_MAX;
 	return lp_roundup_pow2(want);
 }
 
@@ -161,30 +171,38 @@ static void send_loss(struct coll *c)
 	write_enc(c, &c->dyn, WAIT_RUN_MS);
 }
 
+struct maps_emit {
+	struct coll *c;
+	uint32_t wait_ms;
+};
+
+static int emit_maps(void *ctx, struct lps_enc *enc)
+{
+	struct maps_emit *me = ctx;
+
+	return write_enc(me->c, enc, me->wait_ms);
+}
+
 /* (Re)reads pid's maps and sends them; counts failures (short-lived processes). */
 static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
 {
 	struct coll_proc *p = coll_procs_add(&c->procs, pid);
+	struct maps_emit me = {c, wait_ms};
 	int err;
 
 	if (!p) {
 		c->maps_errors++;
 		return;
 	}
-	err = coll_read_maps(p, now_ns(CLOCK_MONOTONIC), &c->dyn);
+	err = coll_read_maps(p, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
 	if (err) {
+		/* unreadable (gone), or a part dropped: ranges stay as they were,
+		 * so the next sample outside them asks again after a second */
 		c->maps_errors++;
 		lp_debug("maps: pid %u: %s", pid, strerror(-err));
 		return;
 	}
-	if (write_enc(c, &c->dyn, wait_ms) == 0) {
-		c->maps_sent++;
-		return;
-	}
-	/* dropped: forget the ranges so the next sample outside them resends */
-	p = coll_procs_find(&c->procs, pid);
-	if (p)
-		p->nranges = 0;
+	c->maps_sent++;
 }
 
 static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
@@ -310,12 +328,118 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/*
+ * --ring PATH: a Unix socket at PATH, owned by the symbolizer's user and
+ * mode 0600, where the first symbolizer to connect receives the ring's
+ * memfd. A stale socket left by a collector that was killed is replaced.
+ */
+static int ring_listen(struct coll *c)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	const char *path = c->o->ring_path;
+	struct stat st;
+	mode_t old;
+	int s, err;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		lp_err("ring: socket path %s is too long", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(a.sun_path, path);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof(a)) &&
+		    errno == ECONNREFUSED)
+			unlink(path);
+		if (probe >= 0)
+			close(probe);
+	}
+	old = umask(0077);
+	err = bind(s, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
+	umask(old);
+	if (err) {
+		lp_err("ring: creating socket %s: %s", path, strerror(-err));
+		close(s);
+		return err;
+	}
+	c->sock_created = true;
+	if (fchownat(AT_FDCWD, path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
+	    chmod(path, 0600) || listen(s, 4)) {
+		err = -errno;
+		lp_err("ring: socket %s: %s", path, strerror(-err));
+		close(s);
+		return err;
+	}
+	c->listen_fd = s;
+	return 0;
+}
+
+/* Waits for a symbolizer of the ring's user and hands it the ring. */
+static int ring_handoff(struct coll *c)
+{
+	lp_info("waiting for a symbolizer: lowprof-symbolizer --ring %s", c->o->ring_path);
+	for (;;) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		struct pollfd pfd = {c->listen_fd, POLLIN, 0};
+		int cfd, err;
+
+		/* a short poll: a signal that came before it is seen within 200 ms */
+		if (stop_signal)
+			return -EINTR;
+		if (poll(&pfd, 1, 200) <= 0)
+			continue;
+		cfd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED)
+				continue;
+			return -errno;
+		}
+		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+		    (cred.uid != c->o->ring_uid && cred.uid != 0)) {
+			lp_warn("ring: refusing a consumer with uid %u (the ring's owner is %u)",
+				cred.uid, c->o->ring_uid);
+			close(cfd);
+			continue;
+		}
+		err = lp_send_fd(cfd, c->ring_fd);
+		close(cfd);
+		if (err) {
+			lp_warn("ring: handing the ring to pid %d: %s", cred.pid, strerror(-err));
+			continue;
+		}
+		/* one consumer: the socket has done its job */
+		close(c->listen_fd);
+		c->listen_fd = -1;
+		unlink(c->o->ring_path);
+		c->sock_created = false;
+		return 0;
+	}
+}
+
+/*
+ * The ring: an inherited memfd (lowprof record), which must be sealed
+ * against shrinking so no one can truncate it under us (SIGBUS), or one we
+ * create and later hand to the symbolizer that connects to --ring PATH.
+ */
 static int open_ring(struct coll *c)
 {
 	const struct coll_opts *o = c->o;
-	int fd = o->ring_fd, err;
+	int err;
 
-	if (fd < 0) {
+	if (o->ring_fd >= 0) {
+		if (lp_ring_check_sealed(o->ring_fd)) {
+			lp_err("ring: fd %d is not a sealed lowprof ring (it could be truncated "
+			       "under the collector)",
+			       o->ring_fd);
+			return -EPERM;
+		}
+		c->ring_fd = o->ring_fd;
+	} else {
 		uint64_t size =
 			o->ring_size ? o->ring_size : lp_shm_ring_size(c->ncpus, o->freq_hz, 4096);
 
@@ -324,49 +448,28 @@ static int open_ring(struct coll *c)
 			       (unsigned long long)size, LP_RING_MIN_DATA);
 			return -EINVAL;
 		}
-		fd = open(o->ring_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			err = -errno;
-			lp_err("ring: creating %s: %s", o->ring_path, strerror(-err));
-			return err;
+		c->ring_fd = lp_ring_create_memfd(size);
+		if (c->ring_fd < 0) {
+			lp_err("ring: creating shared memory: %s", strerror(-c->ring_fd));
+			return c->ring_fd;
 		}
-		c->ring_created = true;
-		if (fchown(fd, o->ring_uid, (gid_t)-1) ||
-		    ftruncate(fd, (off_t)lp_ring_mem_size(size))) {
-			err = -errno;
-			lp_err("ring: sizing %s: %s", o->ring_path, strerror(-err));
-			close(fd);
+		err = ring_listen(c);
+		if (err)
 			return err;
-		}
 	}
-	c->ring_mem = lp_ring_map_fd(fd, &c->ring_mem_size);
+	c->ring_mem = lp_ring_map_fd(c->ring_fd, &c->ring_mem_size);
 	if (!c->ring_mem) {
 		err = -errno;
-		lp_err("ring: mapping fd %d: %s", fd, strerror(-err));
-		goto err_out;
-	}
-	if (c->ring_created) {
-		uint64_t size = c->ring_mem_size - LP_RING_HDR_SIZE;
-
-		err = lp_ring_format(c->ring_mem, c->ring_mem_size, size);
-		if (err) {
-			lp_err("ring: format: %s", strerror(-err));
-			goto err_out;
-		}
+		lp_err("ring: mapping fd %d: %s", c->ring_fd, strerror(-err));
+		return err;
 	}
 	c->ring = lp_ring__producer(c->ring_mem, c->ring_mem_size);
 	if (!c->ring) {
 		err = -errno;
-		lp_err("ring: not a lowprof ring (fd %d): %s", fd, strerror(-err));
-		goto err_out;
+		lp_err("ring: not a lowprof ring (fd %d): %s", c->ring_fd, strerror(-err));
+		return err;
 	}
-	if (fd != o->ring_fd)
-		close(fd);
 	return 0;
-err_out:
-	if (fd != o->ring_fd)
-		close(fd);
-	return err;
 }
 
 static void send_meta(struct coll *c)
@@ -465,29 +568,43 @@ static int open_perf_event(uint32_t cpu, uint32_t freq)
 	return (int)syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int load_bpf(struct coll *c)
+/* Opens and loads the skeleton, with BTF-enabled or raw exec/exit tracepoints. */
+static int load_skel(struct coll *c, bool raw)
 {
 	const struct coll_opts *o = c->o;
-	bool btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	int err;
 
 	c->skel = profile_bpf__open();
 	if (!c->skel) {
-		err = -errno;
-		lp_err("bpf: opening the BPF object: %s", strerror(-err));
-		return err;
+		lp_err("bpf: opening the BPF object: %m");
+		return -errno;
 	}
 	c->skel->rodata->filter_pids = o->npids > 0;
 	c->bpf_ring_bytes = coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms);
 	bpf_map__set_max_entries(c->skel->maps.events, (uint32_t)c->bpf_ring_bytes);
 	bpf_map__set_max_entries(c->skel->maps.pids, o->npids ? (uint32_t)o->npids : 1);
-	/* BTF-enabled tracepoints where the kernel has BTF, raw ones otherwise */
-	bpf_program__set_autoload(c->skel->progs.on_exec, btf);
-	bpf_program__set_autoload(c->skel->progs.on_exit, btf);
-	bpf_program__set_autoload(c->skel->progs.on_exec_raw, !btf);
-	bpf_program__set_autoload(c->skel->progs.on_exit_raw, !btf);
+	bpf_program__set_autoload(c->skel->progs.on_exec, !raw);
+	bpf_program__set_autoload(c->skel->progs.on_exit, !raw);
+	bpf_program__set_autoload(c->skel->progs.on_exec_raw, raw);
+	bpf_program__set_autoload(c->skel->progs.on_exit_raw, raw);
+	return profile_bpf__load(c->skel);
+}
 
-	err = profile_bpf__load(c->skel);
+static int load_bpf(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	int err;
+
+	/*
+	 * tp_btf first; where the kernel refuses BTF-enabled tracepoints (but
+	 * still relocates CO-RE), the raw tracepoints do the same job.
+	 */
+	err = load_skel(c, false);
+	if (err && err != -EPERM && err != -EACCES && err != -ENOSYS && c->skel) {
+		lp_debug("bpf: tp_btf programs refused (%s); trying raw_tp", strerror(-err));
+		profile_bpf__destroy(c->skel);
+		c->skel = NULL;
+		err = load_skel(c, true);
+	}
 	if (err) {
 		if (err == -EPERM || err == -EACCES)
 			lp_err("bpf: loading the BPF programs: %s (needs CAP_BPF and "
@@ -591,8 +708,12 @@ static void coll_cleanup(struct coll *c)
 	lp_ring__free(c->ring);
 	if (c->ring_mem)
 		munmap(c->ring_mem, c->ring_mem_size);
-	if (c->ring_created)
+	if (c->listen_fd >= 0)
+		close(c->listen_fd);
+	if (c->sock_created)
 		unlink(c->o->ring_path);
+	if (c->ring_fd >= 0 && c->ring_fd != c->o->ring_fd)
+		close(c->ring_fd);
 	coll_procs_free(&c->procs);
 	lps_enc_free(&c->dyn);
 	free(c->cpus);
@@ -639,7 +760,7 @@ static const char *drain_loop(struct coll *c)
 
 int coll_run(const struct coll_opts *o)
 {
-	struct coll c = {.o = o};
+	struct coll c = {.o = o, .ring_fd = -1, .listen_fd = -1};
 	struct lps_end end;
 	const char *reason;
 	int err;
@@ -647,7 +768,8 @@ int coll_run(const struct coll_opts *o)
 	install_signals();
 	if (o->exit_with_parent) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() == 1)
+		/* the parent may have died before the signal was armed */
+		if (getppid() != o->parent)
 			return 1;
 	}
 	libbpf_set_print(libbpf_print);
@@ -669,6 +791,17 @@ int coll_run(const struct coll_opts *o)
 	err = load_bpf(&c);
 	if (err)
 		goto err_out;
+	if (c.listen_fd >= 0) {
+		err = ring_handoff(&c);
+		if (err == -EINTR) { /* stopped before any symbolizer came */
+			coll_cleanup(&c);
+			return 0;
+		}
+		if (err) {
+			lp_err("ring: waiting for a symbolizer: %s", strerror(-err));
+			goto err_out;
+		}
+	}
 	send_meta(&c);
 	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)

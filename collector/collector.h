@@ -27,12 +27,13 @@ struct coll_opts {
 	double duration_s; /* 0: until SIGINT/SIGTERM */
 	const pid_t *pids; /* processes to profile; npids == 0: whole host */
 	size_t npids;
-	int ring_fd;	       /* formatted shm ring to produce into, or -1 */
-	const char *ring_path; /* or: create, format and later unlink this file */
-	uint64_t ring_size;    /* data size when creating ring_path (0: formula) */
-	uid_t ring_uid;	       /* owner given to ring_path (the symbolizer's uid) */
+	int ring_fd;	       /* sealed, formatted ring memfd to produce into, or -1 */
+	const char *ring_path; /* or: create a ring and hand it out on this socket */
+	uint64_t ring_size;    /* data size when creating the ring (0: formula) */
+	uid_t ring_uid;	       /* the only uid (besides root) the ring is handed to */
 	uint32_t drain_ms;     /* BPF ring drain interval */
 	bool exit_with_parent; /* SIGTERM ourselves when the parent dies */
+	pid_t parent;	       /* getppid() at start */
 	bool keep_caps;	       /* do not drop capabilities after attaching (tests) */
 };
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "lowprof/log.h"
@@ -20,20 +21,21 @@ static const char usage[] =
 	"attaching it keeps only CAP_SYS_PTRACE (to read /proc/PID/maps).\n"
 	"'lowprof record' starts it for you; run it alone to split collection and\n"
 	"symbolization, e.g.:\n"
-	"  lowprof-collector --ring /dev/shm/lowprof.ring --ring-owner nobody &\n"
-	"  lowprof-symbolizer --ring /dev/shm/lowprof.ring -o out\n"
+	"  lowprof-collector --ring /run/lowprof.sock -d 30 &\n"
+	"  lowprof-symbolizer --ring /run/lowprof.sock -o out\n"
 	"\n"
 	"Options:\n"
 	"  -F, --freq HZ          samples per second per CPU (default 99, max 10000)\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
 	"  -p, --pid PID          profile only this process and its threads (repeatable)\n"
-	"      --ring PATH        create the ring as file PATH (e.g. under /dev/shm),\n"
-	"                         remove it at exit\n"
-	"      --ring-owner USER  owner of the --ring file: the symbolizer's user\n"
-	"                         (default: root)\n"
+	"      --ring PATH        create the ring and wait for a symbolizer to connect to\n"
+	"                         the Unix socket PATH, which receives it (the socket is\n"
+	"                         removed once the ring is handed over)\n"
+	"      --ring-owner USER  the symbolizer's user: owns the socket, the only uid\n"
+	"                         besides root the ring is handed to (default nobody)\n"
 	"      --ring-size BYTES  ring data size for --ring, a power of two\n"
 	"                         (default: sized from online CPUs and -F, >= 4 MiB)\n"
-	"      --ring-fd FD       produce into an inherited, formatted ring (lowprof record)\n"
+	"      --ring-fd FD       produce into an inherited, sealed ring (lowprof record)\n"
 	"      --drain-ms MS      BPF ring buffer drain interval (default 100)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --keep-caps        do not drop capabilities after attaching\n"
@@ -80,6 +82,12 @@ int main(int argc, char **argv)
 	int opt;
 
 	lp_log_init(argv[0], level);
+	o.parent = getppid();
+	{
+		struct passwd *nobody = getpwnam("nobody");
+
+		o.ring_uid = nobody ? nobody->pw_uid : 0;
+	}
 	while ((opt = getopt_long(argc, argv, "F:d:p:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'F':
@@ -90,7 +98,8 @@ int main(int argc, char **argv)
 		case 'd':
 			errno = 0;
 			o.duration_s = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o.duration_s > 0))
+			if (errno || end == optarg || *end || !(o.duration_s > 0) ||
+			    o.duration_s > 1e7)
 				goto bad_value;
 			break;
 		case 'p':

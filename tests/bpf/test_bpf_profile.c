@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,7 +115,7 @@ static void find_text(struct seen *s)
 	assert_true(s->text_hi > s->text_lo);
 }
 
-static void run_start(struct run *r, struct seen *s, pid_t pid)
+static void run_start(struct run *r, struct seen *s, pid_t pid, bool raw)
 {
 	uint32_t cpus[LP_MAX_CPUS], key = (uint32_t)pid;
 	int ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
@@ -126,8 +127,10 @@ static void run_start(struct run *r, struct seen *s, pid_t pid)
 	assert_non_null(r->skel);
 	r->skel->rodata->filter_pids = true;
 	bpf_map__set_max_entries(r->skel->maps.events, 1 << 20);
-	bpf_program__set_autoload(r->skel->progs.on_exec_raw, false);
-	bpf_program__set_autoload(r->skel->progs.on_exit_raw, false);
+	bpf_program__set_autoload(r->skel->progs.on_exec, !raw);
+	bpf_program__set_autoload(r->skel->progs.on_exit, !raw);
+	bpf_program__set_autoload(r->skel->progs.on_exec_raw, raw);
+	bpf_program__set_autoload(r->skel->progs.on_exit_raw, raw);
 	assert_int_equal(profile_bpf__load(r->skel), 0);
 	assert_int_equal(bpf_map__update_elem(r->skel->maps.pids, &key, sizeof(key), &one,
 					      sizeof(one), BPF_ANY),
@@ -150,9 +153,11 @@ static void run_start(struct run *r, struct seen *s, pid_t pid)
 		assert_non_null(r->links[r->nlinks]);
 		r->nlinks++;
 	}
-	r->links[r->nlinks] = bpf_program__attach(r->skel->progs.on_exec);
+	r->links[r->nlinks] =
+		bpf_program__attach(raw ? r->skel->progs.on_exec_raw : r->skel->progs.on_exec);
 	assert_non_null(r->links[r->nlinks++]);
-	r->links[r->nlinks] = bpf_program__attach(r->skel->progs.on_exit);
+	r->links[r->nlinks] =
+		bpf_program__attach(raw ? r->skel->progs.on_exit_raw : r->skel->progs.on_exit);
 	assert_non_null(r->links[r->nlinks++]);
 }
 
@@ -188,7 +193,7 @@ static void test_samples_of_one_process(void **state)
 	s.pid = child;
 	usleep(200 * 1000);
 	find_text(&s);
-	run_start(&r, &s, child);
+	run_start(&r, &s, child, false);
 	drain_for(&r, 2000);
 	const struct lp_bpf_stats st = r.skel->bss->stats;
 
@@ -211,7 +216,7 @@ static void test_samples_of_one_process(void **state)
 	assert_true(st.samples >= (uint64_t)s.samples);
 }
 
-static void test_exec_and_exit_events(void **state)
+static void exec_and_exit(bool raw)
 {
 	struct seen s = {0};
 	struct run r;
@@ -230,7 +235,7 @@ static void test_exec_and_exit_events(void **state)
 	}
 	close(go[0]);
 	s.pid = child;
-	run_start(&r, &s, child);
+	run_start(&r, &s, child, raw);
 	assert_int_equal(write(go[1], &c, 1), 1);
 	close(go[1]);
 	waitpid(child, NULL, 0);
@@ -241,11 +246,23 @@ static void test_exec_and_exit_events(void **state)
 	assert_int_equal(s.exits, 1);
 }
 
+static void test_exec_and_exit_events(void **state)
+{
+	exec_and_exit(false);
+}
+
+/* the raw_tp fallback the collector uses where tp_btf is refused */
+static void test_exec_and_exit_events_raw_tp(void **state)
+{
+	exec_and_exit(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_samples_of_one_process),
 		cmocka_unit_test(test_exec_and_exit_events),
+		cmocka_unit_test(test_exec_and_exit_events_raw_tp),
 	};
 
 	if (geteuid() != 0) {
