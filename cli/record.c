@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * lowprof record: checks what it can before starting anything (privileges,
- * -p processes, the output directory), creates the shared-memory ring as an
- * anonymous memfd (nothing to clean up in /dev/shm, whatever the exit path),
- * then starts lowprof-collector (privileged) and lowprof-symbolizer (drops to
- * --user) with the ring and the output files as inherited descriptors.
+ * -p processes, the output directory), creates the shared-memory ring as a
+ * sealed anonymous memfd (nothing to clean up in /dev/shm whatever the exit
+ * path, and nobody can truncate it under the collector), then starts
+ * lowprof-collector (privileged) and lowprof-symbolizer (drops to --user)
+ * with the ring and the output files as inherited descriptors.
  *
- * Both children run in their own process group, so a Ctrl-C reaches only
- * this process, which stops the collector first; the symbolizer then drains
- * the ring to its end and writes the outputs. Both children get SIGTERM if
- * this process dies (PR_SET_PDEATHSIG), so none outlives it.
+ * Both children run in their own sessions, without a controlling terminal,
+ * so a Ctrl-C reaches only this process, which stops the collector first;
+ * the symbolizer then drains the ring to its end and writes the outputs.
+ * The symbolizer's output reaches the terminal only through this process.
+ * Both children get SIGTERM if this process dies (PR_SET_PDEATHSIG).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,31 +20,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "lowprof/cpus.h"
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "record.h"
 
 #define RING_FD	       3
-#define OUT_FD0	       4
 #define MAX_SAMPLE_REC 4096 /* msgpack sample with 254 frames, rounded up */
 
 static const char *const out_names[3] = {"cpu.pb.gz", "cpu.folded", "cpu.html"};
-
-static volatile sig_atomic_t got_signal;
-
-static void on_signal(int sig)
-{
-	got_signal++;
-	(void)sig;
-}
 
 /* Capabilities lowprof record needs in its effective set, and why. */
 static const struct {
@@ -83,53 +79,29 @@ static int check_privileges(void)
 	return missing ? -1 : 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 static int open_outputs(const char *dir, int fds[3])
 {
-	struct stat st;
+	int dfd = lp_open_output_dir(dir);
 
-	if (mkdir_p(dir) || stat(dir, &st)) {
-		lp_err("output directory %s: %m", dir);
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		lp_err("output directory %s: not a directory", dir);
+	if (dfd < 0) {
+		lp_err("output directory %s: %s", dir,
+		       dfd == -ENOTDIR ? "not a directory" : strerror(-dfd));
 		return -1;
 	}
 	for (int i = 0; i < 3; i++) {
-		char path[PATH_MAX];
-
-		snprintf(path, sizeof(path), "%s/%s", dir, out_names[i]);
-		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		fds[i] = lp_open_output_file(dfd, out_names[i]);
 		if (fds[i] < 0) {
-			lp_err("output directory %s is not writable: %s: %m", dir, path);
+			lp_err("output directory %s is not writable: %s: %s", dir, out_names[i],
+			       fds[i] == -ELOOP	   ? "is a symlink"
+			       : fds[i] == -EINVAL ? "not a regular file with a single link"
+						   : strerror(-fds[i]));
 			while (i--)
 				close(fds[i]);
+			close(dfd);
 			return -1;
 		}
 	}
+	close(dfd);
 	return 0;
 }
 
@@ -144,42 +116,13 @@ static void remove_empty_outputs(const char *dir)
 	struct stat st;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, out_names[1]);
-	if (stat(path, &st) == 0 && st.st_size > 0)
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
 		return;
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, out_names[i]);
-		unlink(path);
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+			unlink(path);
 	}
-}
-
-/* Creates and formats the ring; returns its fd and keeps a mapping in *mem. */
-static int create_ring(uint32_t freq, void **mem, size_t *mem_size)
-{
-	uint32_t cpus[LP_MAX_CPUS];
-	int ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
-	uint64_t data;
-	int fd;
-
-	if (ncpus <= 0)
-		ncpus = 1;
-	data = lp_shm_ring_size((uint32_t)ncpus, freq, MAX_SAMPLE_REC);
-	fd = memfd_create("lowprof-ring", MFD_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, (off_t)lp_ring_mem_size(data))) {
-		lp_err("ring: creating shared memory: %m");
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	*mem = lp_ring_map_fd(fd, mem_size);
-	if (!*mem || lp_ring_format(*mem, *mem_size, data)) {
-		lp_err("ring: mapping shared memory: %m");
-		if (*mem)
-			munmap(*mem, *mem_size);
-		*mem = NULL;
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 /* Path of a sibling program: the directory of /proc/self/exe + name. */
@@ -200,36 +143,102 @@ static void sibling(const char *name, char *out, size_t len)
 	snprintf(out, len, "%s/%s", self, name);
 }
 
+struct child {
+	const char *name;
+	pid_t pid;
+	bool done;
+	int status;
+	int out[2]; /* read ends of its stdout / stderr pipes, or -1 */
+};
+
 /*
- * fork + exec with the inherited fds placed at fixed numbers (src[i] ->
- * RING_FD + i) and everything else closed on exec.
+ * fork + exec in a new session: no controlling terminal, so the child can
+ * neither inject input into the user's terminal (TIOCSTI) nor be stopped by
+ * job control; stdin is /dev/null. src[i] becomes fd RING_FD + i and every
+ * other descriptor is closed. With relay, stdout and stderr are pipes that
+ * the parent copies to its own, sanitized.
  */
-static pid_t spawn(const char *prog, char *const argv[], const int *src, int nsrc)
+static int spawn(struct child *ch, const char *prog, char *const argv[], const int *src, int nsrc,
+		 bool relay)
 {
-	pid_t pid = fork();
+	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
+	sigset_t none;
 
-	if (pid != 0)
-		return pid;
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	/* move the sources above the target range first so dup2 cannot clobber */
-	int tmp[8];
+	ch->out[0] = ch->out[1] = -1;
+	if (relay && (pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC))) {
+		lp_err("pipe: %m");
+		return -1;
+	}
+	ch->pid = fork();
+	if (ch->pid < 0) {
+		lp_err("fork: %m");
+		return -1;
+	}
+	if (ch->pid == 0) {
+		int tmp[8], devnull;
 
-	for (int i = 0; i < nsrc; i++) {
-		tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64);
-		if (tmp[i] < 0)
+		setsid();
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		devnull = open("/dev/null", O_RDONLY);
+		if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0)
 			_exit(127);
-	}
-	for (int i = 0; i < nsrc; i++) {
-		if (dup2(tmp[i], RING_FD + i) < 0) /* dup2 clears FD_CLOEXEC */
+		if (relay && (dup2(pout[1], STDOUT_FILENO) < 0 || dup2(perr[1], STDERR_FILENO) < 0))
 			_exit(127);
+		/* move the sources above the target range so dup2 cannot clobber */
+		for (int i = 0; i < nsrc; i++) {
+			tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64);
+			if (tmp[i] < 0)
+				_exit(127);
+		}
+		for (int i = 0; i < nsrc; i++)
+			if (dup2(tmp[i], RING_FD + i) < 0) /* clears FD_CLOEXEC */
+				_exit(127);
+		close_range(RING_FD + nsrc, ~0u, 0);
+		execv(prog, argv);
+		lp_err("starting %s: %m", prog);
+		_exit(127);
 	}
-	execv(prog, argv);
-	lp_err("starting %s: %m", prog);
-	_exit(127);
+	if (relay) {
+		close(pout[1]);
+		close(perr[1]);
+		ch->out[0] = pout[0];
+		ch->out[1] = perr[0];
+	}
+	return 0;
+}
+
+/*
+ * Copies what the symbolizer printed to our stdout/stderr. It prints names
+ * from ELF files it parsed; control characters (terminal escapes) become
+ * '?'. Returns false at end of file.
+ */
+static bool relay(int from, int to)
+{
+	char buf[4096];
+	ssize_t n = read(from, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	for (ssize_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)buf[i];
+
+		if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f)
+			buf[i] = '?';
+	}
+	for (ssize_t off = 0; off < n;) {
+		ssize_t w = write(to, buf + off, (size_t)(n - off));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += w;
+	}
+	return true;
 }
 
 static const char *exit_desc(int status, char *buf, size_t len)
@@ -244,18 +253,143 @@ static const char *exit_desc(int status, char *buf, size_t len)
 	return buf;
 }
 
+static bool child_ok(const struct child *c)
+{
+	return c->done && WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
+}
+
+static void reap(struct child *kids, int n)
+{
+	int status;
+	pid_t w;
+
+	while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (kids[i].pid == w) {
+				kids[i].done = true;
+				kids[i].status = status;
+			}
+		}
+	}
+}
+
+static void signal_kids(struct child *kids, int n, int sig)
+{
+	for (int i = 0; i < n; i++)
+		if (kids[i].pid > 0 && !kids[i].done)
+			kill(kids[i].pid, sig);
+}
+
+/* Arguments of the two children. */
+static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **argv)
+{
+	int n = 0;
+
+	argv[n++] = path;
+	argv[n++] = "--ring-fd=3";
+	argv[n++] = "--output-fds=4,5,6";
+	argv[n++] = "--user";
+	argv[n++] = (char *)o->user;
+	argv[n++] = "--exit-with-parent";
+	if (o->verbose)
+		argv[n++] = "-v";
+	argv[n] = NULL;
+}
+
+static void collector_argv(const struct lp_record_opts *o, char *path, char **argv, char *freq,
+			   char *dur, char (*pidbuf)[16])
+{
+	int n = 0;
+
+	argv[n++] = path;
+	argv[n++] = "--ring-fd=3";
+	argv[n++] = "-F";
+	argv[n++] = freq;
+	snprintf(freq, 16, "%u", o->freq_hz);
+	if (o->duration_s > 0) {
+		snprintf(dur, 32, "%g", o->duration_s);
+		argv[n++] = "-d";
+		argv[n++] = dur;
+	}
+	for (size_t i = 0; i < o->npids; i++) {
+		snprintf(pidbuf[i], 16, "%d", (int)o->pids[i]);
+		argv[n++] = "-p";
+		argv[n++] = pidbuf[i];
+	}
+	argv[n++] = "--exit-with-parent";
+	if (o->verbose)
+		argv[n++] = "-v";
+	argv[n] = NULL;
+}
+
+/*
+ * Waits for both children, relaying the symbolizer's output. Signals come
+ * through a signalfd, so none is lost between a check and a wait. The first
+ * SIGINT/SIGTERM/SIGHUP stops the collector (the symbolizer then drains the
+ * ring and writes), the second stops the symbolizer's reading (it writes
+ * what it has), the third kills both.
+ */
+static void supervise(struct child *kids, int sfd, struct lp_ring *ring)
+{
+	struct child *coll = &kids[0], *symb = &kids[1];
+	int nsignals = 0;
+
+	while (!coll->done || !symb->done || symb->out[0] >= 0 || symb->out[1] >= 0) {
+		struct pollfd pfd[3] = {
+			{sfd, POLLIN, 0}, {symb->out[0], POLLIN, 0}, {symb->out[1], POLLIN, 0}};
+		struct signalfd_siginfo si;
+		bool coll_was_done = coll->done, symb_was_done = symb->done;
+
+		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (pfd[1 + i].revents &&
+			    !relay(symb->out[i], i ? STDERR_FILENO : STDOUT_FILENO)) {
+				close(symb->out[i]);
+				symb->out[i] = -1;
+			}
+		}
+		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGCHLD)
+				continue;
+			nsignals++;
+			if (nsignals == 1) {
+				lp_info("stopping; writing what was collected (Ctrl-C again to "
+					"stop "
+					"sooner)");
+				signal_kids(coll, 1, SIGTERM);
+			} else if (nsignals == 2) {
+				signal_kids(kids, 2, SIGTERM);
+			} else {
+				signal_kids(kids, 2, SIGKILL);
+			}
+		}
+		reap(kids, 2);
+		if (coll->done && !coll_was_done && !child_ok(coll)) {
+			/* it never wrote its end: let the symbolizer finish */
+			lp_ring__close(ring);
+		}
+		if (symb->done && !symb_was_done && !coll->done) {
+			/* nobody reads the ring any more: stop collecting */
+			signal_kids(coll, 1, SIGTERM);
+		}
+	}
+}
+
 int lp_record(const struct lp_record_opts *o)
 {
 	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], desc[64];
 	char *cargv[16 + 2 * LP_RECORD_MAX_PIDS], *sargv[16];
-	char pidbuf[LP_RECORD_MAX_PIDS][16];
-	int fds[3] = {-1, -1, -1}, ring_fd, cstatus = 0, sstatus = 0, rc = 1, n = 0;
-	pid_t coll, symb;
-	bool coll_done = false, symb_done = false;
-	struct sigaction sa = {.sa_handler = on_signal};
+	static char pidbuf[LP_RECORD_MAX_PIDS][16];
+	struct child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
+				{.name = "lowprof-symbolizer", .out = {-1, -1}}};
+	int fds[3] = {-1, -1, -1}, ring_fd = -1, sfd = -1, rc = 1;
+	struct lp_ring *ring = NULL;
 	size_t ring_size = 0;
 	void *ring_mem = NULL;
-	int sent_signals = 0;
+	uint32_t cpus[LP_MAX_CPUS];
+	int ncpus;
+	sigset_t mask;
 
 	if (check_privileges())
 		return 1;
@@ -270,58 +404,46 @@ int lp_record(const struct lp_record_opts *o)
 	}
 	if (open_outputs(o->out_dir, fds))
 		return 1;
-	ring_fd = create_ring(o->freq_hz, &ring_mem, &ring_size);
-	if (ring_fd < 0)
+	ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
+	ring_fd = lp_ring_create_memfd(
+		lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz, MAX_SAMPLE_REC));
+	if (ring_fd < 0) {
+		lp_err("ring: creating shared memory: %s", strerror(-ring_fd));
 		goto out;
+	}
+	/* our own view, to mark the stream closed if the collector dies */
+	ring_mem = lp_ring_map_fd(ring_fd, &ring_size);
+	ring = ring_mem ? lp_ring__producer(ring_mem, ring_size) : NULL;
+	if (!ring) {
+		lp_err("ring: mapping shared memory: %m");
+		goto out;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		lp_err("signalfd: %m");
+		goto out;
+	}
 	sibling("lowprof-collector", coll_path, sizeof(coll_path));
 	sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
 	/* the symbolizer first: it is ready to drain when the collector starts */
-	sargv[n = 0] = symb_path;
-	sargv[++n] = "--ring-fd=3";
-	sargv[++n] = "--output-fds=4,5,6";
-	sargv[++n] = "--user";
-	sargv[++n] = (char *)o->user;
-	sargv[++n] = "--exit-with-parent";
-	if (o->verbose)
-		sargv[++n] = "-v";
-	sargv[++n] = NULL;
+	symbolizer_argv(o, symb_path, sargv);
 	int sfds[4] = {ring_fd, fds[0], fds[1], fds[2]};
 
-	symb = spawn(symb_path, sargv, sfds, 4);
-	if (symb < 0) {
-		lp_err("fork: %m");
+	if (spawn(&kids[1], symb_path, sargv, sfds, 4, true))
 		goto out;
-	}
-	snprintf(freq, sizeof(freq), "%u", o->freq_hz);
-	cargv[n = 0] = coll_path;
-	cargv[++n] = "--ring-fd=3";
-	cargv[++n] = "-F";
-	cargv[++n] = freq;
-	if (o->duration_s > 0) {
-		snprintf(dur, sizeof(dur), "%g", o->duration_s);
-		cargv[++n] = "-d";
-		cargv[++n] = dur;
-	}
-	for (size_t i = 0; i < o->npids; i++) {
-		snprintf(pidbuf[i], sizeof(pidbuf[i]), "%d", (int)o->pids[i]);
-		cargv[++n] = "-p";
-		cargv[++n] = pidbuf[i];
-	}
-	cargv[++n] = "--exit-with-parent";
-	if (o->verbose)
-		cargv[++n] = "-v";
-	cargv[++n] = NULL;
-	coll = spawn(coll_path, cargv, &ring_fd, 1);
-	if (coll < 0) {
-		lp_err("fork: %m");
-		kill(symb, SIGTERM);
-		coll_done = true;
+	collector_argv(o, coll_path, cargv, freq, dur, pidbuf);
+	if (spawn(&kids[0], coll_path, cargv, &ring_fd, 1, false)) {
+		/* the collector never ran: count it as failed */
+		kids[0].done = true;
+		kids[0].status = 1 << 8;
+		lp_ring__close(ring);
 	}
 	/* the children have their copies; ours would keep files open */
 	for (int i = 0; i < 3; i++) {
@@ -329,62 +451,38 @@ int lp_record(const struct lp_record_opts *o)
 		fds[i] = -1;
 	}
 	close(ring_fd);
+	ring_fd = -1;
 
-	while (!coll_done || !symb_done) {
-		int status;
-		pid_t w;
+	supervise(kids, sfd, ring);
 
-		if (got_signal > sent_signals) {
-			sent_signals = got_signal;
-			if (!coll_done && sent_signals == 1) {
-				lp_info("stopping; writing what was collected (Ctrl-C again to "
-					"stop "
-					"at once)");
-				kill(coll, SIGTERM);
-			} else {
-				if (!coll_done)
-					kill(coll, SIGTERM);
-				if (!symb_done)
-					kill(symb, SIGTERM);
-			}
-		}
-		w = waitpid(-1, &status, 0);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (w == coll) {
-			coll_done = true;
-			cstatus = status;
-			if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-				/* make sure the symbolizer sees the end of the stream */
-				struct lp_ring *r = lp_ring__producer(ring_mem, ring_size);
-
-				lp_ring__close(r);
-				lp_ring__free(r);
-			}
-		} else if (w == symb) {
-			symb_done = true;
-			sstatus = status;
-			if (!coll_done && (!WIFEXITED(status) || WEXITSTATUS(status)))
-				kill(coll, SIGTERM);
-		}
-	}
-	if (!WIFEXITED(cstatus) || WEXITSTATUS(cstatus))
-		lp_err("lowprof-collector failed (%s)", exit_desc(cstatus, desc, sizeof(desc)));
-	if (!WIFEXITED(sstatus) || WEXITSTATUS(sstatus)) {
-		lp_err("lowprof-symbolizer failed (%s)", exit_desc(sstatus, desc, sizeof(desc)));
-	} else if (WIFEXITED(cstatus) && WEXITSTATUS(cstatus) == 0) {
-		rc = 0;
-	}
-	if (WIFEXITED(sstatus) && WEXITSTATUS(sstatus) == 0)
+	if (!child_ok(&kids[0]))
+		lp_err("lowprof-collector failed (%s)",
+		       exit_desc(kids[0].status, desc, sizeof(desc)));
+	if (!child_ok(&kids[1]))
+		lp_err("lowprof-symbolizer failed (%s)",
+		       exit_desc(kids[1].status, desc, sizeof(desc)));
+	else
 		printf("\nOutputs in %s/: %s %s %s\n", o->out_dir, out_names[0], out_names[1],
 		       out_names[2]);
+	rc = child_ok(&kids[0]) && child_ok(&kids[1]) ? 0 : 1;
 out:
+	if (kids[1].pid > 0 && !kids[1].done) {
+		/* set-up failed after the symbolizer started */
+		signal_kids(kids, 2, SIGKILL);
+		while (waitpid(kids[1].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	for (int i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	for (int i = 0; i < 2; i++)
+		if (kids[1].out[i] >= 0)
+			close(kids[1].out[i]);
+	if (ring_fd >= 0)
+		close(ring_fd);
+	if (sfd >= 0)
+		close(sfd);
+	lp_ring__free(ring);
 	if (ring_mem)
 		munmap(ring_mem, ring_size);
 	if (rc)
