@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lowprof/log.h"
 #include "symbolizer.h"
@@ -77,6 +78,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	lp_log_init(argv[0], level);
+	o.parent = getppid();
 	while ((opt = getopt_long(argc, argv, "o:u:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':

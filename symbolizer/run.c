@@ -15,10 +15,13 @@
 #include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "profile.h"
@@ -56,7 +59,17 @@ static int drop_privileges(const char *user)
 	int err = 0;
 
 	if (geteuid() != 0) {
-		/* already unprivileged: still make sure nothing can be regained */
+		/* already unprivileged: give up any capability (file, ambient)
+		 * and make sure nothing can be regained */
+		empty = cap_init();
+		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+		if (!empty || cap_set_proc(empty)) {
+			err = -errno;
+			cap_free(empty);
+			lp_err("privileges: clearing capabilities: %m");
+			return err;
+		}
+		cap_free(empty);
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 			return -errno;
 		return 0;
@@ -97,44 +110,74 @@ static int drop_privileges(const char *user)
 	return 0;
 }
 
+/*
+ * --ring PATH: connect to the collector's Unix socket (waiting for it to
+ * appear) and receive the ring's memfd.
+ */
+static int receive_ring(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int err = 0;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		lp_err("ring: socket path %s is too long", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(a.sun_path, path);
+	for (int waited = 0;; waited += 100) {
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+
+		if (s < 0)
+			return -errno;
+		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
+			fd = lp_recv_fd(s);
+			close(s);
+			if (fd < 0)
+				lp_err("ring: receiving the ring from %s: %s", path,
+				       fd == -EPIPE ? "refused (are we the ring's --ring-owner?)"
+						    : strerror(-fd));
+			return fd;
+		}
+		err = -errno;
+		close(s);
+		if ((err != -ENOENT && err != -ECONNREFUSED) || waited >= ATTACH_WAIT_MS ||
+		    stop_signal)
+			break;
+		sleep_ms(100);
+	}
+	lp_err("ring: connecting to %s: %s", path, strerror(-err));
+	return err;
+}
+
+/*
+ * Maps the ring, which must be sealed against shrinking: if it could be
+ * truncated under the collector, the ring is not one lowprof made.
+ */
 static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring)
 {
 	int fd = o->ring_fd, err;
 
-	for (int waited = 0; fd < 0; waited += 100) {
-		/* the collector creates the file; wait for it to appear */
-		fd = open(o->ring_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd >= 0)
-			break;
-		err = -errno;
-		if (err != -ENOENT || waited >= ATTACH_WAIT_MS) {
-			lp_err("ring: opening %s: %s", o->ring_path, strerror(-err));
-			return err;
-		}
-		sleep_ms(100);
+	if (fd < 0) {
+		fd = receive_ring(o->ring_path);
+		if (fd < 0)
+			return fd;
+	}
+	if (lp_ring_check_sealed(fd)) {
+		lp_err("ring: fd %d is not a sealed lowprof ring", fd);
+		err = -EPERM;
+		goto out;
 	}
 	*mem = lp_ring_map_fd(fd, size);
 	if (!*mem) {
 		err = -errno;
 		lp_err("ring: mapping fd %d: %s", fd, strerror(-err));
-		goto err_out;
+		goto out;
 	}
-	/* the creator formats the ring before anyone attaches; allow it a moment */
-	for (int waited = 0;; waited += 100) {
-		*ring = lp_ring__consumer(*mem, *size);
-		if (*ring)
-			break;
-		if (waited >= ATTACH_WAIT_MS) {
-			err = -errno;
-			lp_err("ring: not a lowprof ring: %s", strerror(-err));
-			goto err_out;
-		}
-		sleep_ms(100);
-	}
-	if (fd != o->ring_fd)
-		close(fd);
-	return 0;
-err_out:
+	*ring = lp_ring__consumer(*mem, *size);
+	err = *ring ? 0 : -errno;
+	if (err)
+		lp_err("ring: not a lowprof ring: %s", strerror(-err));
+out:
 	if (fd != o->ring_fd)
 		close(fd);
 	return err;
@@ -192,46 +235,49 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 	}
 }
 
+/*
+ * Output files: given as fds by lowprof record, or opened here before
+ * privileges are dropped, so -o may name a directory only root can write.
+ */
 static int open_outputs(const struct symb_opts *o, int fds[3])
 {
 	static const char *const names[3] = {"cpu.pb.gz", "cpu.folded", "cpu.html"};
+	int dfd;
 
 	if (!o->out_dir) {
 		for (int i = 0; i < 3; i++)
 			fds[i] = o->out_fds[i];
 		return 0;
 	}
-	if (mkdir(o->out_dir, 0755) && errno != EEXIST) {
-		int err = -errno;
-
-		lp_err("output: creating %s: %s", o->out_dir, strerror(-err));
-		return err;
+	dfd = lp_open_output_dir(o->out_dir);
+	if (dfd < 0) {
+		lp_err("output directory %s: %s", o->out_dir,
+		       dfd == -ENOTDIR ? "not a directory" : strerror(-dfd));
+		return dfd;
 	}
 	for (int i = 0; i < 3; i++) {
-		char path[4096];
-
-		snprintf(path, sizeof(path), "%s/%s", o->out_dir, names[i]);
-		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		fds[i] = lp_open_output_file(dfd, names[i]);
 		if (fds[i] < 0) {
-			int err = -errno;
+			int err = fds[i];
 
-			lp_err("output: %s: %s", path, strerror(-err));
+			lp_err("output: %s/%s: %s", o->out_dir, names[i],
+			       err == -ELOOP ? "is a symlink" : strerror(-err));
 			while (i--)
 				close(fds[i]);
+			close(dfd);
 			return err;
 		}
 	}
+	close(dfd);
 	return 0;
 }
 
-static int write_outputs(struct symb_state *s, const struct symb_opts *o)
+/* Builds the profile and writes it to fds (closed here). */
+static int write_outputs(struct symb_state *s, const struct symb_opts *o, int fds[3])
 {
 	struct symb_built *b;
-	int fds[3], err, rc = 0;
+	int err, rc = 0;
 
-	err = open_outputs(o, fds);
-	if (err)
-		return err;
 	b = symb_build(s);
 	if (!b) {
 		err = -errno;
@@ -259,6 +305,7 @@ int symb_run(const struct symb_opts *o)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct lp_ring *ring = NULL;
+	int fds[3] = {-1, -1, -1};
 	struct symb_state s;
 	void *mem = NULL;
 	size_t size = 0;
@@ -271,14 +318,17 @@ int symb_run(const struct symb_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	symb_state_init(&s);
 
+	if (open_outputs(o, fds))
+		return 1;
 	err = drop_privileges(o->user);
 	if (err)
-		return 1;
+		goto out;
 	/* after the uid change: it clears the parent-death signal */
 	if (o->exit_with_parent) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() == 1)
-			return 1;
+		/* the parent may have died before the signal was armed */
+		if (getppid() != o->parent)
+			goto out;
 	}
 	err = attach_ring(o, &mem, &size, &ring);
 	if (err)
@@ -288,8 +338,14 @@ int symb_run(const struct symb_opts *o)
 		goto out;
 	if (!s.have_meta)
 		lp_warn("the stream had no metadata record; times and rates are unknown");
-	rc = write_outputs(&s, o) ? 1 : 0;
+	/* a corrupt ring or no memory: what was read is written, but the run failed */
+	rc = write_outputs(&s, o, fds) || err ? 1 : 0;
+	for (int i = 0; i < 3; i++)
+		fds[i] = -1;
 out:
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0 && o->out_dir)
+			close(fds[i]);
 	lp_ring__free(ring);
 	if (mem)
 		munmap(mem, size);

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct symb_opts {
 	size_t sz;	       /* sizeof(struct symb_opts) */
@@ -20,6 +21,7 @@ struct symb_opts {
 	int out_fds[3];	       /* or: pprof, folded, html fds given by lowprof record */
 	const char *user;      /* drop to this user when started as root */
 	bool exit_with_parent;
+	pid_t parent; /* getppid() at start */
 	bool quiet_summary;
 };
 
