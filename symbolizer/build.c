@@ -4,6 +4,10 @@
  * location per distinct frame, names resolved once per location (ELF
  * symbols for user frames, the kernel snapshot for kernel frames), and the
  * end-of-run summary.
+ *
+ * The paths, devices and inodes of objects come from the stream: opening
+ * them must not let a stream open anything but the regular file that was
+ * mapped (see open_obj), and names printed to a terminal are sanitized.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +22,11 @@
 #include "lowprof/log.h"
 #include "symb_int.h"
 
-#define OBJ_SPAN	     (1ull << 44) /* each object's slice of pprof's address space */
 #define KERNEL_MAPPING_START 0xffff000000000000ull
+
+/* object i's slice is [(i + 1) * SPAN, (i + 2) * SPAN): below the kernel's */
+_Static_assert((SYMB_MAX_OBJS + 2ull) * SYMB_OBJ_SPAN <= KERNEL_MAPPING_START,
+	       "object slices overlap the kernel mapping");
 
 struct loc_slot {
 	struct symb_frame key;
@@ -42,6 +49,66 @@ struct symb_built {
 /* ---- opening binaries --------------------------------------------------- */
 
 /*
+ * A path as /proc/PID/maps shows it: absolute, with no "." or ".."
+ * component, so that "/proc/PID/root" + path cannot leave that root through
+ * the path itself.
+ */
+static bool path_is_plain(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./"))
+		return false;
+	return !(n >= 3 && strcmp(path + n - 3, "/..") == 0) &&
+	       !(n >= 2 && strcmp(path + n - 2, "/.") == 0);
+}
+
+/* The mapped file itself: both the device and the inode come from /proc/PID/maps. */
+static bool is_mapped_file(const struct stat *st, const struct symb_obj *o)
+{
+	return S_ISREG(st->st_mode) && st->st_ino == o->inode &&
+	       st->st_dev == makedev(o->dev_major, o->dev_minor);
+}
+
+/*
+ * Opens path read-only if it is the object's file. The first open is O_PATH:
+ * it opens no device and no FIFO (no driver open, no blocking), and follows
+ * no final symlink; the checks run on the inode it found, and the read-only
+ * open goes through that same inode (/proc/self/fd/N), checked again.
+ * Returns an fd, or -errno (-ESTALE: not the file that was mapped).
+ */
+static int open_checked(const char *path, const struct symb_obj *o)
+{
+	char self[32];
+	struct stat st;
+	int pfd, fd, err;
+
+	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, &st)) {
+		err = -errno;
+		close(pfd);
+		return err;
+	}
+	if (!is_mapped_file(&st, o)) {
+		close(pfd);
+		return -ESTALE;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	err = fd < 0 ? -errno : 0;
+	close(pfd);
+	if (err)
+		return err;
+	if (fstat(fd, &st) || !is_mapped_file(&st, o)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
  * Opens an object's file and checks it is the one that was mapped (device
  * and inode), so a binary replaced since it was mapped is never used to name
  * the old one's frames. Falls back to the mapping process's root, which
@@ -49,39 +116,37 @@ struct symb_built {
  */
 static struct symb_elf *open_obj(const struct symb_obj *o)
 {
-	char alt[4200];
+	char alt[LPS_MAX_PATH + 32], shown[SYMB_NAME_PRINT_MAX + 4];
 	const char *paths[2] = {o->path, alt};
-	int err = ENOENT;
+	int err = -EINVAL;
 
-	snprintf(alt, sizeof(alt), "/proc/%u/root%s", o->pid, o->path);
-	for (int i = 0; i < 2; i++) {
+	if (!path_is_plain(o->path))
+		goto fail;
+	if (snprintf(alt, sizeof(alt), "/proc/%u/root%s", o->pid, o->path) >= (int)sizeof(alt))
+		paths[1] = NULL;
+	for (int i = 0; i < 2 && paths[i]; i++) {
 		struct symb_elf *e;
-		struct stat st;
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		int fd = open_checked(paths[i], o);
 
 		if (fd < 0) {
-			err = errno;
-			continue;
-		}
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != o->inode ||
-		    (o->dev_major &&
-		     (major(st.st_dev) != o->dev_major || minor(st.st_dev) != o->dev_minor))) {
-			close(fd);
-			err = ESTALE;
+			err = fd;
 			continue;
 		}
 		e = symb_elf__open_fd(fd);
-		err = errno;
+		err = -errno;
 		close(fd);
 		if (e)
 			return e;
 	}
-	lp_debug("symbols: %s: %s", o->path,
-		 err == ESTALE ? "not the file that was mapped" : strerror(err));
+fail:
+	lp_debug("symbols: %s: %s", symb_sanitize_name(shown, sizeof(shown), o->path),
+		 err == -ESTALE	  ? "not the file that was mapped"
+		 : err == -EINVAL ? "not a plain absolute path"
+				  : strerror(-err));
 	return NULL;
 }
 
-static void load_obj(struct symb_obj *o)
+static void load_obj(struct symb_state *s, struct symb_obj *o)
 {
 	uint8_t id[64];
 	size_t n;
@@ -89,6 +154,8 @@ static void load_obj(struct symb_obj *o)
 	if (o->loaded)
 		return;
 	o->loaded = true;
+	if (s->offline)
+		return;
 	o->elf = open_obj(o);
 	if (!o->elf)
 		return;
@@ -108,11 +175,16 @@ static const char *base_name(const char *path)
 
 /* ---- locations ---------------------------------------------------------- */
 
-static uint64_t frame_hash(const struct symb_frame *f)
+static uint32_t frame_hash(const struct symb_state *s, const struct symb_frame *f)
 {
-	uint64_t h = f->addr * 0x9e3779b97f4a7c15ull;
+	return (uint32_t)symb_mix64(symb_mix64(s->seed ^ f->addr) ^
+				    ((uint64_t)f->kind << 32 | f->obj));
+}
 
-	return h ^ ((uint64_t)f->kind << 60) ^ ((uint64_t)f->obj * 0xc2b2ae3d27d4eb4full);
+/* A user frame whose offset can be placed in its object's slice. */
+static bool user_frame_ok(const struct symb_frame *f)
+{
+	return f->kind == SYMB_F_USER && f->addr < SYMB_OBJ_SPAN;
 }
 
 static char *resolve_name(struct symb_state *s, const struct symb_frame *f, bool *resolved)
@@ -133,9 +205,11 @@ static char *resolve_name(struct symb_state *s, const struct symb_frame *f, bool
 		struct symb_obj *o = &s->objs[f->obj];
 		uint64_t vaddr;
 
-		load_obj(o);
-		if (o->elf && symb_elf__offset_to_vaddr(o->elf, f->addr, &vaddr) == 0)
-			name = symb_elf__symbolize(o->elf, vaddr, NULL);
+		if (user_frame_ok(f)) {
+			load_obj(s, o);
+			if (o->elf && symb_elf__offset_to_vaddr(o->elf, f->addr, &vaddr) == 0)
+				name = symb_elf__symbolize(o->elf, vaddr, NULL);
+		}
 		if (name) {
 			*resolved = true;
 			return strdup(name);
@@ -149,14 +223,90 @@ static char *resolve_name(struct symb_state *s, const struct symb_frame *f, bool
 	}
 }
 
+/* Location tables: grown to hold one more; 0 or -ENOMEM. */
+static int locations_grow(struct symb_built *b, uint32_t *loccap)
+{
+	void *nl = realloc(b->locations, 2 * (size_t)*loccap * sizeof(*b->locations));
+	void *nn;
+
+	if (!nl)
+		return -ENOMEM;
+	b->locations = nl;
+	nn = realloc(b->names, 2 * (size_t)*loccap * sizeof(*b->names));
+	if (!nn)
+		return -ENOMEM;
+	b->names = nn;
+	*loccap *= 2;
+	return 0;
+}
+
+static int slots_grow(const struct symb_state *s, struct loc_slot **slots, uint32_t *cap)
+{
+	uint32_t ncap = *cap * 2;
+	struct loc_slot *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < *cap; i++) {
+		if (!(*slots)[i].loc)
+			continue;
+		for (uint32_t j = frame_hash(s, &(*slots)[i].key) & (ncap - 1);;
+		     j = (j + 1) & (ncap - 1))
+			if (!n[j].loc) {
+				n[j] = (*slots)[i];
+				break;
+			}
+	}
+	free(*slots);
+	*slots = n;
+	*cap = ncap;
+	return 0;
+}
+
+/* Fills location nloc for frame f: 0 or -ENOMEM. */
+static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nloc,
+			 const struct symb_frame *f)
+{
+	struct symb_location *l = &b->locations[nloc];
+	bool resolved = false;
+
+	memset(l, 0, sizeof(*l));
+	l->mapping = SYMB_NO_MAPPING;
+	if (!f) {
+		b->names[nloc] = strdup("[too many frames]");
+	} else {
+		b->names[nloc] = resolve_name(s, f, &resolved);
+		l->address = f->addr;
+		l->kernel = f->kind == SYMB_F_KERNEL;
+		if (f->kind == SYMB_F_KERNEL) {
+			l->mapping = b->kernel_mapping;
+		} else if (user_frame_ok(f)) {
+			l->mapping = s->objs[f->obj].mapping;
+			l->address = b->mappings[l->mapping].start + f->addr;
+		} else if (f->kind == SYMB_F_USER) {
+			s->n.bad_offsets++; /* state.c never makes these */
+		}
+		if (resolved && l->mapping != SYMB_NO_MAPPING)
+			b->mappings[l->mapping].has_functions = true;
+	}
+	if (!b->names[nloc])
+		return -ENOMEM;
+	l->function = b->names[nloc];
+	l->resolved = resolved;
+	return 0;
+}
+
+/*
+ * One location per distinct frame, in first-seen order (deterministic for a
+ * given stream). Beyond SYMB_MAX_LOCATIONS distinct frames, the rest share
+ * one "[too many frames]" location and are counted.
+ */
 static int build_locations(struct symb_state *s, struct symb_built *b, uint32_t *nloc_out)
 {
-	uint32_t cap = 1024, nloc = 0, loccap = 256;
+	uint32_t cap = 1024, nloc = 0, loccap = 256, overflow = UINT32_MAX;
 	struct loc_slot *slots;
 	int err = 0;
 
-	while (cap < s->nframes * 2)
-		cap *= 2;
 	slots = calloc(cap, sizeof(*slots));
 	b->locations = calloc(loccap, sizeof(*b->locations));
 	b->names = calloc(loccap, sizeof(*b->names));
@@ -165,65 +315,43 @@ static int build_locations(struct symb_state *s, struct symb_built *b, uint32_t 
 		err = -ENOMEM;
 		goto out;
 	}
-	/* aggregates in table order are deterministic for a given stream */
 	for (size_t i = 0; i < s->nframes; i++) {
 		const struct symb_frame *f = &s->frames[i];
-		uint32_t j = (uint32_t)frame_hash(f) & (cap - 1);
+		uint32_t j = frame_hash(s, f) & (cap - 1);
 
 		for (;; j = (j + 1) & (cap - 1)) {
 			if (!slots[j].loc || memcmp(&slots[j].key, f, sizeof(*f)) == 0)
 				break;
 		}
-		if (!slots[j].loc) {
-			struct symb_location *l;
-			bool resolved;
-
-			if (nloc == loccap) {
-				void *nl =
-					realloc(b->locations, 2 * loccap * sizeof(*b->locations));
-				void *nn = nl ? realloc(b->names, 2 * loccap * sizeof(*b->names))
-					      : NULL;
-
-				if (nl)
-					b->locations = nl;
-				if (!nl || !nn) {
-					err = -ENOMEM;
-					goto out;
-				}
-				b->names = nn;
-				loccap *= 2;
-			}
-			l = &b->locations[nloc];
-			memset(l, 0, sizeof(*l));
-			b->names[nloc] = resolve_name(s, f, &resolved);
-			if (!b->names[nloc]) {
-				err = -ENOMEM;
-				goto out;
-			}
-			l->function = b->names[nloc];
-			l->resolved = resolved;
-			l->kernel = f->kind == SYMB_F_KERNEL;
-			l->mapping = SYMB_NO_MAPPING;
-			l->address = f->addr;
-			if (f->kind == SYMB_F_KERNEL) {
-				l->mapping = b->kernel_mapping;
-			} else if (f->kind == SYMB_F_USER) {
-				struct symb_obj *o = &s->objs[f->obj];
-
-				l->mapping = o->mapping;
-				l->address = b->mappings[o->mapping].start + f->addr;
-				if (resolved)
-					b->mappings[o->mapping].has_functions = true;
-			}
-			if (resolved && l->mapping != SYMB_NO_MAPPING && l->kernel)
-				b->mappings[l->mapping].has_functions = true;
-			slots[j].key = *f;
-			slots[j].loc = ++nloc;
+		if (slots[j].loc) {
+			b->locs[i] = slots[j].loc - 1;
+			continue;
 		}
-		b->locs[i] = slots[j].loc - 1;
+		if (nloc >= SYMB_MAX_LOCATIONS) {
+			s->n.over_limit_frames++;
+			if (overflow == UINT32_MAX) {
+				if (nloc == loccap && (err = locations_grow(b, &loccap)))
+					goto out;
+				if ((err = location_init(s, b, nloc, NULL)))
+					goto out;
+				overflow = nloc++;
+			}
+			b->locs[i] = overflow;
+			continue;
+		}
+		if (nloc == loccap && (err = locations_grow(b, &loccap)))
+			goto out;
+		if ((err = location_init(s, b, nloc, f)))
+			goto out;
+		b->locs[i] = nloc++;
+		slots[j].key = *f;
+		slots[j].loc = nloc;
+		if ((nloc + 1) * 2 > cap && (err = slots_grow(s, &slots, &cap)))
+			goto out;
 	}
-	*nloc_out = nloc;
 out:
+	/* the free function frees nloc names, even on error */
+	*nloc_out = nloc;
 	free(slots);
 	return err;
 }
@@ -242,11 +370,11 @@ static int build_mappings(struct symb_state *s, struct symb_built *b, uint32_t *
 		o->mapping = SYMB_NO_MAPPING;
 		if (!o->used)
 			continue;
-		load_obj(o);
+		load_obj(s, o);
 		m->path = o->path;
 		m->build_id = o->build_id[0] ? o->build_id : NULL;
-		m->start = (uint64_t)(n + 1) * OBJ_SPAN;
-		m->limit = m->start + OBJ_SPAN;
+		m->start = (uint64_t)(n + 1) * SYMB_OBJ_SPAN; /* n < SYMB_MAX_OBJS */
+		m->limit = m->start + SYMB_OBJ_SPAN;
 		m->file_offset = 0;
 		o->mapping = n++;
 	}
@@ -269,6 +397,7 @@ struct symb_built *symb_build(struct symb_state *s)
 	err = build_mappings(s, b, &nmap);
 	if (!err)
 		err = build_locations(s, b, &nloc);
+	b->p.nlocations = nloc; /* names to free, even on error */
 	if (!err) {
 		b->stacks = calloc(s->naggs ? s->naggs : 1, sizeof(*b->stacks));
 		if (!b->stacks)
@@ -281,7 +410,8 @@ struct symb_built *symb_build(struct symb_state *s)
 	}
 	/*
 	 * Frames are stored kernel leaf .. kernel root, user leaf .. user
-	 * root: already leaf first, as the model wants.
+	 * root: already leaf first, as the model wants. Stacks keep their
+	 * first-seen order, whatever the table's (seeded) layout.
 	 */
 	for (uint32_t i = 0; i < s->cap_aggs; i++) {
 		const struct symb_agg *a = &s->aggs[i];
@@ -289,7 +419,8 @@ struct symb_built *symb_build(struct symb_state *s)
 
 		if (!a->count)
 			continue;
-		st = &b->stacks[k++];
+		st = &b->stacks[a->seq];
+		k++;
 		st->pid = a->pid;
 		st->comm = a->comm;
 		st->locs = &b->locs[a->first];
@@ -300,7 +431,6 @@ struct symb_built *symb_build(struct symb_state *s)
 	b->p.mappings = b->mappings;
 	b->p.nmappings = nmap;
 	b->p.locations = b->locations;
-	b->p.nlocations = nloc;
 	b->p.stacks = b->stacks;
 	b->p.nstacks = k;
 	b->p.value_types[0] = (struct symb_value_type){"samples", "count"};
@@ -387,9 +517,73 @@ static int cmp_total(const void *a, const void *b)
 	return cmp_str(a, b);
 }
 
+/* Length of the well-formed, printable UTF-8 character at s (s[0] >= 0x80), or 0. */
+static size_t utf8_char_len(const unsigned char *s)
+{
+	unsigned c = s[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, lo = c == 0xc2 ? 0xa0 : 0x80; /* U+0080..U+009F: C1 controls */
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0; /* continuation byte, overlong lead (c0, c1) or > U+10FFFF */
+	/* a NUL fails these tests: nothing past the string's end is read */
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	/* U+2028..U+202E (line/paragraph separators, bidi embeddings) */
+	if (c == 0xe2 && s[1] == 0x80 && s[2] >= 0xa8 && s[2] <= 0xae)
+		return 0;
+	/* U+2066..U+2069 (bidi isolates) */
+	if (c == 0xe2 && s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)
+		return 0;
+	return n;
+}
+
+char *symb_sanitize_name(char *dst, size_t cap, const char *name)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	size_t o = 0, max = cap - 4;
+
+	if (cap < 4) {
+		if (cap)
+			dst[0] = '\0';
+		return dst;
+	}
+	if (max > SYMB_NAME_PRINT_MAX)
+		max = SYMB_NAME_PRINT_MAX;
+	while (*s) {
+		size_t n = *s < 0x80 ? 1 : utf8_char_len(s);
+
+		if (o + (n ? n : 1) > max) {
+			memcpy(dst + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (!n || (n == 1 && (*s < 0x20 || *s == 0x7f))) {
+			dst[o++] = '?';
+			s++;
+			continue;
+		}
+		memcpy(dst + o, s, n);
+		o += n;
+		s += n;
+	}
+	dst[o] = '\0';
+	return dst;
+}
+
 static void print_top(int fd, const char *what, struct fn_total *f, size_t n, uint64_t all,
 		      bool self)
 {
+	char name[SYMB_NAME_PRINT_MAX + 4];
+
 	dprintf(fd, "Top functions by %s:\n", what);
 	for (size_t i = 0; i < n && i < 10; i++) {
 		uint64_t v = self ? f[i].self : f[i].total;
@@ -397,8 +591,42 @@ static void print_top(int fd, const char *what, struct fn_total *f, size_t n, ui
 		if (!v)
 			break;
 		dprintf(fd, "  %6.2f%%  %8" PRIu64 "  %s%s\n", all ? 100.0 * v / all : 0.0, v,
-			f[i].name, f[i].kernel ? " [k]" : "");
+			symb_sanitize_name(name, sizeof(name), f[i].name),
+			f[i].kernel ? " [k]" : "");
 	}
+}
+
+/* ", N what" when N is not 0: the optional parts of the "other losses" line. */
+static void print_extra(int fd, uint64_t n, const char *what)
+{
+	if (n)
+		dprintf(fd, ", %" PRIu64 " %s", n, what);
+}
+
+static void print_other_losses(const struct symb_state *s, int fd)
+{
+	const struct symb_counters *c = &s->n;
+	const struct lps_loss *l = &c->loss;
+
+	if (!(l->bpf_stack_errors || c->bad_records || c->unknown_records || l->maps_errors ||
+	      l->bad_consumer_pos || l->bpf_task_lost || c->bad_mappings || c->bad_offsets ||
+	      c->over_limit_mappings || c->over_limit_samples || c->over_limit_ksyms ||
+	      c->over_limit_frames))
+		return;
+	dprintf(fd,
+		"  other losses    %" PRIu64 " stack errors, %" PRIu64
+		" malformed records, %" PRIu64 " unknown records, %" PRIu64
+		" unreadable /proc/PID/maps, %" PRIu64 " exec/exit events, %" PRIu64
+		" invalid ring positions",
+		l->bpf_stack_errors, c->bad_records, c->unknown_records, l->maps_errors,
+		l->bpf_task_lost, l->bad_consumer_pos);
+	print_extra(fd, c->bad_mappings, "overlapping mappings");
+	print_extra(fd, c->bad_offsets, "frames at impossible file offsets");
+	print_extra(fd, c->over_limit_mappings, "mappings over limits");
+	print_extra(fd, c->over_limit_samples, "samples over limits");
+	print_extra(fd, c->over_limit_ksyms, "kernel symbols over limits");
+	print_extra(fd, c->over_limit_frames, "frames over limits");
+	dprintf(fd, "\n");
 }
 
 void symb_print_summary(const struct symb_state *s, const struct symb_built *b, int fd)
@@ -419,14 +647,7 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *b, 
 		"  samples lost    %" PRIu64 " (BPF ring full %" PRIu64
 		", shared ring full %" PRIu64 ")\n",
 		l->bpf_ringbuf_full + l->shm_dropped, l->bpf_ringbuf_full, l->shm_dropped);
-	if (l->bpf_stack_errors || s->n.bad_records || s->n.unknown_records || l->maps_errors ||
-	    l->bad_consumer_pos || l->bpf_task_lost)
-		dprintf(fd,
-			"  other losses    %" PRIu64 " stack errors, %" PRIu64
-			" malformed records, %" PRIu64 " unknown records, %" PRIu64
-			" unreadable /proc/PID/maps, %" PRIu64 " exec/exit events\n",
-			l->bpf_stack_errors, s->n.bad_records, s->n.unknown_records, l->maps_errors,
-			l->bpf_task_lost);
+	print_other_losses(s, fd);
 	if (s->n.unmapped_frames)
 		dprintf(fd, "  unmapped frames %" PRIu64 " (shown as [unknown])\n",
 			s->n.unmapped_frames);

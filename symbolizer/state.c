@@ -3,27 +3,19 @@
  * Ingest of the record stream into struct symb_state. Every record comes
  * from a less trusted side (the ring, a capture file): it is decoded by the
  * validating schema decoder, and every value used as an index or size here
- * is bounded again.
+ * is bounded again. Every table the stream can grow has a SYMB_MAX_* limit,
+ * and every hash the stream can steer is seeded, so that no stream makes
+ * ingest quadratic or memory unbounded.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "lowprof/log.h"
 #include "symb_int.h"
-
-#define MAX_MAPS_PER_PROC 65536
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
@@ -33,7 +25,7 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	if (need <= *cap)
 		return 0;
 	while (ncap < need)
-		ncap *= 2;
+		ncap *= 2; /* every need is bounded by a SYMB_MAX_* far below 2^31 */
 	np = realloc(*p, (size_t)ncap * elem);
 	if (!np)
 		return -ENOMEM;
@@ -42,9 +34,27 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	return 0;
 }
 
+/* Hash of a byte string, chained from h (length included). */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t v = 0;
+
+	for (; n >= 8; b += 8, n -= 8) {
+		memcpy(&v, b, 8);
+		h = symb_mix64(h ^ v);
+	}
+	v = 0;
+	memcpy(&v, b, n);
+	return symb_mix64(h ^ v ^ (uint64_t)n << 59);
+}
+
 void symb_state_init(struct symb_state *s)
 {
 	memset(s, 0, sizeof(*s));
+	/* an unpredictable seed only changes table layout, never output order */
+	if (getrandom(&s->seed, sizeof(s->seed), GRND_NONBLOCK) != sizeof(s->seed))
+		s->seed = symb_mix64((uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL));
 }
 
 void symb_state_free(struct symb_state *s)
@@ -54,6 +64,7 @@ void symb_state_free(struct symb_state *s)
 		symb_elf__free(s->objs[i].elf);
 	}
 	free(s->objs);
+	free(s->obj_index);
 	for (uint32_t i = 0; i < s->cap_procs; i++)
 		free(s->procs[i].maps);
 	free(s->procs);
@@ -67,71 +78,97 @@ void symb_state_free(struct symb_state *s)
 
 /* ---- processes ---------------------------------------------------------- */
 
-static struct symb_proc *proc_slot(struct symb_proc *t, uint32_t cap, uint32_t pid)
+static uint32_t pid_hash(const struct symb_state *s, uint32_t pid)
 {
-	for (uint32_t i = (uint32_t)mix64(pid) & (cap - 1);; i = (i + 1) & (cap - 1))
+	return (uint32_t)symb_mix64(pid ^ s->seed);
+}
+
+static struct symb_proc *proc_slot(const struct symb_state *s, struct symb_proc *t, uint32_t cap,
+				   uint32_t pid)
+{
+	for (uint32_t i = pid_hash(s, pid) & (cap - 1);; i = (i + 1) & (cap - 1))
 		if (!t[i].used || t[i].pid == pid)
 			return &t[i];
 }
 
-static struct symb_proc *proc_get(struct symb_state *s, uint32_t pid, bool create)
+static struct symb_proc *proc_get(struct symb_state *s, uint32_t pid)
 {
 	struct symb_proc *p;
 
-	if (s->cap_procs) {
-		p = proc_slot(s->procs, s->cap_procs, pid);
-		if (p->used || !create)
-			return p->used ? p : NULL;
-	} else if (!create) {
+	if (!s->cap_procs)
 		return NULL;
-	}
+	p = proc_slot(s, s->procs, s->cap_procs, pid);
+	return p->used ? p : NULL;
+}
+
+/* Adds pid (not present): 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
+static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
+{
+	struct symb_proc *p;
+
+	if (s->nprocs >= SYMB_MAX_PROCS)
+		return -ENOSPC;
 	if ((s->nprocs + 1) * 2 > s->cap_procs) {
 		uint32_t ncap = s->cap_procs ? s->cap_procs * 2 : 256;
 		struct symb_proc *n = calloc(ncap, sizeof(*n));
 
 		if (!n)
-			return NULL;
+			return -ENOMEM;
 		for (uint32_t i = 0; i < s->cap_procs; i++)
 			if (s->procs[i].used)
-				*proc_slot(n, ncap, s->procs[i].pid) = s->procs[i];
+				*proc_slot(s, n, ncap, s->procs[i].pid) = s->procs[i];
 		free(s->procs);
 		s->procs = n;
 		s->cap_procs = ncap;
 	}
-	p = proc_slot(s->procs, s->cap_procs, pid);
+	p = proc_slot(s, s->procs, s->cap_procs, pid);
 	memset(p, 0, sizeof(*p));
 	p->used = true;
 	p->pid = pid;
 	s->nprocs++;
-	return p;
+	*out = p;
+	return 0;
 }
 
-/* Forgetting a process keeps its slot (pids are few; no tombstone logic). */
-static void proc_clear_maps(struct symb_proc *p)
+/* Forgetting a process keeps its slot (no tombstones; SYMB_MAX_PROCS bounds them). */
+static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
+	s->nmaps_total -= p->nmaps;
 	free(p->maps);
 	p->maps = NULL;
 	p->nmaps = 0;
+	p->cap_maps = 0;
 	p->has_maps = false;
 }
 
-static void note_pid_seen(struct symb_state *s, uint32_t pid)
+/* Notes a pid that had samples: 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
+static int note_pid_seen(struct symb_state *s, uint32_t pid)
 {
-	uint32_t key = pid + 1; /* 0 marks an empty slot */
+	uint32_t key = pid + 1; /* 0 marks an empty slot; pid 2^32-1 shares pid 0's key */
 
+	if (!key)
+		key = 1;
+	for (uint32_t j = s->cap_seen ? pid_hash(s, key) & (s->cap_seen - 1) : 0; s->cap_seen;
+	     j = (j + 1) & (s->cap_seen - 1)) {
+		if (s->seen_pids[j] == key)
+			return 0;
+		if (!s->seen_pids[j])
+			break;
+	}
+	if (s->nseen >= SYMB_MAX_PROCS)
+		return -ENOSPC;
 	if ((s->nseen + 1) * 2 > s->cap_seen) {
 		uint32_t ncap = s->cap_seen ? s->cap_seen * 2 : 256;
 		uint32_t *n = calloc(ncap, sizeof(*n));
 
 		if (!n)
-			return;
+			return -ENOMEM;
 		for (uint32_t i = 0; i < s->cap_seen; i++) {
 			uint32_t k = s->seen_pids[i];
 
 			if (!k)
 				continue;
-			for (uint32_t j = (uint32_t)mix64(k) & (ncap - 1);;
-			     j = (j + 1) & (ncap - 1))
+			for (uint32_t j = pid_hash(s, k) & (ncap - 1);; j = (j + 1) & (ncap - 1))
 				if (!n[j]) {
 					n[j] = k;
 					break;
@@ -141,83 +178,162 @@ static void note_pid_seen(struct symb_state *s, uint32_t pid)
 		s->seen_pids = n;
 		s->cap_seen = ncap;
 	}
-	for (uint32_t j = (uint32_t)mix64(key) & (s->cap_seen - 1);;
-	     j = (j + 1) & (s->cap_seen - 1)) {
-		if (s->seen_pids[j] == key)
-			return;
+	for (uint32_t j = pid_hash(s, key) & (s->cap_seen - 1);; j = (j + 1) & (s->cap_seen - 1))
 		if (!s->seen_pids[j]) {
 			s->seen_pids[j] = key;
 			s->nseen++;
-			return;
+			return 0;
 		}
-	}
 }
 
 /* ---- objects ------------------------------------------------------------ */
 
-static uint32_t obj_intern(struct symb_state *s, const struct lps_mapping *m, uint32_t pid)
+static uint64_t obj_hash(const struct symb_state *s, const struct lps_mapping *m)
 {
-	/* linear: a host maps a few hundred distinct files at most */
-	for (uint32_t i = 0; i < s->nobjs; i++) {
-		struct symb_obj *o = &s->objs[i];
+	uint64_t h = symb_mix64(s->seed ^ ((uint64_t)m->dev_major << 32 | m->dev_minor));
 
-		if (o->inode == m->inode && o->dev_major == m->dev_major &&
-		    o->dev_minor == m->dev_minor && strlen(o->path) == m->path.len &&
-		    memcmp(o->path, m->path.ptr, m->path.len) == 0)
-			return i;
+	h = symb_mix64(h ^ m->inode);
+	return hash_bytes(h, m->path.ptr, m->path.len);
+}
+
+static bool obj_matches(const struct symb_obj *o, uint64_t h, const struct lps_mapping *m)
+{
+	return o->hash == h && o->inode == m->inode && o->dev_major == m->dev_major &&
+	       o->dev_minor == m->dev_minor && o->path_len == m->path.len &&
+	       memcmp(o->path, m->path.ptr, m->path.len) == 0;
+}
+
+static int obj_index_grow(struct symb_state *s)
+{
+	uint32_t ncap = s->cap_obj_index ? s->cap_obj_index * 2 : 256;
+	uint32_t *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nobjs; i++)
+		for (uint32_t j = (uint32_t)s->objs[i].hash & (ncap - 1);; j = (j + 1) & (ncap - 1))
+			if (!n[j]) {
+				n[j] = i + 1;
+				break;
+			}
+	free(s->obj_index);
+	s->obj_index = n;
+	s->cap_obj_index = ncap;
+	return 0;
+}
+
+/*
+ * The object of a file mapping: found, or added. Returns 0 and its index in
+ * *idx, -ENOSPC when the object limits are reached, or -ENOMEM.
+ */
+static int obj_intern(struct symb_state *s, const struct lps_mapping *m, uint32_t pid,
+		      uint32_t *idx)
+{
+	uint64_t h = obj_hash(s, m);
+	struct symb_obj *o;
+	uint32_t j;
+
+	if ((s->nobjs + 1) * 2 > s->cap_obj_index && s->nobjs < SYMB_MAX_OBJS && obj_index_grow(s))
+		return -ENOMEM;
+	for (j = (uint32_t)h & (s->cap_obj_index - 1); s->obj_index[j];
+	     j = (j + 1) & (s->cap_obj_index - 1)) {
+		if (obj_matches(&s->objs[s->obj_index[j] - 1], h, m)) {
+			*idx = s->obj_index[j] - 1;
+			return 0;
+		}
 	}
+	if (s->nobjs >= SYMB_MAX_OBJS || s->obj_path_bytes + m->path.len > SYMB_MAX_OBJ_PATH_BYTES)
+		return -ENOSPC;
 	if (grow((void **)&s->objs, &s->cap_objs, s->nobjs + 1, sizeof(*s->objs)))
-		return UINT32_MAX;
-	struct symb_obj *o = &s->objs[s->nobjs];
-
+		return -ENOMEM;
+	o = &s->objs[s->nobjs];
 	memset(o, 0, sizeof(*o));
 	o->path = strndup(m->path.ptr, m->path.len);
 	if (!o->path)
-		return UINT32_MAX;
+		return -ENOMEM;
+	o->path_len = m->path.len;
+	o->hash = h;
 	o->dev_major = m->dev_major;
 	o->dev_minor = m->dev_minor;
 	o->inode = m->inode;
 	o->pid = pid;
-	return s->nobjs++;
+	s->obj_path_bytes += m->path.len;
+	s->obj_index[j] = s->nobjs + 1;
+	*idx = s->nobjs++;
+	return 0;
 }
 
+/* A mapping of a file (not "[vdso]", "[stack]" or anonymous memory). */
+static bool is_file_mapping(const struct lps_mapping *m)
+{
+	return m->path.len && m->path.ptr[0] == '/' && m->inode &&
+	       !memchr(m->path.ptr, '\0', m->path.len);
+}
+
+/* Adds one mapping at the end of p's: 0, or -ENOMEM. Drops and counts the rest. */
+static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct lps_mapping *m)
+{
+	struct symb_map *sm;
+	int err;
+
+	if (m->end <= m->start || !(m->prot & LPS_PROT_X))
+		return 0;
+	/* ascending and non-overlapping, so that lookups can bisect */
+	if (p->nmaps && m->start < p->maps[p->nmaps - 1].end) {
+		s->n.bad_mappings++;
+		return 0;
+	}
+	if (p->nmaps >= SYMB_MAX_MAPS_PER_PROC || s->nmaps_total >= SYMB_MAX_MAPS) {
+		s->n.over_limit_mappings++;
+		return 0;
+	}
+	if (grow((void **)&p->maps, &p->cap_maps, p->nmaps + 1, sizeof(*p->maps)))
+		return -ENOMEM;
+	sm = &p->maps[p->nmaps];
+	sm->start = m->start;
+	sm->end = m->end;
+	sm->offset = m->offset;
+	sm->obj = UINT32_MAX;
+	if (is_file_mapping(m)) {
+		err = obj_intern(s, m, p->pid, &sm->obj);
+		if (err == -ENOSPC)
+			s->n.over_limit_mappings++; /* kept, as anonymous memory */
+		else if (err)
+			return err;
+	}
+	p->nmaps++;
+	s->nmaps_total++;
+	return 0;
+}
+
+/*
+ * A process's mappings may span several records: the first (append false)
+ * replaces what was known, the following ones (append true) add entries in
+ * ascending order. An append for a process without maps starts them.
+ */
 static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 {
-	struct symb_proc *p = proc_get(s, rec->pid, true);
+	struct symb_proc *p = proc_get(s, rec->pid);
 	struct lps_mapping m;
-	uint32_t n = 0;
-	int r;
+	int r, err;
 
-	if (!p)
-		return -ENOMEM;
-	proc_clear_maps(p);
-	if (rec->count > MAX_MAPS_PER_PROC)
-		return -EBADMSG;
-	p->maps = calloc(rec->count ? rec->count : 1, sizeof(*p->maps));
-	if (!p->maps)
-		return -ENOMEM;
-	while ((r = lps_maps_next(rec, &m)) == 1) {
-		struct symb_map *sm = &p->maps[n];
-
-		if (n >= rec->count)
-			break;
-		if (m.end <= m.start || !(m.prot & LPS_PROT_X))
-			continue;
-		/* keep ascending, non-overlapping: anything else is malformed */
-		if (n && m.start < p->maps[n - 1].end)
-			continue;
-		sm->start = m.start;
-		sm->end = m.end;
-		sm->offset = m.offset;
-		/* "[vdso]", "[stack]" and anonymous memory are not files */
-		if (m.path.len && m.path.ptr[0] == '/' && m.inode)
-			sm->obj = obj_intern(s, &m, rec->pid);
-		else
-			sm->obj = UINT32_MAX;
-		n++;
+	if (!p) {
+		err = proc_add(s, rec->pid, &p);
+		if (err == -ENOSPC) {
+			s->n.over_limit_mappings += rec->count;
+			return 0;
+		}
+		if (err)
+			return err;
 	}
-	p->nmaps = n;
+	if (!rec->append)
+		proc_clear_maps(s, p);
 	p->has_maps = true;
+	while ((r = lps_maps_next(rec, &m)) == 1) {
+		err = proc_add_map(s, p, &m);
+		if (err)
+			return err;
+	}
 	return r < 0 ? r : 0;
 }
 
@@ -250,11 +366,17 @@ static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 		s->nksyms = 0;
 		s->ksym_names_len = 0;
 	}
+	s->ksyms_sorted = false;
 	while ((r = lps_ksyms_next(rec, &k)) == 1) {
+		/* a name is within one record (<= 1 MiB): no overflow */
 		size_t need = s->ksym_names_len + k.name.len + 1;
 
 		if (!k.addr)
 			continue; /* hidden by kptr_restrict */
+		if (s->nksyms >= SYMB_MAX_KSYMS || need > SYMB_MAX_KSYM_BYTES) {
+			s->n.over_limit_ksyms++;
+			continue;
+		}
 		if (grow((void **)&s->ksyms, &s->cap_ksyms, s->nksyms + 1, sizeof(*s->ksyms)))
 			return -ENOMEM;
 		if (need > s->ksym_names_cap) {
@@ -270,13 +392,13 @@ static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 			s->ksym_names_cap = ncap;
 		}
 		s->ksyms[s->nksyms].addr = k.addr;
+		/* < SYMB_MAX_KSYM_BYTES, far below 2^32 */
 		s->ksyms[s->nksyms].name = (uint32_t)s->ksym_names_len;
 		memcpy(s->ksym_names + s->ksym_names_len, k.name.ptr, k.name.len);
 		s->ksym_names[s->ksym_names_len + k.name.len] = '\0';
 		s->ksym_names_len = need;
 		s->nksyms++;
 	}
-	s->ksyms_sorted = false;
 	return r < 0 ? r : 0;
 }
 
@@ -294,7 +416,7 @@ const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr)
 {
 	uint32_t lo = 0, hi = s->nksyms;
 
-	if (!s->ksyms_sorted) {
+	if (!s->ksyms_sorted && s->nksyms) {
 		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 		s->ksyms_sorted = true;
 	}
@@ -313,14 +435,13 @@ const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr)
 
 /* ---- samples ------------------------------------------------------------ */
 
-static uint64_t hash_stack(uint32_t pid, const char *comm, const struct symb_frame *f, uint32_t n)
+static uint64_t hash_stack(const struct symb_state *s, uint32_t pid, const char *comm,
+			   const struct symb_frame *f, uint32_t n)
 {
-	uint64_t h = mix64(pid ^ 0x9e3779b97f4a7c15ull);
+	uint64_t h = hash_bytes(symb_mix64(s->seed ^ pid), comm, strlen(comm));
 
-	for (const char *c = comm; *c; c++)
-		h = mix64(h ^ (uint8_t)*c);
 	for (uint32_t i = 0; i < n; i++)
-		h = mix64(h ^ ((uint64_t)f[i].kind << 32 | f[i].obj) ^ mix64(f[i].addr));
+		h = symb_mix64(h ^ ((uint64_t)f[i].kind << 32 | f[i].obj) ^ symb_mix64(f[i].addr));
 	return h;
 }
 
@@ -355,23 +476,36 @@ static int agg_grow(struct symb_state *s)
 	return 0;
 }
 
+/* The stack's slot: its aggregate, or the empty slot where it belongs. */
+static struct symb_agg *agg_slot(struct symb_state *s, uint64_t h, uint32_t pid, const char *comm,
+				 const struct symb_frame *f, uint32_t n)
+{
+	for (uint32_t j = (uint32_t)h & (s->cap_aggs - 1);; j = (j + 1) & (s->cap_aggs - 1)) {
+		struct symb_agg *a = &s->aggs[j];
+
+		if (!a->count || agg_matches(s, a, h, pid, comm, f, n))
+			return a;
+	}
+}
+
+/* Counts one sample of a stack: 0, -ENOSPC beyond the stack limits, or -ENOMEM. */
 static int aggregate(struct symb_state *s, uint32_t pid, const char *comm,
 		     const struct symb_frame *f, uint32_t n, uint64_t weight)
 {
-	uint64_t h = hash_stack(pid, comm, f, n);
-	struct symb_agg *a;
+	uint64_t h = hash_stack(s, pid, comm, f, n);
+	struct symb_agg *a = s->cap_aggs ? agg_slot(s, h, pid, comm, f, n) : NULL;
 
-	if ((s->naggs + 1) * 2 > s->cap_aggs && agg_grow(s))
-		return -ENOMEM;
-	for (uint32_t j = (uint32_t)h & (s->cap_aggs - 1);; j = (j + 1) & (s->cap_aggs - 1)) {
-		a = &s->aggs[j];
-		if (!a->count)
-			break;
-		if (agg_matches(s, a, h, pid, comm, f, n)) {
-			a->count++;
-			a->weight += weight;
-			return 0;
-		}
+	if (a && a->count) {
+		a->count++;
+		a->weight += weight;
+		return 0;
+	}
+	if (s->naggs >= SYMB_MAX_STACKS || n > SYMB_MAX_FRAMES - s->nframes)
+		return -ENOSPC;
+	if ((s->naggs + 1) * 2 > s->cap_aggs) {
+		if (agg_grow(s))
+			return -ENOMEM;
+		a = agg_slot(s, h, pid, comm, f, n);
 	}
 	if (s->nframes + n > s->cap_frames) {
 		size_t ncap = s->cap_frames ? s->cap_frames * 2 : 4096;
@@ -390,7 +524,8 @@ static int aggregate(struct symb_state *s, uint32_t pid, const char *comm,
 	a->pid = pid;
 	snprintf(a->comm, sizeof(a->comm), "%s", comm);
 	a->nframes = n;
-	a->first = (uint32_t)s->nframes;
+	a->first = (uint32_t)s->nframes; /* < SYMB_MAX_FRAMES */
+	a->seq = s->naggs;
 	a->count = 1;
 	a->weight = weight;
 	s->nframes += n;
@@ -398,12 +533,37 @@ static int aggregate(struct symb_state *s, uint32_t pid, const char *comm,
 	return 0;
 }
 
+/*
+ * The frame of user address a in p's mappings. File offsets of SYMB_OBJ_SPAN
+ * or more cannot be real (and would leave the object's slice of the profile's
+ * address space): such frames stay raw addresses without an object.
+ */
+static struct symb_frame user_frame(struct symb_state *s, const struct symb_proc *p, uint64_t a,
+				    uint64_t *unmapped, uint64_t *bad_offsets)
+{
+	const struct symb_map *m = p ? map_find(p, a) : NULL;
+
+	if (!m) {
+		++*unmapped;
+		return (struct symb_frame){SYMB_F_UNKNOWN, 0, a};
+	}
+	if (m->obj == UINT32_MAX)
+		return (struct symb_frame){SYMB_F_ANON, 0, a};
+	if (m->offset >= SYMB_OBJ_SPAN || a - m->start >= SYMB_OBJ_SPAN - m->offset) {
+		++*bad_offsets;
+		return (struct symb_frame){SYMB_F_UNKNOWN, 0, a};
+	}
+	return (struct symb_frame){SYMB_F_USER, m->obj, a - m->start + m->offset};
+}
+
 static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 {
 	struct symb_frame f[2 * LPS_MAX_FRAMES];
 	char comm[LPS_COMM_LEN + 1];
-	const struct symb_proc *p = proc_get(s, smp->pid, false);
+	const struct symb_proc *p = proc_get(s, smp->pid);
+	uint64_t unmapped = 0, bad_offsets = 0;
 	uint32_t n = 0;
+	int err;
 
 	/* comm is bounded by the decoder; NULs inside would cut it short */
 	memcpy(comm, smp->comm.ptr, smp->comm.len);
@@ -421,33 +581,36 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 
 		f[n++] = (struct symb_frame){SYMB_F_KERNEL, 0, i ? a - 1 : a};
 	}
-	if (smp->nustack && (!p || !p->has_maps))
-		s->n.no_maps_samples++;
 	for (uint32_t i = 0; i < smp->nustack; i++) {
 		uint64_t a = lps_frame(smp->ustack, i);
-		const struct symb_map *m;
 
 		if (i || smp->nkstack)
 			a -= 1;
-		m = p ? map_find(p, a) : NULL;
-		if (!m) {
-			f[n++] = (struct symb_frame){SYMB_F_UNKNOWN, 0, a};
-			s->n.unmapped_frames++;
-		} else if (m->obj == UINT32_MAX) {
-			f[n++] = (struct symb_frame){SYMB_F_ANON, 0, a};
-		} else {
-			f[n++] = (struct symb_frame){SYMB_F_USER, m->obj, a - m->start + m->offset};
-			s->objs[m->obj].used = true;
-		}
+		f[n++] = user_frame(s, p, a, &unmapped, &bad_offsets);
 	}
+	err = note_pid_seen(s, smp->pid);
+	if (!err)
+		err = aggregate(s, smp->pid, comm, f, n, smp->weight);
+	if (err == -ENOSPC) {
+		s->n.over_limit_samples++;
+		return 0;
+	}
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < n; i++)
+		if (f[i].kind == SYMB_F_USER)
+			s->objs[f[i].obj].used = true;
+	if (smp->nustack && (!p || !p->has_maps))
+		s->n.no_maps_samples++;
+	s->n.unmapped_frames += unmapped;
+	s->n.bad_offsets += bad_offsets;
 	s->n.samples++;
 	s->n.weight_ns += smp->weight;
 	if (!s->first_ns || smp->time_ns < s->first_ns)
 		s->first_ns = smp->time_ns;
 	if (smp->time_ns > s->last_ns)
 		s->last_ns = smp->time_ns;
-	note_pid_seen(s, smp->pid);
-	return aggregate(s, smp->pid, comm, f, n, smp->weight);
+	return 0;
 }
 
 static void copy_str(char *dst, size_t cap, struct lps_str src)
@@ -461,6 +624,7 @@ static void copy_str(char *dst, size_t cap, struct lps_str src)
 int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 {
 	struct lps_record r;
+	struct symb_proc *p;
 	int err;
 
 	s->n.records++;
@@ -494,22 +658,18 @@ int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 	case LPS_MAPS:
 		err = feed_maps(s, &r.maps);
 		break;
-	case LPS_EXEC: {
-		struct symb_proc *p = proc_get(s, r.exec.pid, false);
-
+	case LPS_EXEC:
 		s->n.exec++;
+		p = proc_get(s, r.exec.pid);
 		if (p)
-			proc_clear_maps(p);
+			proc_clear_maps(s, p);
 		break;
-	}
-	case LPS_EXIT: {
-		struct symb_proc *p = proc_get(s, r.exit.pid, false);
-
+	case LPS_EXIT:
 		s->n.exit++;
+		p = proc_get(s, r.exit.pid);
 		if (p)
-			proc_clear_maps(p);
+			proc_clear_maps(s, p);
 		break;
-	}
 	case LPS_KSYMS:
 		err = feed_ksyms(s, &r.ksyms);
 		break;

@@ -19,6 +19,42 @@
 #include "lowprof/schema.h"
 #include "profile.h"
 
+/*
+ * Limits on what a stream can make the symbolizer hold. The stream comes from
+ * a less trusted side, so every table it grows is bounded: each limit is far
+ * above what a real host produces and keeps the worst case to a few hundred
+ * MiB per table. What goes beyond a limit is dropped and counted, never fatal.
+ */
+/* distinct mapped files: a busy host maps a few thousand; also keeps every
+ * object's 2^44 slice of pprof's address space below the kernel's */
+#define SYMB_MAX_OBJS (1u << 16)
+/* their paths (up to 4 KiB each): 64 MiB */
+#define SYMB_MAX_OBJ_PATH_BYTES (64u << 20)
+/* per process: the kernel's default vm.max_map_count is 65530 */
+#define SYMB_MAX_MAPS_PER_PROC 65536
+/* live executable mappings of all processes, 32 bytes each: 256 MiB */
+#define SYMB_MAX_MAPS (1u << 23)
+/* distinct pids (slots are never freed): pid_max is at most 4M and a run
+ * rarely sees 100k; 1M pids cost 56 MiB of tables */
+#define SYMB_MAX_PROCS (1u << 20)
+/* kernel symbols: kallsyms has ~200k entries with modules loaded */
+#define SYMB_MAX_KSYMS (1u << 22)
+/* their names: well below 4 GiB, so the u32 name offsets cannot wrap */
+#define SYMB_MAX_KSYM_BYTES (256u << 20)
+/* aggregated frames, 16 bytes each: 256 MiB */
+#define SYMB_MAX_FRAMES (1u << 24)
+/* distinct stacks: the table (load <= 1/2, 64-byte slots) stays <= 256 MiB */
+#define SYMB_MAX_STACKS (1u << 21)
+/* distinct frames named when the profile is built (each costs a location, a
+ * name and a symbol lookup): real profiles have ~100k */
+#define SYMB_MAX_LOCATIONS (1u << 21)
+
+/* Each object's slice of pprof's address space; file offsets must be below. */
+#define SYMB_OBJ_SPAN (1ull << 44)
+
+/* Printed names (summary) are cut to this many bytes, then "...". */
+#define SYMB_NAME_PRINT_MAX 200
+
 enum symb_frame_kind {
 	SYMB_F_UNKNOWN = 0, /* no mapping: raw address */
 	SYMB_F_USER = 1,    /* (object, file offset) */
@@ -35,6 +71,8 @@ struct symb_frame {
 /* A mapped file, identified by path + device + inode. */
 struct symb_obj {
 	char *path;
+	uint32_t path_len;
+	uint64_t hash; /* of (device, inode, path) with the state's seed */
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;
 	uint32_t pid; /* a process that mapped it (to reach /proc/PID/root) */
@@ -54,8 +92,8 @@ struct symb_proc {
 	uint32_t pid;
 	bool used;
 	bool has_maps;
-	struct symb_map *maps; /* ascending by start */
-	uint32_t nmaps;
+	struct symb_map *maps; /* ascending by start, non-overlapping */
+	uint32_t nmaps, cap_maps;
 };
 
 struct symb_ksym {
@@ -70,7 +108,8 @@ struct symb_agg {
 	char comm[LPS_COMM_LEN + 1];
 	uint32_t nframes;
 	uint32_t first; /* index of its first frame in the frame arena */
-	uint64_t count;
+	uint32_t seq;	/* insertion order: the built profile's stack order */
+	uint64_t count; /* 0 marks an empty slot */
 	uint64_t weight;
 };
 
@@ -82,12 +121,26 @@ struct symb_counters {
 	uint64_t unknown_records; /* newer record types, skipped */
 	uint64_t unmapped_frames; /* user addresses outside every known mapping */
 	uint64_t no_maps_samples; /* samples of processes with no maps (yet) */
+	uint64_t bad_mappings;	  /* out of order or overlapping: dropped */
+	uint64_t bad_offsets;	  /* frames whose file offset is >= SYMB_OBJ_SPAN */
+	/* dropped or degraded because a SYMB_MAX_* limit was reached: */
+	uint64_t over_limit_mappings; /* mappings kept as anonymous, or dropped */
+	uint64_t over_limit_samples;  /* samples dropped (processes, stacks) */
+	uint64_t over_limit_ksyms;    /* kernel symbols dropped */
+	uint64_t over_limit_frames;   /* frames named "[too many frames]" */
 	uint64_t exec, exit;
 	struct lps_loss loss; /* last loss record */
 	bool have_loss;
 };
 
 struct symb_state {
+	/*
+	 * Set by the caller after symb_state_init: symb_build never opens a
+	 * file, so user frames are named "binary+0xoffset" (fuzzing, tests).
+	 */
+	bool offline;
+	uint64_t seed; /* of every hash a stream can steer (no flooding) */
+
 	/* run metadata, copied from the meta record */
 	bool have_meta;
 	uint32_t freq_hz;
@@ -99,12 +152,16 @@ struct symb_state {
 	char kernel_release[256];
 	char end_reason[32];
 
-	struct symb_obj *objs;
+	struct symb_obj *objs; /* in first-seen order */
 	uint32_t nobjs, cap_objs;
+	uint32_t *obj_index; /* open-addressing hash: index + 1, 0 = empty */
+	uint32_t cap_obj_index;
+	size_t obj_path_bytes;
 
 	struct symb_proc *procs; /* open-addressing hash by pid */
 	uint32_t cap_procs, nprocs;
-	uint32_t *seen_pids; /* distinct pids that had samples (hash set) */
+	uint32_t nmaps_total; /* mappings held by all processes */
+	uint32_t *seen_pids;  /* distinct pids that had samples (hash set) */
 	uint32_t cap_seen, nseen;
 
 	struct symb_ksym *ksyms;
@@ -121,10 +178,25 @@ struct symb_state {
 	struct symb_counters n;
 };
 
+static inline uint64_t symb_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
 /* state.c */
+/* Destructor: symb_state_free. */
 void symb_state_init(struct symb_state *s);
 void symb_state_free(struct symb_state *s);
-/* Feeds one encoded record; returns 0, or -EPROTO for an incompatible stream. */
+/*
+ * Feeds one encoded record; returns 0 (malformed records and what is beyond
+ * the SYMB_MAX_* limits are counted in s->n), -EPROTO for an incompatible
+ * stream, or -ENOMEM.
+ */
 int symb_state_feed(struct symb_state *s, const void *buf, size_t len);
 const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr);
 
@@ -134,5 +206,16 @@ struct symb_built *symb_build(struct symb_state *s);
 const struct symb_profile *symb_built_profile(const struct symb_built *b);
 void symb_built_free(struct symb_built *b);
 void symb_print_summary(const struct symb_state *s, const struct symb_built *b, int fd);
+
+/*
+ * Copies name into dst (cap >= SYMB_NAME_PRINT_MAX + 4) so that it is safe
+ * to print to a terminal: control bytes (< 0x20, 0x7f), bytes that are not
+ * part of well-formed UTF-8 (overlong, surrogates, > U+10FFFF, truncated),
+ * C1 controls (U+0080..U+009F) and bidi/line-separator characters
+ * (U+2028..U+202E, U+2066..U+2069) become '?', one per byte. Names longer
+ * than SYMB_NAME_PRINT_MAX bytes are cut at a character boundary and end in
+ * "...". Returns dst.
+ */
+char *symb_sanitize_name(char *dst, size_t cap, const char *name);
 
 #endif /* LOWPROF_SYMB_INT_H */

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The symbolizer's ingest on an arbitrary record stream: the input is a
- * sequence of [u16 little-endian length][record bytes]; every record goes
- * through symb_state_feed, then the profile is built and all three writers
- * run (to /dev/null). Ingest, aggregation and the writers must survive any
- * stream; they are compiled into the target so they are instrumented.
+ * sequence of [u32 little-endian length][record bytes] (so records up to
+ * LPS_MAX_RECORD are reachable); every record goes through symb_state_feed,
+ * then the profile is built offline (the stream names the files: the fuzzer
+ * must not make us open them) and all three writers and the summary run (to
+ * /dev/null). Ingest, aggregation and the writers must survive any stream;
+ * they are compiled into the target so they are instrumented.
  */
 #include <fcntl.h>
 #include <stddef.h>
@@ -27,12 +29,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		lp_log_init("fuzz", LP_LOG_ERROR);
 	}
 	symb_state_init(&s);
-	while (size >= 2) {
-		size_t len = (size_t)data[0] | (size_t)data[1] << 8;
+	s.offline = true;
+	while (size >= 4) {
+		size_t len = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 |
+			     (size_t)data[3] << 24;
 		uint8_t *rec;
 
-		data += 2;
-		size -= 2;
+		data += 4;
+		size -= 4;
 		if (len > size)
 			len = size;
 		rec = malloc(len ? len : 1); /* exact size: ASan sees overreads */
@@ -52,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		symb_write_pprof(p, devnull);
 		symb_write_folded(p, devnull);
 		symb_write_flamegraph(p, devnull);
+		symb_print_summary(&s, b, devnull);
 		symb_built_free(b);
 	}
 	symb_state_free(&s);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of fuzz_symb_stream: record streams framed as
-[u16 le length][msgpack record]. Run from this directory: python3 gen_corpus.py"""
+[u32 le length][msgpack record]. Run from this directory: python3 gen_corpus.py"""
 import struct
 
 
@@ -40,14 +40,14 @@ def frame(*records):
     out = b""
     for r in records:
         b = pk(r)
-        out += struct.pack("<H", len(b)) + b
+        out += struct.pack("<I", len(b)) + b
     return out
 
 
 meta = [1, 1, 0, "host", "6.1.0", "CLOCK_MONOTONIC", 100, 1700000000000000000, 99, 2, 100,
         131072, 4194304, [], "gen", None]
 ksyms = [6, 0, True, [[0xFFFFFFFF81000000, "_stext", ""], [0xFFFFFFFF81001000, "do_syscall_64", ""]]]
-maps = [3, 150, 42, [[0x400000, 0x401000, 0, 8, 1, 12345, 13, "/usr/bin/true"],
+maps = [3, 150, 42, False, [[0x400000, 0x401000, 0, 8, 1, 12345, 13, "/usr/bin/true"],
                      [0x7F0000000000, 0x7F0000010000, 0x1000, 8, 1, 99, 13, "/lib/libc.so.6"],
                      [0x7FFF0000, 0x7FFF1000, 0, 0, 0, 0, 5, "[vdso]"]]]
 s1 = [2, 0, 200, 42, 42, 0, "true", 10101010, 0x400010, 0x7FFE0000, 0x7FFE0040,
@@ -59,3 +59,12 @@ end = [8, 400, "duration"]
 open("corpus/full-stream", "wb").write(frame(meta, ksyms, maps, s1, s2, s1, loss, end))
 open("corpus/exec-exit", "wb").write(frame(meta, maps, s1, [4, 250, 42, "sh"], s1, [5, 260, 42], s2))
 open("corpus/no-meta", "wb").write(frame(s2, maps, s1))
+# one process's mappings split across two records (append), then replaced
+maps_a = [3, 150, 42, False, maps[4][:1]]
+maps_b = [3, 151, 42, True, maps[4][1:]]
+open("corpus/maps-append", "wb").write(frame(meta, maps_a, maps_b, s1, maps_b, s1, maps, s2, end))
+# a record beyond the old u16 framing: 2000 distinct files (> 64 KiB)
+big = [3, 160, 43, False, [[0x10000000 + i * 0x1000, 0x10001000 + i * 0x1000, 0, 8, 1, 5000 + i, 13,
+                            "/usr/lib/x86_64-linux-gnu/lib%05d.so" % i] for i in range(2000)]]
+s3 = [2, 0, 220, 43, 43, 0, "big", 10101010, 0x10000010, 0, 0, b"", stack(0x10000010, 0x107CF010)]
+open("corpus/big-maps", "wb").write(frame(meta, big, s3, end))

@@ -7,6 +7,7 @@
  * the real ELF path to known values.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -115,6 +119,72 @@ static char *folded_of(const struct symb_profile *p)
 	return buf;
 }
 
+static char *summary_of(const struct symb_state *s, const struct symb_built *b)
+{
+	int fd = memfd_create("summary", 0);
+	char *buf = calloc(1, 65536);
+
+	assert_true(fd >= 0);
+	symb_print_summary(s, b, fd);
+	assert_true(pread(fd, buf, 65535, 0) >= 0);
+	close(fd);
+	return buf;
+}
+
+static void feed_maps(struct symb_state *s, struct lps_enc *e, uint32_t pid, bool append,
+		      const struct lps_mapping *m, uint32_t n)
+{
+	lps_enc_maps_begin(e, 1, pid, append, n);
+	for (uint32_t i = 0; i < n; i++)
+		lps_enc_mapping(e, &m[i]);
+	feed(s, e);
+}
+
+static const struct symb_proc *proc_of(const struct symb_state *s, uint32_t pid)
+{
+	for (uint32_t i = 0; i < s->cap_procs; i++)
+		if (s->procs[i].used && s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+/* Folded output of one sample at leaf in a process whose only mapping is m. */
+static char *fold_one(const struct lps_mapping *m, bool offline)
+{
+	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
+	struct symb_state s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	symb_state_init(&s);
+	s.offline = offline;
+	lps_enc_init_dynamic(&e);
+	feed_maps(&s, &e, 7, false, m, 1);
+	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
+	b = symb_build(&s);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+	return folded;
+}
+
+/* m names this binary's text (whatever its path says), and is not symbolized. */
+static void assert_unresolved(const struct lps_mapping *m)
+{
+	uint64_t off = (uint64_t)(uintptr_t)&symb_test_leaf + 1 - m->start + m->offset;
+	char want[4200], *folded = fold_one(m, false);
+	const char *base = strrchr(m->path.ptr, '/') + 1;
+
+	snprintf(want, sizeof(want), "x;%.*s+0x%llx 1\n",
+		 (int)(m->path.len - (uint32_t)(base - m->path.ptr)), base,
+		 (unsigned long long)off);
+	assert_string_equal(folded, want);
+	free(folded);
+}
+
 static void test_stream_to_profile(void **state)
 {
 	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf + 2;
@@ -145,7 +215,7 @@ static void test_stream_to_profile(void **state)
 	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000100ull, S("do_syscall_64"), S("")});
 	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000200ull, S("entry_SYSCALL_64"), S("")});
 	feed(&s, &e);
-	lps_enc_maps_begin(&e, 900, 100, 1);
+	lps_enc_maps_begin(&e, 900, 100, false, 1);
 	lps_enc_mapping(&e, &self_text);
 	feed(&s, &e);
 
@@ -202,7 +272,7 @@ static void test_wrong_inode_not_symbolized(void **state)
 	m.inode += 1;
 	symb_state_init(&s);
 	lps_enc_init_dynamic(&e);
-	lps_enc_maps_begin(&e, 1, 7, 1);
+	lps_enc_maps_begin(&e, 1, 7, false, 1);
 	lps_enc_mapping(&e, &m);
 	feed(&s, &e);
 	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
@@ -234,12 +304,379 @@ static void test_bad_records_counted(void **state)
 	symb_state_free(&s);
 }
 
+/*
+ * A process's mappings split across records: appends add to the first
+ * record's, out-of-order entries are dropped and counted, and a new first
+ * record replaces everything.
+ */
+static void test_maps_append(void **state)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf + 2;
+	uint64_t caller = (uint64_t)(uintptr_t)&symb_test_caller + 6;
+	uint64_t u[2] = {leaf, caller};
+	/* split between the two functions: one frame in each part */
+	uint64_t lf = (uint64_t)(uintptr_t)&symb_test_leaf;
+	uint64_t cf = (uint64_t)(uintptr_t)&symb_test_caller;
+	uint64_t mid = lf < cf ? cf : lf;
+	struct lps_mapping part[2], anon = {0x1000, 0x2000, 0, 0, 0, 0, LPS_PROT_X, S("")};
+	struct symb_state s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	find_self();
+	part[0] = part[1] = self_text;
+	part[0].end = mid;
+	part[1].start = mid;
+	part[1].offset = self_text.offset + (mid - self_text.start);
+	symb_state_init(&s);
+	lps_enc_init_dynamic(&e);
+	feed_maps(&s, &e, 100, false, &part[0], 1);
+	feed_maps(&s, &e, 100, true, &part[1], 1);
+	assert_int_equal(proc_of(&s, 100)->nmaps, 2);
+	/* overlapping the known ones: dropped */
+	feed_maps(&s, &e, 100, true, &part[0], 1);
+	assert_int_equal(proc_of(&s, 100)->nmaps, 2);
+	assert_int_equal(s.n.bad_mappings, 1);
+	feed_sample(&s, &e, 100, "app", NULL, 0, u, 2);
+	/* an append for a process without maps starts them */
+	feed_maps(&s, &e, 101, true, &self_text, 1);
+	feed_sample(&s, &e, 101, "late", NULL, 0, u, 1);
+	assert_int_equal(s.n.unmapped_frames, 0);
+
+	b = symb_build(&s);
+	folded = folded_of(symb_built_profile(b));
+	assert_string_equal(folded, "app;symb_test_caller;symb_test_leaf 1\n"
+				    "late;symb_test_leaf 1\n");
+	free(folded);
+	symb_built_free(b);
+
+	/* a first record replaces the appended mappings */
+	feed_maps(&s, &e, 100, false, &anon, 1);
+	assert_int_equal(proc_of(&s, 100)->nmaps, 1);
+	assert_int_equal(s.nmaps_total, 2);
+	feed_sample(&s, &e, 100, "app", NULL, 0, u, 2);
+	assert_int_equal(s.n.unmapped_frames, 2);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+}
+
+/*
+ * Many distinct files: the object table stops at SYMB_MAX_OBJS, a process at
+ * SYMB_MAX_MAPS_PER_PROC mappings; the rest is counted, lookups of known
+ * objects still work, and ingest stays linear (a quadratic one takes minutes).
+ */
+static void test_maps_limits(void **state)
+{
+	enum { PER_REC = 16384, PER_PROC = 40000, BIG = 70000 };
+	uint64_t first[1] = {0x10000 + 0x800}, last[1] = {0x10000 + (PER_PROC - 1) * 0x1000ull};
+	static char paths[PER_REC][32];
+	struct lps_mapping *m = calloc(PER_REC, sizeof(*m));
+	struct symb_state s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	assert_non_null(m);
+	symb_state_init(&s);
+	s.offline = true;
+	lps_enc_init_dynamic(&e);
+	/* pids 1 and 2: 40000 distinct files each, in records of 16384 */
+	for (uint32_t pid = 1; pid <= 2; pid++) {
+		for (uint32_t i = 0; i < PER_PROC; i += PER_REC) {
+			uint32_t n = PER_PROC - i < PER_REC ? PER_PROC - i : PER_REC;
+
+			for (uint32_t j = 0; j < n; j++) {
+				uint32_t k = (pid - 1) * PER_PROC + i + j;
+
+				snprintf(paths[j], sizeof(paths[j]), "/nonexistent/lib%u.so", k);
+				m[j] = (struct lps_mapping){0x10000 + (i + j) * 0x1000ull,
+							    0x10000 + (i + j + 1) * 0x1000ull,
+							    0,
+							    8,
+							    1,
+							    1000 + k,
+							    LPS_PROT_R | LPS_PROT_X,
+							    {paths[j], (uint32_t)strlen(paths[j])}};
+			}
+			feed_maps(&s, &e, pid, i > 0, m, n);
+		}
+	}
+	assert_int_equal(s.nobjs, SYMB_MAX_OBJS);
+	assert_int_equal(s.n.over_limit_mappings, 2 * PER_PROC - SYMB_MAX_OBJS);
+	/* pid 3: more mappings than a process may have, all of a known file */
+	snprintf(paths[0], sizeof(paths[0]), "/nonexistent/lib0.so");
+	for (uint32_t i = 0; i < BIG; i += PER_REC) {
+		uint32_t n = BIG - i < PER_REC ? BIG - i : PER_REC;
+
+		for (uint32_t j = 0; j < n; j++)
+			m[j] = (struct lps_mapping){0x10000 + (i + j) * 0x1000ull,
+						    0x10000 + (i + j + 1) * 0x1000ull,
+						    0,
+						    8,
+						    1,
+						    1000,
+						    LPS_PROT_R | LPS_PROT_X,
+						    {paths[0], (uint32_t)strlen(paths[0])}};
+		feed_maps(&s, &e, 3, i > 0, m, n);
+	}
+	assert_int_equal(s.nobjs, SYMB_MAX_OBJS);
+	assert_int_equal(proc_of(&s, 3)->nmaps, SYMB_MAX_MAPS_PER_PROC);
+	assert_int_equal(s.n.over_limit_mappings,
+			 2 * PER_PROC - SYMB_MAX_OBJS + BIG - SYMB_MAX_MAPS_PER_PROC);
+	assert_int_equal(s.nmaps_total, 2 * PER_PROC + SYMB_MAX_MAPS_PER_PROC);
+
+	/* pid 1's first file is known; pid 2's last one is past the limit */
+	feed_sample(&s, &e, 1, "a", NULL, 0, first, 1);
+	feed_sample(&s, &e, 2, "b", NULL, 0, last, 1);
+	b = symb_build(&s);
+	folded = folded_of(symb_built_profile(b));
+	assert_string_equal(folded, "a;lib0.so+0x800 1\nb;[unknown] 1\n");
+	free(folded);
+	symb_built_free(b);
+
+	lps_enc_exit(&e, &(struct lps_exit){2, 3});
+	feed(&s, &e);
+	assert_int_equal(s.nmaps_total, 2 * PER_PROC);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+	free(m);
+}
+
+/* Whether an O_PATH open of path shows as IN_OPEN (older kernels may). */
+static bool o_path_notifies(const char *path)
+{
+	char buf[4096];
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), fd;
+	bool seen;
+
+	assert_true(in >= 0);
+	assert_true(inotify_add_watch(in, path, IN_OPEN) >= 0);
+	fd = open(path, O_PATH | O_CLOEXEC);
+	assert_true(fd >= 0);
+	close(fd);
+	seen = read(in, buf, sizeof(buf)) > 0;
+	close(in);
+	return seen;
+}
+
+/*
+ * A maps record naming a FIFO or a device, with its real device and inode,
+ * never makes the symbolizer open it: the frame stays "name+0x...", and
+ * inotify sees no open of the FIFO (an O_PATH lookup is not an open).
+ */
+static void test_open_refuses_special_files(void **state)
+{
+	char dir[] = "/tmp/symb-test-XXXXXX", fifo[64], buf[4096];
+	struct lps_mapping m;
+	struct stat st;
+	bool watch;
+	int in;
+
+	find_self();
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(stat(fifo, &st), 0);
+	watch = !o_path_notifies(fifo);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(in >= 0);
+	assert_true(inotify_add_watch(in, fifo, IN_OPEN) >= 0);
+
+	m = self_text;
+	m.path = (struct lps_str){fifo, (uint32_t)strlen(fifo)};
+	m.dev_major = major(st.st_dev);
+	m.dev_minor = minor(st.st_dev);
+	m.inode = st.st_ino;
+	assert_unresolved(&m);
+	if (watch)
+		assert_true(read(in, buf, sizeof(buf)) < 0 && errno == EAGAIN);
+	close(in);
+
+	assert_int_equal(stat("/dev/null", &st), 0);
+	m.path = S("/dev/null");
+	m.dev_major = major(st.st_dev);
+	m.dev_minor = minor(st.st_dev);
+	m.inode = st.st_ino;
+	assert_unresolved(&m);
+
+	unlink(fifo);
+	rmdir(dir);
+}
+
+/*
+ * Paths that resolve to this very binary (right device and inode) but are
+ * not what /proc/PID/maps shows are refused: "..", "." components, and a
+ * symlink as the last component.
+ */
+static void test_open_refuses_odd_paths(void **state)
+{
+	char dir[] = "/tmp/symb-test-XXXXXX", link[64], path[4200];
+	const char *base, *parent;
+	struct lps_mapping m;
+	char *folded;
+
+	find_self();
+	base = strrchr(self_path, '/');
+	for (parent = base - 1; parent > self_path && *parent != '/'; parent--)
+		;
+	assert_true(*parent == '/' && parent < base);
+	m = self_text;
+
+	/* /a/b/../b/bin */
+	snprintf(path, sizeof(path), "%.*s/..%.*s%s", (int)(base - self_path), self_path,
+		 (int)(base - parent), parent, base);
+	m.path = (struct lps_str){path, (uint32_t)strlen(path)};
+	assert_int_equal(access(path, R_OK), 0);
+	assert_unresolved(&m);
+
+	/* /a/b/./bin */
+	snprintf(path, sizeof(path), "%.*s/.%s", (int)(base - self_path), self_path, base);
+	m.path = (struct lps_str){path, (uint32_t)strlen(path)};
+	assert_unresolved(&m);
+
+	/* a symlink to the binary */
+	assert_non_null(mkdtemp(dir));
+	snprintf(link, sizeof(link), "%s/%s", dir, base + 1);
+	assert_int_equal(symlink(self_path, link), 0);
+	m.path = (struct lps_str){link, (uint32_t)strlen(link)};
+	assert_unresolved(&m);
+	unlink(link);
+	rmdir(dir);
+
+	/* the plain path resolves, unless the state is offline */
+	folded = fold_one(&self_text, false);
+	assert_string_equal(folded, "x;symb_test_leaf 1\n");
+	free(folded);
+	folded = fold_one(&self_text, true);
+	assert_non_null(strstr(folded, "+0x"));
+	free(folded);
+}
+
+/* File offsets beyond an object's 2^44 slice become raw, unmapped frames. */
+static void test_bad_offsets(void **state)
+{
+	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
+	struct lps_mapping m;
+	struct symb_state s;
+	struct symb_built *b;
+	const struct symb_profile *p;
+	struct lps_enc e;
+	char *folded;
+
+	find_self();
+	symb_state_init(&s);
+	lps_enc_init_dynamic(&e);
+	m = self_text;
+	m.offset = SYMB_OBJ_SPAN - 1 - (u[0] - m.start); /* the frame is at the last offset */
+	feed_maps(&s, &e, 7, false, &m, 1);
+	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
+	assert_int_equal(s.n.bad_offsets, 0);
+	m.offset = UINT64_MAX - 4;
+	feed_maps(&s, &e, 7, false, &m, 1);
+	feed_sample(&s, &e, 7, "y", NULL, 0, u, 1);
+	assert_int_equal(s.n.bad_offsets, 1);
+	assert_int_equal(s.n.unmapped_frames, 0);
+
+	s.offline = true;
+	b = symb_build(&s);
+	p = symb_built_profile(b);
+	folded = folded_of(p);
+	assert_non_null(strstr(folded, "y;[unknown] 1\n"));
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const struct symb_location *l = &p->locations[i];
+
+		if (l->mapping != SYMB_NO_MAPPING)
+			assert_true(l->address >= p->mappings[l->mapping].start &&
+				    l->address < p->mappings[l->mapping].limit);
+	}
+	free(folded);
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+}
+
+static void assert_sanitized(const char *in, const char *want)
+{
+	char buf[SYMB_NAME_PRINT_MAX + 4];
+
+	assert_string_equal(symb_sanitize_name(buf, sizeof(buf), in), want);
+}
+
+/* Names from the stream or from ELF files cannot drive the terminal. */
+static void test_summary_sanitized(void **state)
+{
+	uint64_t k[1] = {0xffffffff81000010ull};
+	char long_in[400], long_want[SYMB_NAME_PRINT_MAX + 4], *out;
+	struct lps_loss loss = {.time_ns = 5, .bad_consumer_pos = 3};
+	struct symb_state s;
+	struct symb_built *b;
+	struct lps_enc e;
+
+	assert_sanitized("\x1b[2J", "?[2J");
+	assert_sanitized("a\tb\x7f", "a?b?");
+	assert_sanitized("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5",
+			 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5");
+	assert_sanitized("\xc0\xaf", "??"); /* overlong '/' */
+	assert_sanitized("\xc2\x9b"
+			 "2J",
+			 "??2J");		      /* C1 CSI */
+	assert_sanitized("\xed\xa0\x80", "???");      /* surrogate */
+	assert_sanitized("\xf4\x90\x80\x80", "????"); /* > U+10FFFF */
+	assert_sanitized("\xe2\x80\xae"
+			 "evil",
+			 "???evil");	      /* bidi override */
+	assert_sanitized("a\xe2\x82", "a??"); /* truncated */
+	assert_sanitized("\x80x", "?x");
+	memset(long_in, 'a', 300);
+	long_in[300] = '\0';
+	memset(long_want, 'a', SYMB_NAME_PRINT_MAX);
+	strcpy(long_want + SYMB_NAME_PRINT_MAX, "...");
+	assert_sanitized(long_in, long_want);
+	/* a character is never cut */
+	memcpy(long_in + SYMB_NAME_PRINT_MAX - 1, "\xc3\xa9", 2);
+	memcpy(long_want + SYMB_NAME_PRINT_MAX - 1, "...", 4);
+	assert_sanitized(long_in, long_want);
+	long_in[SYMB_NAME_PRINT_MAX + 1] = '\0';
+	assert_sanitized(long_in, long_want);
+	long_in[SYMB_NAME_PRINT_MAX - 1] = '\0';
+	assert_int_equal(strlen(symb_sanitize_name(long_want, sizeof(long_want), long_in)),
+			 SYMB_NAME_PRINT_MAX - 1);
+
+	symb_state_init(&s);
+	lps_enc_init_dynamic(&e);
+	lps_enc_ksyms_begin(&e, 0, true, 1);
+	lps_enc_ksym(
+		&e, &(struct lps_ksym){0xffffffff81000000ull, S("\x1b[2Jevil\x1b]0;x\x07"), S("")});
+	feed(&s, &e);
+	lps_enc_loss(&e, &loss);
+	feed(&s, &e);
+	feed_sample(&s, &e, 1, "\x1b[2J", k, 1, NULL, 0);
+	b = symb_build(&s);
+	out = summary_of(&s, b);
+	printf("%s", out);
+	assert_null(strchr(out, '\x1b'));
+	assert_null(strchr(out, '\x07'));
+	assert_non_null(strstr(out, "  ?[2Jevil?]0;x? [k]\n"));
+	assert_non_null(strstr(out, ", 3 invalid ring positions\n"));
+	free(out);
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stream_to_profile),
 		cmocka_unit_test(test_wrong_inode_not_symbolized),
 		cmocka_unit_test(test_bad_records_counted),
+		cmocka_unit_test(test_maps_append),
+		cmocka_unit_test(test_maps_limits),
+		cmocka_unit_test(test_open_refuses_special_files),
+		cmocka_unit_test(test_open_refuses_odd_paths),
+		cmocka_unit_test(test_bad_offsets),
+		cmocka_unit_test(test_summary_sanitized),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
