@@ -22,10 +22,20 @@ if [[ -n "$SYM" && -n "$COL" ]]; then
 	check "symbolizer runs as uid $suid (non-zero)" test "$suid" -ne 0
 	check "symbolizer CapEff is 0" grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$SYM/status
 	check "symbolizer CapBnd is 0" grep -q '^CapBnd:[[:space:]]*0000000000000000$' /proc/$SYM/status
+	check "symbolizer CapPrm is 0" grep -q '^CapPrm:[[:space:]]*0000000000000000$' /proc/$SYM/status
+	check "symbolizer CapAmb is 0" grep -q '^CapAmb:[[:space:]]*0000000000000000$' /proc/$SYM/status
 	check "symbolizer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$SYM/status
 	# CAP_SYS_PTRACE is bit 19
-	check "collector keeps only CAP_SYS_PTRACE" \
-		grep -q '^CapEff:[[:space:]]*0000000000080000$' /proc/$COL/status
+	for set in CapEff CapPrm CapBnd; do
+		check "collector $set is CAP_SYS_PTRACE only" \
+			grep -q "^$set:[[:space:]]*0000000000080000$" /proc/$COL/status
+	done
+	check "collector has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$COL/status
+	# no controlling terminal: field 7 of /proc/PID/stat (tty_nr) is 0
+	for p in $SYM $COL; do
+		check "pid $p has no controlling terminal" \
+			test "$(sed 's/.*) //' /proc/$p/stat | awk '{print $5}')" = 0
+	done
 else
 	fail "collector ($COL) and symbolizer ($SYM) should both be running"
 fi

@@ -13,10 +13,18 @@ expect_error() { # expect_error WANT_RC PATTERN -- ARGS...
 	check "nothing left behind" test -z "$left"
 }
 
+mkdir -m 0777 "$TMP/pub"
 expect_error 1 'must run as root.*|missing CAP_BPF' -- \
 	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
-	"$BIN/lowprof" record -d 1 -o "$TMP/out-nobody"
-check "no output written by the unprivileged attempt" test ! -e "$TMP/out-nobody/cpu.folded"
+	"$BIN/lowprof" record -d 1 -o "$TMP/pub/out-nobody"
+check "no output written by the unprivileged attempt" test ! -e "$TMP/pub/out-nobody/cpu.folded"
+
+# another user plants a symlink where an output goes: refused, target intact
+mkdir -m 0777 "$TMP/evil"
+echo precious > "$TMP/victim"
+setpriv --reuid=65534 --regid=65534 --clear-groups ln -s "$TMP/victim" "$TMP/evil/cpu.folded"
+expect_error 1 'cpu.folded: is a symlink' -- "$BIN/lowprof" record -d 1 -o "$TMP/evil"
+check "the symlink's target is untouched" grep -qx precious "$TMP/victim"
 
 expect_error 1 'missing CAP_BPF' -- \
 	setpriv --bounding-set=-bpf "$BIN/lowprof" record -d 1 -o "$TMP/out-nobpf"

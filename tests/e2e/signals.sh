@@ -41,4 +41,15 @@ n=$(awk '{s += $NF} END {print s + 0}' "$TMP/out-ckill/cpu.folded" 2>/dev/null)
 check "collector killed: the samples collected so far are kept ($n)" test "${n:-0}" -gt 50
 left=$(leftovers)
 check "collector killed: nothing left behind: '$left'" test -z "$left"
+# the symbolizer killed: lowprof record stops the collector and fails
+start_bg "$BIN/lowprof" record -p "$WPID" -o "$TMP/out-skill"
+REC=$BGPID
+sleep 3
+pkill -KILL -f 'lowprof-symbolizer --ring-fd'
+t0=$SECONDS
+wait "$REC"; rc=$?
+check "symbolizer killed: lowprof record reports failure (got $rc)" test "$rc" -ne 0
+check "symbolizer killed: the collector stops at once ($((SECONDS - t0)) s)" test $((SECONDS - t0)) -le 3
+left=$(leftovers)
+check "symbolizer killed: nothing left behind: '$left'" test -z "$left"
 finish
