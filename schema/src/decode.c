@@ -467,13 +467,14 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 {
-	struct cur c = {buf, (const uint8_t *)buf + len};
+	struct cur c;
 	uint32_t n, type;
 	int err;
 
 	memset(rec, 0, sizeof(*rec));
 	if (!buf || len > LPS_MAX_RECORD)
 		return -EBADMSG;
+	c = (struct cur){buf, (const uint8_t *)buf + len};
 	TRY(rd_array(&c, &n));
 	if (n < 1)
 		return -EBADMSG;
