@@ -47,6 +47,27 @@ static void sleep_ms(unsigned ms)
 }
 
 /*
+ * Empties the ambient, permitted, effective and inheritable sets (file or
+ * ambient capabilities a non-root start may carry, and anything left after a
+ * uid change) and sets no_new_privs, so exec cannot grant anything back.
+ */
+static int clear_caps(void)
+{
+	cap_t empty = cap_init();
+	int err = 0;
+
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (!empty || cap_set_proc(empty)) {
+		err = -errno;
+		lp_err("privileges: clearing capabilities: %m");
+	}
+	cap_free(empty);
+	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		err = -errno;
+	return err;
+}
+
+/*
  * Started as root: become `user` with no capabilities in any set. The
  * bounding set is emptied first (that needs CAP_SETPCAP), then groups, gid
  * and uid change; changing uid from 0 clears the permitted and effective
@@ -55,25 +76,10 @@ static void sleep_ms(unsigned ms)
 static int drop_privileges(const char *user)
 {
 	struct passwd *pw;
-	cap_t empty;
 	int err = 0;
 
-	if (geteuid() != 0) {
-		/* already unprivileged: give up any capability (file, ambient)
-		 * and make sure nothing can be regained */
-		empty = cap_init();
-		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-		if (!empty || cap_set_proc(empty)) {
-			err = -errno;
-			cap_free(empty);
-			lp_err("privileges: clearing capabilities: %m");
-			return err;
-		}
-		cap_free(empty);
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-			return -errno;
-		return 0;
-	}
+	if (geteuid() != 0)
+		return clear_caps(); /* already unprivileged: give up what we were handed */
 	pw = getpwnam(user);
 	if (!pw) {
 		lp_err("--user %s: no such user", user);
@@ -90,24 +96,13 @@ static int drop_privileges(const char *user)
 			return err;
 		}
 	}
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
 	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
 		err = -errno;
 		lp_err("privileges: becoming %s: %m", user);
 		return err;
 	}
-	empty = cap_init();
-	if (!empty || cap_set_proc(empty)) {
-		err = -errno;
-		cap_free(empty);
-		lp_err("privileges: clearing capabilities: %m");
-		return err;
-	}
-	cap_free(empty);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	return 0;
+	return clear_caps();
 }
 
 /*
