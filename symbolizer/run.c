@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -21,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lowprof/caps.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
@@ -47,27 +47,6 @@ static void sleep_ms(unsigned ms)
 }
 
 /*
- * Empties the ambient, permitted, effective and inheritable sets (file or
- * ambient capabilities a non-root start may carry, and anything left after a
- * uid change) and sets no_new_privs, so exec cannot grant anything back.
- */
-static int clear_caps(void)
-{
-	cap_t empty = cap_init();
-	int err = 0;
-
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	if (!empty || cap_set_proc(empty)) {
-		err = -errno;
-		lp_err("privileges: clearing capabilities: %m");
-	}
-	cap_free(empty);
-	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		err = -errno;
-	return err;
-}
-
-/*
  * Started as root: become `user` with no capabilities in any set. The
  * bounding set is emptied first (that needs CAP_SETPCAP), then groups, gid
  * and uid change; changing uid from 0 clears the permitted and effective
@@ -79,7 +58,7 @@ static int drop_privileges(const char *user)
 	int err = 0;
 
 	if (geteuid() != 0)
-		return clear_caps(); /* already unprivileged: give up what we were handed */
+		return lp_caps_limit(-1); /* already unprivileged: give up what we were handed */
 	pw = getpwnam(user);
 	if (!pw) {
 		lp_err("--user %s: no such user", user);
@@ -89,20 +68,16 @@ static int drop_privileges(const char *user)
 		lp_err("--user %s: refusing to run the symbolizer as root", user);
 		return -EPERM;
 	}
-	for (int c = 0; c < cap_max_bits(); c++) {
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL) {
-			err = -errno;
-			lp_err("privileges: dropping the bounding set: %m");
-			return err;
-		}
-	}
+	err = lp_caps_bound(-1);
+	if (err)
+		return err;
 	if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
 	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
 		err = -errno;
 		lp_err("privileges: becoming %s: %m", user);
 		return err;
 	}
-	return clear_caps();
+	return lp_caps_limit(-1);
 }
 
 /*
