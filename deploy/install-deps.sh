@@ -7,12 +7,13 @@ build_pkgs=(
 	clang llvm libclang-rt-14-dev make cmake pkg-config binutils libc6-dev
 	bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
 	libmsgpack-dev libprotobuf-c-dev protobuf-c-compiler
-	libcap-dev libseccomp-dev liburing-dev libsqlite3-dev
+	libcap-dev libiberty-dev libseccomp-dev liburing-dev libsqlite3-dev
 	procps util-linux
 )
 # go tool pprof and headless Chromium check the outputs in the tests; gcc
-# builds the test workloads (its frame-pointer behaviour is the one users see).
-test_pkgs=(libcmocka-dev golang-go chromium gcc)
+# and g++ build the test workloads (their frame-pointer behaviour is the one
+# users see); linux-perf is the peer the unwinding test compares against.
+test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf)
 
 want=("${build_pkgs[@]}" libcmocka-dev)
 if [[ "${1:-}" == "--test" ]]; then

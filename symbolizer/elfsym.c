@@ -672,6 +672,20 @@ err_out:
 	return NULL;
 }
 
+struct symb_elf *symb_elf__open_elf(Elf *elf)
+{
+	struct symb_elf *e = NULL;
+	int err;
+
+	pthread_once(&elfsym_once, elfsym_init_libelf);
+	err = elfsym_libelf_ok ? elfsym_load(elf, &e) : -ENOEXEC;
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return e;
+}
+
 struct symb_elf *symb_elf__open(const char *path)
 {
 	struct symb_elf *e;

@@ -16,6 +16,7 @@
 #ifndef LOWPROF_SYMB_ELFSYM_H
 #define LOWPROF_SYMB_ELFSYM_H
 
+#include <gelf.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +32,19 @@ struct symb_elf *symb_elf__open_fd(int fd);
 struct symb_elf *symb_elf__open(const char *path);
 /* Same, from an in-memory image (len bytes; copied). For tests and fuzzing. */
 struct symb_elf *symb_elf__open_mem(const void *image, size_t len);
+/* Same, from a libelf handle the caller keeps and ends (elf_end). */
+struct symb_elf *symb_elf__open_elf(Elf *elf);
 void symb_elf__free(struct symb_elf *e);
+
+/*
+ * Compact blob form of everything indexed (segments, build-id, symbols) for
+ * the cache. encode returns 0 and a malloc'd blob, or -ENOMEM. decode
+ * validates every length, offset and order (a blob is untrusted input) and
+ * returns the object, or NULL with errno EBADMSG or ENOMEM.
+ */
+#define SYMB_ELF_BLOB_VERSION 1
+int symb_elf__encode(const struct symb_elf *e, uint8_t **blob, size_t *len);
+struct symb_elf *symb_elf__decode(const uint8_t *blob, size_t len);
 
 /* Number of function symbols indexed. */
 size_t symb_elf__nsyms(const struct symb_elf *e);
