@@ -20,6 +20,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Set through the skeleton's rodata before load. */
 const volatile bool filter_pids = false;
+/* user stack bytes to copy per sample (--stack-bytes), <= LP_BPF_MAX_STACK_COPY; 0: off */
+const volatile __u32 stack_bytes = 0;
 
 struct lp_bpf_stats stats = {};
 
@@ -42,15 +44,18 @@ struct {
 } pids SEC(".maps");
 
 /*
- * Scratch space for one sample per CPU: the record is built here and only its
- * used part is copied into the ring (bpf_ringbuf_reserve needs a constant
- * size, which would put 2 KiB in the ring for every sample).
+ * Scratch space for one sample per CPU, indexed by CPU id: the record is
+ * built here and only its used part is copied into the ring
+ * (bpf_ringbuf_reserve needs a constant size, which would put the largest
+ * possible record in the ring for every sample). A plain array because
+ * per-CPU values are limited to 32 KiB; the collector sets max_entries to
+ * the highest online CPU id + 1 (not the possible CPUs).
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct lp_ev_sample);
+	__type(value, struct lp_ev_scratch);
 } scratch SEC(".maps");
 
 static __always_inline void fill_hdr(struct lp_ev_hdr *h, __u32 type, __u64 pid_tgid)
@@ -68,13 +73,49 @@ static __always_inline bool wanted(__u32 tgid)
 	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
 }
 
+/*
+ * Copies up to stack_bytes of user stack from sp upward to dst + off, one
+ * page at a time: a single large read fails as a whole when its end runs
+ * past the stack mapping, while page by page keeps everything up to the
+ * first page that faults (the top of the stack, or a page not present).
+ * Returns the bytes copied. dst has room for LP_EV_FRAMES_BYTES +
+ * LP_BPF_MAX_STACK_COPY + one page; off <= LP_EV_FRAMES_BYTES.
+ */
+static __always_inline __u32 copy_user_stack(__u8 *dst, __u32 off, __u64 sp)
+{
+	__u64 done = 0, want, at, limit = stack_bytes;
+
+	if (limit > LP_BPF_MAX_STACK_COPY)
+		limit = LP_BPF_MAX_STACK_COPY;
+	for (int i = 0; i < LP_BPF_MAX_STACK_COPY / LP_BPF_PAGE_SIZE + 1; i++) {
+		if (done >= limit)
+			break;
+		want = LP_BPF_PAGE_SIZE - ((sp + done) & (LP_BPF_PAGE_SIZE - 1));
+		if (want > limit - done)
+			want = limit - done;
+		at = off + done;
+		if (at > LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY)
+			break;
+		/*
+		 * want is 1..4096 here; the mask makes that visible to the
+		 * verifier (the scratch has two pages of slack past the limit)
+		 */
+		want &= 2 * LP_BPF_PAGE_SIZE - 1;
+		if (bpf_probe_read_user(dst + at, want, (const void *)(sp + done)))
+			break;
+		done += want;
+	}
+	return done;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task;
+	struct lp_ev_scratch *sc;
 	struct lp_ev_sample *e;
-	__u32 zero = 0, nk = 0, nu = 0;
+	__u32 cpu = bpf_get_smp_processor_id(), nk = 0, nu = 0, copied = 0, size;
 	long n;
 
 	if ((__u32)pid_tgid == 0) {
@@ -86,13 +127,14 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(&stats.filtered, 1);
 		return 0;
 	}
-	e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc)
 		return 0;
+	e = &sc->s;
 	fill_hdr(&e->hdr, LP_EV_SAMPLE, pid_tgid);
 	e->period_ns = ctx->sample_period;
 	e->ip = e->sp = e->bp = 0;
-	e->flags = 0;
+	e->stack_len = 0;
 
 	n = bpf_get_stack(ctx, e->stack, LP_BPF_MAX_FRAMES * 8, 0);
 	if (n < 0)
@@ -116,20 +158,33 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			e->sp = ur.rsp;
 			e->bp = ur.rbp;
 		}
-		n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
-		if (n < 0)
-			__sync_fetch_and_add(&stats.ustack_errors, 1);
-		else
-			nu = (__u32)n / 8;
-		if (nu > LP_BPF_MAX_FRAMES)
-			nu = LP_BPF_MAX_FRAMES;
+		if (stack_bytes && e->sp) {
+			/*
+			 * The symbolizer unwinds from the copy (CFI, or frame
+			 * pointers found in it), so the kernel's frame-pointer
+			 * walk would only repeat part of that work here.
+			 */
+			copied = copy_user_stack((__u8 *)e->stack, nk * 8, e->sp);
+		} else if (!stack_bytes) {
+			n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8,
+					  BPF_F_USER_STACK);
+			if (n < 0)
+				__sync_fetch_and_add(&stats.ustack_errors, 1);
+			else
+				nu = (__u32)n / 8;
+			if (nu > LP_BPF_MAX_FRAMES)
+				nu = LP_BPF_MAX_FRAMES;
+		}
 	}
 	e->nkstack = nk;
 	e->nustack = nu;
+	e->stack_len = copied;
 
+	size = LP_EV_SAMPLE_FIXED_SIZE + (nk + nu) * 8 + copied;
+	if (size > sizeof(*sc))
+		return 0; /* cannot happen; bounds the size for the verifier */
 	/* BPF_RB_NO_WAKEUP: the collector drains on its own interval. */
-	if (bpf_ringbuf_output(&events, e, LP_EV_SAMPLE_FIXED_SIZE + (nk + nu) * 8,
-			       BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, e, size, BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&stats.ringbuf_full, 1);
 	else
 		__sync_fetch_and_add(&stats.samples, 1);

@@ -10,6 +10,14 @@
 
 #define LP_BPF_MAX_FRAMES 127 /* perf's default kernel.perf_event_max_stack */
 #define LP_BPF_COMM_LEN	  16
+/*
+ * Largest user stack copy per sample (--stack-bytes). 16 KiB is the default:
+ * it holds the frames of ordinary call chains (most frames are well under
+ * 256 bytes) at 16 KiB per sample, the same order as perf --call-graph
+ * dwarf's 8 KiB default; deep recursion or big stack buffers need more.
+ */
+#define LP_BPF_MAX_STACK_COPY (64 * 1024)
+#define LP_BPF_PAGE_SIZE      4096
 
 enum lp_bpf_event_type {
 	LP_EV_SAMPLE = 1,
@@ -28,9 +36,10 @@ struct lp_ev_hdr {
 };
 
 /*
- * A stack sample. Only the header and the (nkstack + nustack) frames that
- * were captured travel in the ring: kernel frames first, then user frames,
- * each leaf first.
+ * A stack sample. Only the header, the (nkstack + nustack) frames that were
+ * captured (kernel frames first, then user frames, each leaf first) and the
+ * stack_len bytes of user stack copied from sp upward travel in the ring,
+ * in that order.
  */
 struct lp_ev_sample {
 	struct lp_ev_hdr hdr;
@@ -38,11 +47,23 @@ struct lp_ev_sample {
 	__u64 ip, sp, bp; /* user-mode registers; 0 for kernel threads */
 	__u16 nkstack;
 	__u16 nustack;
-	__u32 flags;
+	__u32 stack_len; /* bytes of user stack copy after the frames */
 	__u64 stack[2 * LP_BPF_MAX_FRAMES];
 };
 
 #define LP_EV_SAMPLE_FIXED_SIZE (sizeof(struct lp_ev_sample) - 2 * LP_BPF_MAX_FRAMES * 8)
+#define LP_EV_FRAMES_BYTES	(2 * LP_BPF_MAX_FRAMES * 8)
+
+/*
+ * Per-CPU scratch where a sample is built: the record, then room for the
+ * stack copy at the end of the frames actually captured, plus one page of
+ * slack so the verifier can bound a page-sized read at any offset below the
+ * limit.
+ */
+struct lp_ev_scratch {
+	struct lp_ev_sample s;
+	__u8 copy[LP_BPF_MAX_STACK_COPY + 2 * LP_BPF_PAGE_SIZE];
+};
 
 /* exec and exit: the header alone. */
 struct lp_ev_task {
@@ -58,6 +79,7 @@ struct lp_bpf_stats {
 	__u64 ringbuf_full;  /* records that could not be written (ring full) */
 	__u64 kstack_errors; /* bpf_get_stack failed for the kernel stack */
 	__u64 ustack_errors; /* bpf_get_stack failed for the user stack */
+	__u64 copy_faults;   /* stack copies cut short by a page that faulted */
 	__u64 idle;	     /* samples of the idle task, not emitted */
 	__u64 filtered;	     /* samples of other processes (pid filter) */
 	__u64 task_events;   /* exec/exit records emitted */

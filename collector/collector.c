@@ -101,9 +101,20 @@ static void sleep_ms(uint32_t ms)
 	nanosleep(&ts, NULL); /* EINTR is fine: the loop checks stop_signal */
 }
 
-uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms)
+_Static_assert(COLL_MAX_STACK_BYTES == LP_BPF_MAX_STACK_COPY &&
+		       COLL_MAX_STACK_BYTES <= LPS_MAX_STACK_COPY,
+	       "stack copy limits disagree");
+
+uint32_t coll_max_sample_record(uint32_t stack_bytes)
 {
-	uint64_t max_record = sizeof(struct lp_ev_sample) + 8; /* + ringbuf header */
+	return SAMPLE_ENC_SLACK + LP_EV_FRAMES_BYTES + stack_bytes;
+}
+
+uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms,
+			    uint32_t stack_bytes)
+{
+	/* + the ring buffer's own 8-byte record header */
+	uint64_t max_record = sizeof(struct lp_ev_sample) + stack_bytes + 8;
 	uint64_t want = (uint64_t)online_cpus * freq_hz * drain_ms * max_record * 2 / 1000;
 
 	if (want < 64 * 1024)
@@ -214,7 +225,8 @@ static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t s
 	void *slot;
 
 	if (e->nkstack > LP_BPF_MAX_FRAMES || e->nustack > LP_BPF_MAX_FRAMES ||
-	    LP_EV_SAMPLE_FIXED_SIZE + (size_t)nframes * 8 > size) {
+	    e->stack_len > LP_BPF_MAX_STACK_COPY ||
+	    LP_EV_SAMPLE_FIXED_SIZE + (size_t)nframes * 8 + e->stack_len > size) {
 		c->bad_events++;
 		return;
 	}
@@ -244,9 +256,11 @@ static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t s
 		.nkstack = e->nkstack,
 		.ustack = (const uint8_t *)&e->stack[e->nkstack],
 		.nustack = e->nustack,
+		.stack_copy = (const uint8_t *)&e->stack[nframes],
+		.stack_copy_len = e->stack_len,
 	};
 	/* encode straight into the shm ring: no copy, no allocation */
-	max = SAMPLE_ENC_SLACK + nframes * 8;
+	max = SAMPLE_ENC_SLACK + nframes * 8 + e->stack_len;
 	slot = lp_ring__reserve(c->ring, max);
 	if (!slot)
 		return; /* dropped and counted by the ring */
@@ -440,8 +454,10 @@ static int open_ring(struct coll *c)
 		}
 		c->ring_fd = o->ring_fd;
 	} else {
-		uint64_t size =
-			o->ring_size ? o->ring_size : lp_shm_ring_size(c->ncpus, o->freq_hz, 4096);
+		uint64_t size = o->ring_size
+					? o->ring_size
+					: lp_shm_ring_size(c->ncpus, o->freq_hz,
+							   coll_max_sample_record(o->stack_bytes));
 
 		if (lp_ring_round_size(size) != size) {
 			lp_err("ring: size %llu is not a power of two >= %u",
@@ -579,7 +595,10 @@ static int load_skel(struct coll *c, bool raw)
 		return -errno;
 	}
 	c->skel->rodata->filter_pids = o->npids > 0;
-	c->bpf_ring_bytes = coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms);
+	c->skel->rodata->stack_bytes = o->stack_bytes;
+	c->bpf_ring_bytes = coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes);
+	/* indexed by CPU id: highest online id + 1, never the possible CPUs */
+	bpf_map__set_max_entries(c->skel->maps.scratch, c->cpus[c->ncpus - 1] + 1);
 	bpf_map__set_max_entries(c->skel->maps.events, (uint32_t)c->bpf_ring_bytes);
 	bpf_map__set_max_entries(c->skel->maps.pids, o->npids ? (uint32_t)o->npids : 1);
 	bpf_program__set_autoload(c->skel->progs.on_exec, !raw);

@@ -20,6 +20,9 @@
 #define COLL_DEFAULT_DRAIN_MS 100
 #define COLL_MAX_FREQ	      10000
 #define COLL_MAX_PIDS	      1024
+/* user stack copy per sample: see LP_BPF_MAX_STACK_COPY for the default's reason */
+#define COLL_DEFAULT_STACK_BYTES 16384
+#define COLL_MAX_STACK_BYTES	 65536
 
 struct coll_opts {
 	size_t sz;	   /* sizeof(struct coll_opts) */
@@ -32,6 +35,7 @@ struct coll_opts {
 	uint64_t ring_size;    /* data size when creating the ring (0: formula) */
 	uid_t ring_uid;	       /* the only uid (besides root) the ring is handed to */
 	uint32_t drain_ms;     /* BPF ring drain interval */
+	uint32_t stack_bytes;  /* user stack copy per sample; 0: kernel FP walk */
 	bool exit_with_parent; /* SIGTERM ourselves when the parent dies */
 	pid_t parent;	       /* getppid() at start */
 	bool keep_caps;	       /* do not drop capabilities after attaching (tests) */

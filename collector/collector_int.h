@@ -40,10 +40,18 @@ int coll_drop_caps(void);
 /*
  * Size of the BPF ring buffer (bytes):
  *   roundup_pow2(online_cpus * freq_hz * drain_ms / 1000 * max_record * 2)
- * two drain intervals of worst-case samples (every frame captured), at least
- * 64 KiB and at most 256 MiB. The x2 absorbs a late drain; BPF ring sizes
- * must be powers of two.
+ * with max_record = header + 254 frames + stack_bytes + 8 (the ring's own
+ * header): two drain intervals of worst-case samples (every frame and the
+ * whole stack copy captured), at least 64 KiB and at most 256 MiB. The x2
+ * absorbs a late drain; BPF ring sizes must be powers of two.
  */
-uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms);
+uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms,
+			    uint32_t stack_bytes);
+
+/*
+ * Largest schema sample record: msgpack overhead + 254 frames + the stack
+ * copy. The shared ring is sized from it.
+ */
+uint32_t coll_max_sample_record(uint32_t stack_bytes);
 
 #endif /* LOWPROF_COLLECTOR_INT_H */

@@ -37,6 +37,10 @@ static const char usage[] =
 	"                         (default: sized from online CPUs and -F, >= 4 MiB)\n"
 	"      --ring-fd FD       produce into an inherited, sealed ring (lowprof record)\n"
 	"      --drain-ms MS      BPF ring buffer drain interval (default 100)\n"
+	"      --stack-bytes N    user stack bytes copied per sample, from the stack\n"
+	"                         pointer up, for unwinding code without frame pointers\n"
+	"                         (default 16384, max 65536, multiple of 8; 0: frame-\n"
+	"                         pointer walk in the kernel instead)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --keep-caps        do not drop capabilities after attaching\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
@@ -64,6 +68,7 @@ int main(int argc, char **argv)
 		{"ring-size", required_argument, NULL, 'S'},
 		{"ring-fd", required_argument, NULL, 'R'},
 		{"drain-ms", required_argument, NULL, 'D'},
+		{"stack-bytes", required_argument, NULL, 'B'},
 		{"exit-with-parent", no_argument, NULL, 'P'},
 		{"keep-caps", no_argument, NULL, 'K'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -75,6 +80,7 @@ int main(int argc, char **argv)
 			      .freq_hz = COLL_DEFAULT_FREQ,
 			      .ring_fd = -1,
 			      .drain_ms = COLL_DEFAULT_DRAIN_MS,
+			      .stack_bytes = COLL_DEFAULT_STACK_BYTES,
 			      .pids = pids};
 	enum lp_log_level level = LP_LOG_INFO;
 	unsigned long long v;
@@ -142,6 +148,11 @@ int main(int argc, char **argv)
 			if (parse_uint(optarg, 10000, &v) || v == 0)
 				goto bad_value;
 			o.drain_ms = (uint32_t)v;
+			break;
+		case 'B':
+			if (parse_uint(optarg, COLL_MAX_STACK_BYTES, &v) || v % 8)
+				goto bad_value;
+			o.stack_bytes = (uint32_t)v;
 			break;
 		case 'P':
 			o.exit_with_parent = true;

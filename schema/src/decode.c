@@ -358,7 +358,18 @@ static int dec_sample(struct cur *c, uint32_t n, struct lps_sample *s)
 	TRY(rd_uint(c, &s->bp));
 	TRY(dec_stack(c, &s->kstack, &s->nkstack));
 	TRY(dec_stack(c, &s->ustack, &s->nustack));
-	return skip_rest(c, 13, n);
+	s->stack_copy = NULL;
+	s->stack_copy_len = 0;
+	if (n >= 14) {
+		struct lps_str b;
+
+		TRY(rd_bin(c, &b));
+		if (b.len > LPS_MAX_STACK_COPY)
+			return -EBADMSG;
+		s->stack_copy = (const uint8_t *)b.ptr;
+		s->stack_copy_len = b.len;
+	}
+	return skip_rest(c, n < 14 ? 13 : 14, n);
 }
 
 static int dec_mapping(struct cur *c, struct lps_mapping *m)

@@ -88,7 +88,8 @@ static void pk_str(msgpack_packer *pk, const struct lps_str *s)
 static void pk_bin(msgpack_packer *pk, const uint8_t *p, uint32_t n)
 {
 	msgpack_pack_bin(pk, n);
-	msgpack_pack_bin_body(pk, p, n);
+	if (n) /* an empty blob may have no buffer at all */
+		msgpack_pack_bin_body(pk, p, n);
 }
 
 void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids)
@@ -118,7 +119,7 @@ void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *p
 void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 13);
+	msgpack_pack_array(&pk, 14);
 	msgpack_pack_uint32(&pk, LPS_SAMPLE);
 	msgpack_pack_uint32(&pk, s->kind);
 	msgpack_pack_uint64(&pk, s->time_ns);
@@ -132,6 +133,7 @@ void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
 	msgpack_pack_uint64(&pk, s->bp);
 	pk_bin(&pk, s->kstack, s->nkstack * 8);
 	pk_bin(&pk, s->ustack, s->nustack * 8);
+	pk_bin(&pk, s->stack_copy, s->stack_copy_len);
 }
 
 void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, bool append,

@@ -3,8 +3,9 @@
  * Loads profile.bpf.o through its skeleton (as the collector does), attaches
  * it to the cpu-clock of every online CPU with a pid filter on a real
  * workload, and checks the records: only that process, user IPs inside its
- * executable mappings, frame-pointer stacks, kernel addresses, the sample
- * period; then exec and exit events of a child.
+ * executable mappings, frame-pointer stacks or (with stack_bytes) copies of
+ * the user stack that hold the chain's return addresses, kernel addresses,
+ * the sample period; then exec and exit events of a child.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -35,6 +36,8 @@
 
 struct seen {
 	pid_t pid;
+	uint32_t stack_bytes; /* the copy size the program was loaded with */
+	int bad_copy, copy_with_ret;
 	uint64_t text_lo, text_hi; /* the workload's executable mapping */
 	int samples, bad_pid, bad_ip, short_ustack, with_kstack, bad_kaddr, bad_period;
 	int execs, exits;
@@ -70,6 +73,27 @@ static int on_event(void *ctx, void *data, size_t size)
 	const struct lp_ev_sample *e = data;
 
 	assert_true(size >= LP_EV_SAMPLE_FIXED_SIZE + (size_t)(e->nkstack + e->nustack) * 8);
+	if (s->stack_bytes) {
+		const uint8_t *copy = (const uint8_t *)&e->stack[e->nkstack + e->nustack];
+		bool ret = false;
+
+		/* the copy replaces the frame-pointer walk, and only its bytes travel */
+		if (e->nustack || !e->stack_len || e->stack_len > s->stack_bytes ||
+		    size < LP_EV_SAMPLE_FIXED_SIZE + (size_t)e->nkstack * 8 + e->stack_len)
+			s->bad_copy++;
+		/* a return address into the workload's text: chain_* called it */
+		for (uint32_t off = 0; off + 8 <= e->stack_len && !ret; off += 8) {
+			uint64_t v;
+
+			memcpy(&v, copy + off, 8);
+			ret = v >= s->text_lo && v < s->text_hi;
+		}
+		s->copy_with_ret += ret;
+		s->samples++;
+		if ((pid_t)h->pid != s->pid)
+			s->bad_pid++;
+		return 0;
+	}
 	s->samples++;
 	if ((pid_t)h->pid != s->pid)
 		s->bad_pid++;
@@ -93,7 +117,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void find_text(struct seen *s)
+static void find_text(struct seen *s, const char *name)
 {
 	char path[64], line[512];
 	FILE *f;
@@ -106,7 +130,7 @@ static void find_text(struct seen *s)
 		char perms[5];
 
 		if (sscanf(line, "%llx-%llx %4s", &lo, &hi, perms) == 3 && perms[2] == 'x' &&
-		    strstr(line, "chain-fp")) {
+		    strstr(line, name)) {
 			s->text_lo = lo;
 			s->text_hi = hi;
 		}
@@ -115,23 +139,9 @@ static void find_text(struct seen *s)
 	assert_true(s->text_hi > s->text_lo);
 }
 
-static void run_start(struct run *r, struct seen *s, pid_t pid, bool raw)
+static void run_attach(struct run *r, struct seen *s, uint32_t key, uint8_t one,
+		       const uint32_t *cpus, int ncpus, bool raw)
 {
-	uint32_t cpus[LP_MAX_CPUS], key = (uint32_t)pid;
-	int ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
-	uint8_t one = 1;
-
-	assert_true(ncpus > 0);
-	memset(r, 0, sizeof(*r));
-	r->skel = profile_bpf__open();
-	assert_non_null(r->skel);
-	r->skel->rodata->filter_pids = true;
-	bpf_map__set_max_entries(r->skel->maps.events, 1 << 20);
-	bpf_program__set_autoload(r->skel->progs.on_exec, !raw);
-	bpf_program__set_autoload(r->skel->progs.on_exit, !raw);
-	bpf_program__set_autoload(r->skel->progs.on_exec_raw, raw);
-	bpf_program__set_autoload(r->skel->progs.on_exit_raw, raw);
-	assert_int_equal(profile_bpf__load(r->skel), 0);
 	assert_int_equal(bpf_map__update_elem(r->skel->maps.pids, &key, sizeof(key), &one,
 					      sizeof(one), BPF_ANY),
 			 0);
@@ -159,6 +169,28 @@ static void run_start(struct run *r, struct seen *s, pid_t pid, bool raw)
 	r->links[r->nlinks] =
 		bpf_program__attach(raw ? r->skel->progs.on_exit_raw : r->skel->progs.on_exit);
 	assert_non_null(r->links[r->nlinks++]);
+}
+
+static void run_start(struct run *r, struct seen *s, pid_t pid, bool raw)
+{
+	uint32_t cpus[LP_MAX_CPUS], key = (uint32_t)pid;
+	int ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
+	uint8_t one = 1;
+
+	assert_true(ncpus > 0);
+	memset(r, 0, sizeof(*r));
+	r->skel = profile_bpf__open();
+	assert_non_null(r->skel);
+	r->skel->rodata->filter_pids = true;
+	r->skel->rodata->stack_bytes = s->stack_bytes;
+	bpf_map__set_max_entries(r->skel->maps.events, 1 << 20);
+	bpf_map__set_max_entries(r->skel->maps.scratch, cpus[ncpus - 1] + 1);
+	bpf_program__set_autoload(r->skel->progs.on_exec, !raw);
+	bpf_program__set_autoload(r->skel->progs.on_exit, !raw);
+	bpf_program__set_autoload(r->skel->progs.on_exec_raw, raw);
+	bpf_program__set_autoload(r->skel->progs.on_exit_raw, raw);
+	assert_int_equal(profile_bpf__load(r->skel), 0);
+	run_attach(r, s, key, one, cpus, ncpus, raw);
 }
 
 static void run_stop(struct run *r)
@@ -192,7 +224,7 @@ static void test_samples_of_one_process(void **state)
 	}
 	s.pid = child;
 	usleep(200 * 1000);
-	find_text(&s);
+	find_text(&s, "chain-fp");
 	run_start(&r, &s, child, false);
 	drain_for(&r, 2000);
 	const struct lp_bpf_stats st = r.skel->bss->stats;
@@ -214,6 +246,42 @@ static void test_samples_of_one_process(void **state)
 	assert_true(s.short_ustack <= s.samples / 10);
 	assert_int_equal(st.ringbuf_full, 0);
 	assert_true(st.samples >= (uint64_t)s.samples);
+}
+
+/*
+ * With stack_bytes set, samples carry the top of the user stack instead of
+ * a frame-pointer walk: the workload built without frame pointers still has
+ * its callers' return addresses in the copy, which is all the symbolizer's
+ * unwinder needs.
+ */
+static void test_stack_copies(void **state)
+{
+	struct seen s = {.stack_bytes = 16384};
+	struct run r;
+	pid_t child = fork();
+
+	if (child == 0) {
+		execl(LP_WORKLOAD_NOFP, LP_WORKLOAD_NOFP, "20", (char *)NULL);
+		_exit(127);
+	}
+	s.pid = child;
+	usleep(200 * 1000);
+	find_text(&s, "chain-nofp");
+	run_start(&r, &s, child, false);
+	drain_for(&r, 2000);
+	const struct lp_bpf_stats st = r.skel->bss->stats;
+
+	run_stop(&r);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	printf("samples %d, copies with a return address into the workload %d\n", s.samples,
+	       s.copy_with_ret);
+	assert_true(s.samples >= 60);
+	assert_int_equal(s.bad_pid, 0);
+	assert_int_equal(s.bad_copy, 0);
+	/* chain_leaf is always called from chain_three, inside the copy */
+	assert_true(s.copy_with_ret >= s.samples * 9 / 10);
+	assert_int_equal(st.ringbuf_full, 0);
 }
 
 static void exec_and_exit(bool raw)
@@ -261,6 +329,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_samples_of_one_process),
+		cmocka_unit_test(test_stack_copies),
 		cmocka_unit_test(test_exec_and_exit_events),
 		cmocka_unit_test(test_exec_and_exit_events_raw_tp),
 	};

@@ -31,12 +31,13 @@
 #include <string.h>
 
 #define LPS_VERSION_MAJOR 1
-#define LPS_VERSION_MINOR 0
+#define LPS_VERSION_MINOR 1
 
-#define LPS_MAX_FRAMES 127 /* kernel and user frame-pointer stacks */
-#define LPS_COMM_LEN   16
-#define LPS_MAX_PATH   4096
-#define LPS_MAX_RECORD (1u << 20) /* larger content is split (maps, ksyms) */
+#define LPS_MAX_FRAMES	   127 /* kernel and user frame-pointer stacks */
+#define LPS_COMM_LEN	   16
+#define LPS_MAX_STACK_COPY (64u * 1024) /* user stack bytes in one sample */
+#define LPS_MAX_PATH	   4096
+#define LPS_MAX_RECORD	   (1u << 20) /* larger content is split (maps, ksyms) */
 
 enum lps_type {
 	LPS_META = 1,	/* run metadata; first record of every stream */
@@ -88,6 +89,9 @@ struct lps_sample {
 	uint32_t nkstack;
 	const uint8_t *ustack; /* nustack little-endian u64, leaf first */
 	uint32_t nustack;
+	/* since 1.1: user stack bytes from sp upward (ustack is then empty) */
+	const uint8_t *stack_copy;
+	uint32_t stack_copy_len;
 };
 
 /* Protection bits of a mapping. */

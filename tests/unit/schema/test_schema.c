@@ -75,6 +75,47 @@ static void test_sample_round_trip(void **state)
 	assert_true(lps_frame(r.sample.ustack, 2) == 0x400020ull);
 }
 
+/* 1.1: the user stack copy; 1.0 samples (13 fields) still decode, without one */
+static void test_sample_stack_copy(void **state)
+{
+	static uint8_t big[LPS_MAX_STACK_COPY + 1];
+	static uint8_t out[LPS_MAX_STACK_COPY + 256];
+	struct lps_sample s = {.comm = {"x", 1}, .ip = 0x401000, .sp = 0x7ffd0000};
+	struct lps_record r;
+	struct lps_enc e;
+	long n;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7);
+	s.stack_copy = big;
+	s.stack_copy_len = 16384;
+	lps_enc_init_fixed(&e, out, sizeof(out));
+	lps_enc_sample(&e, &s);
+	n = lps_enc_len(&e);
+	assert_true(n > 16384);
+	assert_int_equal(lps_decode(out, n, &r), 0);
+	assert_int_equal(r.sample.stack_copy_len, 16384);
+	assert_memory_equal(r.sample.stack_copy, big, 16384);
+	assert_int_equal(r.sample.nustack, 0);
+	/* one byte over the limit is malformed */
+	s.stack_copy_len = LPS_MAX_STACK_COPY + 1;
+	lps_enc_init_fixed(&e, out, sizeof(out));
+	lps_enc_sample(&e, &s);
+	assert_int_equal(lps_decode(out, lps_enc_len(&e), &r), -EBADMSG);
+	/* a 1.0 sample: same record without the last field */
+	uint8_t kst[40], ust[40];
+	struct lps_sample old;
+
+	n = enc_sample(&old, kst, ust);
+	assert_true(n > 2 && buf[0] == 0x9e && buf[n - 1] == 0); /* 14 fields, empty bin last */
+	buf[0] = 0x9d;
+	assert_int_equal(buf[n - 2], 0xc4);
+	assert_int_equal(lps_decode(buf, n - 2, &r), 0);
+	assert_int_equal(r.sample.nustack, 3);
+	assert_null(r.sample.stack_copy);
+	assert_int_equal(r.sample.stack_copy_len, 0);
+}
+
 static void test_fixed_buffer_too_small(void **state)
 {
 	uint8_t small[16], kst[40], ust[40];
@@ -268,6 +309,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sample_round_trip),
+		cmocka_unit_test(test_sample_stack_copy),
 		cmocka_unit_test(test_fixed_buffer_too_small),
 		cmocka_unit_test(test_meta_round_trip),
 		cmocka_unit_test(test_maps_and_ksyms),
