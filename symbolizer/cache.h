@@ -50,7 +50,7 @@ void symb_cache__close(struct symb_cache *c);
 
 /*
  * Looks up key/kind with the given blob format version (a row of another
- * version is a miss). Returns 0 with a malloc'd copy in *blob/*len (the row's
+ * version is a miss). Returns 0 with a malloc'd copy in *blob and *len (the row's
  * last use is updated), -ENOENT on a miss, or another negative errno.
  */
 int symb_cache__get(struct symb_cache *c, const char *key, enum symb_cache_kind kind,

@@ -686,6 +686,22 @@ struct symb_elf *symb_elf__open_elf(Elf *elf)
 	return e;
 }
 
+int symb_elf__adopt_segments(struct symb_elf *dst, const struct symb_elf *src)
+{
+	struct elfsym_seg *segs = NULL;
+
+	if (src->nsegs) {
+		segs = calloc(src->nsegs, sizeof(*segs));
+		if (!segs)
+			return -ENOMEM;
+		memcpy(segs, src->segs, src->nsegs * sizeof(*segs));
+	}
+	free(dst->segs);
+	dst->segs = segs;
+	dst->nsegs = src->nsegs;
+	return 0;
+}
+
 struct symb_elf *symb_elf__open(const char *path)
 {
 	struct symb_elf *e;
@@ -797,4 +813,260 @@ const char *symb_elf__symbolize(const struct symb_elf *e, uint64_t vaddr, uint64
 	if (sym_off)
 		*sym_off = vaddr - r->start;
 	return e->names + r->name;
+}
+
+/*
+ * Blob form (symb_elf__encode / symb_elf__decode), all integers unsigned
+ * LEB128 varints unless noted:
+ *
+ *   "LPSY" (4 bytes), SYMB_ELF_BLOB_VERSION (u32 little-endian)
+ *   nsegs, build_id_len, nranges, nsyms, names_len
+ *   nsegs x { off, filesz, vaddr }
+ *   build_id_len raw bytes
+ *   nranges x { lo - prev_hi, hi - lo - 1, lo - start, name }  (prev_hi 0 first)
+ *   names_len raw bytes: the name arena, ending with a NUL
+ *
+ * Ranges are stored as gaps from the previous range, so sorted, disjoint
+ * and non-empty hold by construction once the sums are checked not to wrap;
+ * decode checks the rest: counts against the bytes left, segments as
+ * elfsym_load_segments keeps them, names inside the arena and not empty,
+ * nsyms consistent with the ranges, and no byte left over.
+ */
+#define ELFSYM_BLOB_MAGIC "LPSY"
+#define ELFSYM_VARINT_MAX 10
+
+static uint8_t *elfsym_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* Length of the name arena: the end of the last name any range references. */
+static size_t elfsym_names_len(const struct symb_elf *e)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < e->nranges; i++) {
+		size_t end = e->ranges[i].name + strlen(e->names + e->ranges[i].name) + 1;
+
+		if (end > len)
+			len = end;
+	}
+	return len;
+}
+
+int symb_elf__encode(const struct symb_elf *e, uint8_t **blob, size_t *len)
+{
+	size_t names_len = elfsym_names_len(e), cap, i;
+	uint64_t prev_hi = 0;
+	uint8_t *buf, *p, *shrunk;
+
+	/* Upper bound; the counts come from memory that already holds them. */
+	cap = 8 + 5 * ELFSYM_VARINT_MAX + e->nsegs * 3 * ELFSYM_VARINT_MAX + e->build_id_len +
+	      e->nranges * 4 * ELFSYM_VARINT_MAX + names_len;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, ELFSYM_BLOB_MAGIC, 4);
+	buf[4] = SYMB_ELF_BLOB_VERSION & 0xff;
+	buf[5] = (SYMB_ELF_BLOB_VERSION >> 8) & 0xff;
+	buf[6] = (SYMB_ELF_BLOB_VERSION >> 16) & 0xff;
+	buf[7] = (SYMB_ELF_BLOB_VERSION >> 24) & 0xff;
+	p = buf + 8;
+	p = elfsym_put_varint(p, e->nsegs);
+	p = elfsym_put_varint(p, e->build_id_len);
+	p = elfsym_put_varint(p, e->nranges);
+	p = elfsym_put_varint(p, e->nsyms);
+	p = elfsym_put_varint(p, names_len);
+	for (i = 0; i < e->nsegs; i++) {
+		p = elfsym_put_varint(p, e->segs[i].off);
+		p = elfsym_put_varint(p, e->segs[i].filesz);
+		p = elfsym_put_varint(p, e->segs[i].vaddr);
+	}
+	memcpy(p, e->build_id, e->build_id_len);
+	p += e->build_id_len;
+	for (i = 0; i < e->nranges; i++) {
+		const struct elfsym_range *r = &e->ranges[i];
+
+		p = elfsym_put_varint(p, r->lo - prev_hi);
+		p = elfsym_put_varint(p, r->hi - r->lo - 1);
+		p = elfsym_put_varint(p, r->lo - r->start);
+		p = elfsym_put_varint(p, r->name);
+		prev_hi = r->hi;
+	}
+	if (names_len)
+		memcpy(p, e->names, names_len);
+	p += names_len;
+	*len = p - buf;
+	shrunk = realloc(buf, *len);
+	*blob = shrunk ? shrunk : buf;
+	return 0;
+}
+
+/* A bounded reader over the blob: every read checks what is left. */
+struct elfsym_rd {
+	const uint8_t *p, *end;
+};
+
+/* Canonical-length LEB128 up to 64 bits; false on truncation or overflow. */
+static bool elfsym_get_varint(struct elfsym_rd *rd, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned int shift = 0;
+
+	while (rd->p < rd->end) {
+		uint8_t b = *rd->p++;
+
+		if (shift == 63 && b > 1)
+			return false;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			/* A zero last byte after the first is an overlong encoding. */
+			if (b == 0 && shift)
+				return false;
+			*v = x;
+			return true;
+		}
+		shift += 7;
+		if (shift > 63)
+			return false;
+	}
+	return false;
+}
+
+/* A count of items of at least min_bytes each that fits in what is left. */
+static bool elfsym_get_count(struct elfsym_rd *rd, size_t min_bytes, size_t *n)
+{
+	uint64_t v;
+
+	if (!elfsym_get_varint(rd, &v) || v > (uint64_t)(rd->end - rd->p) / min_bytes)
+		return false;
+	*n = v;
+	return true;
+}
+
+static int elfsym_decode_segs(struct symb_elf *e, struct elfsym_rd *rd)
+{
+	size_t i;
+
+	if (!e->nsegs)
+		return 0;
+	e->segs = calloc(e->nsegs, sizeof(*e->segs));
+	if (!e->segs)
+		return -ENOMEM;
+	for (i = 0; i < e->nsegs; i++) {
+		struct elfsym_seg *s = &e->segs[i];
+
+		if (!elfsym_get_varint(rd, &s->off) || !elfsym_get_varint(rd, &s->filesz) ||
+		    !elfsym_get_varint(rd, &s->vaddr))
+			return -EBADMSG;
+		if (s->filesz == 0 || s->filesz > UINT64_MAX - s->off)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+static int elfsym_decode_ranges(struct symb_elf *e, struct elfsym_rd *rd, size_t names_len)
+{
+	uint64_t prev_hi = 0, gap, span, back, name;
+	size_t i;
+
+	if (!e->nranges)
+		return 0;
+	e->ranges = malloc(e->nranges * sizeof(*e->ranges));
+	if (!e->ranges)
+		return -ENOMEM;
+	for (i = 0; i < e->nranges; i++) {
+		struct elfsym_range *r = &e->ranges[i];
+
+		if (!elfsym_get_varint(rd, &gap) || !elfsym_get_varint(rd, &span) ||
+		    !elfsym_get_varint(rd, &back) || !elfsym_get_varint(rd, &name))
+			return -EBADMSG;
+		/* lo >= prev_hi and hi > lo, neither wrapping; start <= lo. */
+		if (gap > UINT64_MAX - prev_hi)
+			return -EBADMSG;
+		r->lo = prev_hi + gap;
+		if (span >= UINT64_MAX - r->lo || back > r->lo || name >= names_len)
+			return -EBADMSG;
+		r->hi = r->lo + span + 1;
+		r->start = r->lo - back;
+		r->name = name;
+		prev_hi = r->hi;
+	}
+	return 0;
+}
+
+/* The arena ends with a NUL, so every offset inside it starts a terminated name. */
+static int elfsym_decode_names(struct symb_elf *e, struct elfsym_rd *rd, size_t names_len)
+{
+	size_t i;
+
+	if (!names_len)
+		return 0;
+	if (rd->p[names_len - 1] != '\0')
+		return -EBADMSG;
+	e->names = malloc(names_len);
+	if (!e->names)
+		return -ENOMEM;
+	memcpy(e->names, rd->p, names_len);
+	rd->p += names_len;
+	for (i = 0; i < e->nranges; i++) {
+		if (e->names[e->ranges[i].name] == '\0')
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+struct symb_elf *symb_elf__decode(const uint8_t *blob, size_t len)
+{
+	struct elfsym_rd rd = {blob, blob + len};
+	struct symb_elf *e = NULL;
+	size_t names_len;
+	int err = -EBADMSG;
+
+	if (len < 8 || memcmp(blob, ELFSYM_BLOB_MAGIC, 4) ||
+	    (uint32_t)(blob[4] | blob[5] << 8 | blob[6] << 16 | (uint32_t)blob[7] << 24) !=
+		    SYMB_ELF_BLOB_VERSION)
+		goto err_out;
+	rd.p += 8;
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	/* Minimum encoded sizes: 3 bytes a segment, 4 a range, 1 a byte. */
+	if (!elfsym_get_count(&rd, 3, &e->nsegs) || !elfsym_get_count(&rd, 1, &e->build_id_len) ||
+	    !elfsym_get_count(&rd, 4, &e->nranges) || !elfsym_get_count(&rd, 1, &e->nsyms) ||
+	    !elfsym_get_count(&rd, 1, &names_len))
+		goto err_out;
+	/* Every symbol owns at least one range, and a range's name is in the arena. */
+	if (e->build_id_len > ELFSYM_BUILD_ID_MAX || e->nsyms > e->nranges ||
+	    (e->nsyms == 0) != (e->nranges == 0) || (names_len == 0) != (e->nranges == 0))
+		goto err_out;
+	err = elfsym_decode_segs(e, &rd);
+	if (err)
+		goto err_out;
+	err = -EBADMSG;
+	if ((size_t)(rd.end - rd.p) < e->build_id_len)
+		goto err_out;
+	memcpy(e->build_id, rd.p, e->build_id_len);
+	rd.p += e->build_id_len;
+	err = elfsym_decode_ranges(e, &rd, names_len);
+	if (err)
+		goto err_out;
+	err = -EBADMSG;
+	if ((size_t)(rd.end - rd.p) != names_len)
+		goto err_out;
+	err = elfsym_decode_names(e, &rd, names_len);
+	if (err)
+		goto err_out;
+	return e;
+err_out:
+	symb_elf__free(e);
+	errno = -err;
+	return NULL;
 }

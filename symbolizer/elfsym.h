@@ -34,6 +34,12 @@ struct symb_elf *symb_elf__open(const char *path);
 struct symb_elf *symb_elf__open_mem(const void *image, size_t len);
 /* Same, from a libelf handle the caller keeps and ends (elf_end). */
 struct symb_elf *symb_elf__open_elf(Elf *elf);
+/*
+ * Replaces dst's PT_LOAD segments with a copy of src's: a separate debug
+ * file has the symbols, but only the binary's own program headers describe
+ * its file offsets. 0 or -ENOMEM.
+ */
+int symb_elf__adopt_segments(struct symb_elf *dst, const struct symb_elf *src);
 void symb_elf__free(struct symb_elf *e);
 
 /*

@@ -520,15 +520,363 @@ static void test_alloc_failures(void **state)
 	assert_true(k >= 5);
 }
 
+/*
+ * The blob form (symb_elf__encode / symb_elf__decode): the decoded object
+ * answers every question exactly like the one opened from the file, and
+ * encoding it again gives the same bytes.
+ */
+static void check_same(const struct symb_elf *a, const struct symb_elf *b, const char *path)
+{
+	uint8_t ida[64], idb[64];
+	uint64_t addr, oa, ob, va, vb;
+	size_t n, len, off;
+	uint8_t *file;
+
+	assert_int_equal(symb_elf__nsyms(a), symb_elf__nsyms(b));
+	n = symb_elf__build_id(a, ida, sizeof(ida));
+	assert_int_equal(symb_elf__build_id(b, idb, sizeof(idb)), n);
+	assert_memory_equal(ida, idb, n);
+	/* Every address of the fixture section and around it. */
+	for (addr = 0x6fff00; addr < 0x700a00; addr++) {
+		const char *x = symb_elf__symbolize(a, addr, &oa);
+		const char *y = symb_elf__symbolize(b, addr, &ob);
+
+		assert_int_equal(!x, !y);
+		if (x) {
+			assert_string_equal(x, y);
+			assert_int_equal(oa, ob);
+		}
+	}
+	file = read_all(path, &len);
+	for (off = 0; off <= len + 8192; off++) {
+		int ra = symb_elf__offset_to_vaddr(a, off, &va);
+
+		assert_int_equal(ra, symb_elf__offset_to_vaddr(b, off, &vb));
+		if (ra == 0) {
+			const char *x = symb_elf__symbolize(a, va, &oa);
+			const char *y = symb_elf__symbolize(b, va, &ob);
+
+			assert_int_equal(va, vb);
+			assert_int_equal(!x, !y);
+			if (x) {
+				assert_string_equal(x, y);
+				assert_int_equal(oa, ob);
+			}
+		}
+	}
+	free(file);
+}
+
+static void check_blob_roundtrip(const char *path, int dynamic, int has_id)
+{
+	struct symb_elf *e, *d;
+	uint8_t *blob, *again;
+	size_t len, len2;
+
+	e = symb_elf__open(path);
+	assert_non_null(e);
+	assert_int_equal(symb_elf__encode(e, &blob, &len), 0);
+	d = symb_elf__decode(blob, len);
+	assert_non_null(d);
+	check_same(e, d, path);
+	check_symbols(d, dynamic);
+	if (has_id)
+		check_build_id(d);
+	check_offsets(d, path);
+	assert_int_equal(symb_elf__encode(d, &again, &len2), 0);
+	assert_int_equal(len2, len);
+	assert_memory_equal(again, blob, len);
+	free(again);
+	free(blob);
+	symb_elf__free(d);
+	symb_elf__free(e);
+}
+
+static void test_blob_roundtrip(void **state)
+{
+	check_blob_roundtrip(ELF_FIXTURE, 0, 1);
+	check_blob_roundtrip(ELF_FIXTURE_STRIPPED, 1, 1);
+	check_blob_roundtrip(ELF_FIXTURE_NOID, 0, 0);
+#ifdef ELF_FIXTURE_32
+	check_blob_roundtrip(ELF_FIXTURE_32, 0, 1);
+#endif
+#ifdef ELF_FIXTURE_BE
+	check_blob_roundtrip(ELF_FIXTURE_BE, 0, 1);
+#endif
+}
+
+/* An object with nothing indexed (no symbols, segments or build-id) round-trips too. */
+static void test_blob_empty(void **state)
+{
+	static const uint8_t empty[] = {'L', 'P', 'S', 'Y', SYMB_ELF_BLOB_VERSION, 0, 0, 0, 0,
+					0,   0,	  0,   0};
+	struct symb_elf *d;
+	uint8_t *blob;
+	uint64_t v;
+	size_t len;
+
+	d = symb_elf__decode(empty, sizeof(empty));
+	assert_non_null(d);
+	assert_int_equal(symb_elf__nsyms(d), 0);
+	assert_int_equal(symb_elf__build_id(d, NULL, 0), 0);
+	assert_null(symb_elf__symbolize(d, 0x700000, NULL));
+	assert_int_equal(symb_elf__offset_to_vaddr(d, 0, &v), -ENOENT);
+	assert_int_equal(symb_elf__encode(d, &blob, &len), 0);
+	assert_int_equal(len, sizeof(empty));
+	assert_memory_equal(blob, empty, len);
+	free(blob);
+	symb_elf__free(d);
+}
+
+static void expect_ebadmsg(const uint8_t *blob, size_t len)
+{
+	errno = 0;
+	assert_null(symb_elf__decode(blob, len));
+	assert_int_equal(errno, EBADMSG);
+}
+
+/* Every strict prefix of a blob is rejected: the counts promise more bytes. */
+static void test_blob_truncated(void **state)
+{
+	struct symb_elf *e;
+	uint8_t *blob;
+	size_t len, n;
+
+	e = symb_elf__open(ELF_FIXTURE);
+	assert_non_null(e);
+	assert_int_equal(symb_elf__encode(e, &blob, &len), 0);
+	for (n = 0; n < len; n++)
+		expect_ebadmsg(blob, n);
+	free(blob);
+	symb_elf__free(e);
+}
+
+/*
+ * Every byte of a blob flipped in turn (several patterns): the decoder
+ * rejects it with EBADMSG or gives an object that keeps the lookup
+ * contract (non-empty names, sym_off within the address, a symbol's own
+ * start resolving to itself) and encodes back to a blob that decodes.
+ */
+static void test_blob_flipped(void **state)
+{
+	static const uint8_t pats[] = {0x01, 0x80, 0xff, 0x40};
+	size_t len, i, p, k, ok = 0, bad = 0;
+	struct symb_elf *e, *d, *d2;
+	uint8_t *blob, *copy, *b2;
+	size_t l2;
+
+	e = symb_elf__open(ELF_FIXTURE);
+	assert_non_null(e);
+	assert_int_equal(symb_elf__encode(e, &blob, &len), 0);
+	copy = malloc(len);
+	assert_non_null(copy);
+	for (p = 0; p < ARRAY_SIZE(pats); p++) {
+		for (i = 0; i < len; i++) {
+			memcpy(copy, blob, len);
+			copy[i] ^= pats[p];
+			errno = 0;
+			d = symb_elf__decode(copy, len);
+			if (!d) {
+				assert_int_equal(errno, EBADMSG);
+				bad++;
+				continue;
+			}
+			ok++;
+			for (k = 0; k < ARRAY_SIZE(expects); k++) {
+				uint64_t off, off2;
+				const char *n = symb_elf__symbolize(d, expects[k].addr, &off);
+
+				if (!n)
+					continue;
+				assert_true(n[0] != '\0');
+				assert_true(off <= expects[k].addr);
+				symb_elf__symbolize(d, expects[k].addr - off, &off2);
+			}
+			assert_int_equal(symb_elf__encode(d, &b2, &l2), 0);
+			d2 = symb_elf__decode(b2, l2);
+			assert_non_null(d2);
+			symb_elf__free(d2);
+			free(b2);
+			symb_elf__free(d);
+		}
+	}
+	/* The header and the range records are checked; name bytes are just bytes. */
+	assert_true(bad > 0 && ok > 0);
+	free(copy);
+	free(blob);
+	symb_elf__free(e);
+}
+
+/* A hand-made blob: the header, then the body as given. */
+struct blobw {
+	uint8_t buf[256];
+	size_t len;
+};
+
+static void bw_bytes(struct blobw *w, const void *p, size_t n)
+{
+	assert_true(w->len + n <= sizeof(w->buf));
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+static void bw_var(struct blobw *w, uint64_t v)
+{
+	do {
+		uint8_t b = (v & 0x7f) | (v >= 0x80 ? 0x80 : 0);
+
+		bw_bytes(w, &b, 1);
+		v >>= 7;
+	} while (v);
+}
+
+/* nsegs, idlen, nranges, nsyms, names_len, then one segment and one range. */
+static void bw_one(struct blobw *w, uint64_t seg_off, uint64_t seg_sz, uint64_t gap, uint64_t span,
+		   uint64_t back, uint64_t name, const char *names, size_t nlen, uint64_t nsyms)
+{
+	static const uint8_t hdr[] = {'L', 'P', 'S', 'Y', SYMB_ELF_BLOB_VERSION, 0, 0, 0};
+
+	w->len = 0;
+	bw_bytes(w, hdr, sizeof(hdr));
+	bw_var(w, 1);
+	bw_var(w, 0);
+	bw_var(w, 1);
+	bw_var(w, nsyms);
+	bw_var(w, nlen);
+	bw_var(w, seg_off);
+	bw_var(w, seg_sz);
+	bw_var(w, 0x400000);
+	bw_var(w, gap);
+	bw_var(w, span);
+	bw_var(w, back);
+	bw_var(w, name);
+	bw_bytes(w, names, nlen);
+}
+
+static void test_blob_invalid(void **state)
+{
+	struct blobw w;
+	struct symb_elf *d;
+	uint8_t extra = 0;
+
+	/* The reference blob decodes. */
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fn\0", 3, 1);
+	d = symb_elf__decode(w.buf, w.len);
+	assert_non_null(d);
+	assert_string_equal(symb_elf__symbolize(d, 0x40100f, NULL), "fn");
+	assert_null(symb_elf__symbolize(d, 0x401010, NULL));
+	symb_elf__free(d);
+
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fn\0", 3, 1);
+	bw_bytes(&w, &extra, 1); /* a byte left over */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fn\0", 3, 1);
+	w.buf[0] = 'X'; /* magic */
+	expect_ebadmsg(w.buf, w.len);
+	w.buf[0] = 'L';
+	w.buf[4]++; /* version */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0, 0x401000, 0xf, 0, 0, "fn\0", 3, 1); /* empty segment */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, UINT64_MAX - 4, 0x10, 0x401000, 0xf, 0, 0, "fn\0", 3, 1); /* wraps */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 3, "fn\0", 3, 1); /* name past arena */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 2, "fn\0", 3, 1); /* empty name */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fnx", 3, 1); /* unterminated arena */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0x401001, 0, "fn\0", 3, 1); /* start > lo */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, UINT64_MAX, 0, 0, 0, "fn\0", 3, 1); /* hi wraps */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, UINT64_MAX - 0x401000, 0, 0, "fn\0", 3, 1);
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fn\0", 3, 2); /* nsyms > nranges */
+	expect_ebadmsg(w.buf, w.len);
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fn\0", 3, 0); /* ranges, no symbols */
+	expect_ebadmsg(w.buf, w.len);
+	/* A count larger than the bytes left, before anything is allocated. */
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fn\0", 3, 1);
+	w.buf[8] = 0xff, w.buf[9] = 0xff, w.buf[10] = 0x7f; /* nsegs: 2^21 - 1 */
+	expect_ebadmsg(w.buf, w.len);
+	/* An overlong varint (a zero continuation) for nsegs. */
+	bw_one(&w, 0x1000, 0x100, 0x401000, 0xf, 0, 0, "fn\0", 3, 1);
+	memmove(w.buf + 10, w.buf + 9, w.len - 9);
+	w.buf[8] = 0x81, w.buf[9] = 0x00;
+	w.len++;
+	expect_ebadmsg(w.buf, w.len);
+	/* build_id_len over the maximum kept. */
+	w.len = 0;
+	bw_bytes(&w, "LPSY\1\0\0\0", 8);
+	bw_var(&w, 0);
+	bw_var(&w, 65);
+	bw_var(&w, 0);
+	bw_var(&w, 0);
+	bw_var(&w, 0);
+	memset(w.buf + w.len, 0xaa, 65);
+	w.len += 65;
+	expect_ebadmsg(w.buf, w.len);
+	w.buf[9] = 64;
+	w.len--;
+	d = symb_elf__decode(w.buf, w.len);
+	assert_non_null(d);
+	assert_int_equal(symb_elf__build_id(d, NULL, 0), 64);
+	symb_elf__free(d);
+}
+
+/* Each allocation decode makes, failed in turn: NULL with ENOMEM, nothing leaked. */
+static void test_blob_alloc_failures(void **state)
+{
+	struct symb_elf *e, *d;
+	uint8_t *blob;
+	size_t len;
+	long k;
+
+	e = symb_elf__open(ELF_FIXTURE);
+	assert_non_null(e);
+	fail_alloc_in = 0;
+	assert_int_equal(symb_elf__encode(e, &blob, &len), -ENOMEM);
+	fail_alloc_in = -1;
+	assert_int_equal(symb_elf__encode(e, &blob, &len), 0);
+	for (k = 0;; k++) {
+		fail_alloc_in = k;
+		errno = 0;
+		d = symb_elf__decode(blob, len);
+		if (fail_alloc_in >= 0) {
+			fail_alloc_in = -1;
+			assert_non_null(d);
+			symb_elf__free(d);
+			break;
+		}
+		assert_null(d);
+		assert_int_equal(errno, ENOMEM);
+	}
+	assert_true(k >= 3);
+	free(blob);
+	symb_elf__free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_symtab),	       cmocka_unit_test(test_dynsym_stripped),
-		cmocka_unit_test(test_elf32),	       cmocka_unit_test(test_big_endian),
-		cmocka_unit_test(test_no_build_id),    cmocka_unit_test(test_open_fd),
-		cmocka_unit_test(test_open_mem),       cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_truncated),      cmocka_unit_test(test_corrupted),
+		cmocka_unit_test(test_symtab),
+		cmocka_unit_test(test_dynsym_stripped),
+		cmocka_unit_test(test_elf32),
+		cmocka_unit_test(test_big_endian),
+		cmocka_unit_test(test_no_build_id),
+		cmocka_unit_test(test_open_fd),
+		cmocka_unit_test(test_open_mem),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_corrupted),
 		cmocka_unit_test(test_alloc_failures),
+		cmocka_unit_test(test_blob_roundtrip),
+		cmocka_unit_test(test_blob_empty),
+		cmocka_unit_test(test_blob_truncated),
+		cmocka_unit_test(test_blob_flipped),
+		cmocka_unit_test(test_blob_invalid),
+		cmocka_unit_test(test_blob_alloc_failures),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,839 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests for symbolizer/cache.c: the get/put contract, LRU eviction,
+ * persistence, several processes on one file, the file's mode and symlink
+ * refusal, and recovery from damaged files (garbage, truncation, a wrong
+ * schema version, a blob edited behind the checksum's back, a broken
+ * overflow chain), read-only directories and a full disk.
+ *
+ * Each test works in its own directory under $TMPDIR (or /tmp). Warnings
+ * the cache prints are captured (stderr redirected to a file) and checked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+
+#include "cache.h"
+
+struct fx {
+	char dir[PATH_MAX];
+	char path[PATH_MAX];
+	char side[PATH_MAX + 32];
+	int saved_stderr;
+	char errfile[PATH_MAX];
+};
+
+static int fx_setup(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "%s/lp-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/cache.db", f->dir);
+	snprintf(f->errfile, sizeof(f->errfile), "%s/stderr.txt", f->dir);
+	f->saved_stderr = -1;
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", f->dir);
+	free(f);
+	return 0;
+}
+
+static const char *side(struct fx *f, const char *suffix)
+{
+	snprintf(f->side, sizeof(f->side), "%s%s", f->path, suffix);
+	return f->side;
+}
+
+/* Redirects stderr (where lp_warn writes) to a file until capture_end. */
+static void capture_start(struct fx *f)
+{
+	int fd = open(f->errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	f->saved_stderr = dup(STDERR_FILENO);
+	assert_true(f->saved_stderr >= 0);
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	close(fd);
+}
+
+/* Restores stderr; returns what was written (static buffer), echoed for the log. */
+static const char *capture_end(struct fx *f)
+{
+	static char buf[8192];
+	ssize_t n;
+	int fd;
+
+	assert_int_equal(dup2(f->saved_stderr, STDERR_FILENO), STDERR_FILENO);
+	close(f->saved_stderr);
+	f->saved_stderr = -1;
+	fd = open(f->errfile, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	fputs(buf, stderr);
+	return buf;
+}
+
+static void fill(uint8_t *buf, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 8));
+}
+
+static void put_n(struct symb_cache *c, const char *key, size_t len, unsigned int seed)
+{
+	uint8_t *buf = malloc(len ? len : 1);
+
+	assert_non_null(buf);
+	fill(buf, len, seed);
+	assert_int_equal(symb_cache__put(c, key, SYMB_CACHE_SYMBOLS, 1, buf, len), 0);
+	free(buf);
+}
+
+/* Asserts key holds the blob put_n(key, len, seed) stored. */
+static void expect_blob(struct symb_cache *c, const char *key, size_t len, unsigned int seed)
+{
+	uint8_t *want = malloc(len ? len : 1), *got = NULL;
+	size_t n = 0;
+
+	assert_non_null(want);
+	fill(want, len, seed);
+	assert_int_equal(symb_cache__get(c, key, SYMB_CACHE_SYMBOLS, 1, &got, &n), 0);
+	assert_int_equal(n, len);
+	assert_memory_equal(got, want, len);
+	free(got);
+	free(want);
+}
+
+static void expect_miss(struct symb_cache *c, const char *key)
+{
+	uint8_t *got = (uint8_t *)0x1;
+	size_t n = 7;
+
+	assert_int_equal(symb_cache__get(c, key, SYMB_CACHE_SYMBOLS, 1, &got, &n), -ENOENT);
+	/* Nothing is handed out on a miss. */
+	assert_ptr_equal(got, (uint8_t *)0x1);
+	assert_int_equal(n, 7);
+}
+
+static void test_roundtrip(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	uint8_t *got;
+	size_t n;
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	put_n(c, "b:0123abcd", 100000, 1);
+	put_n(c, "p:/usr/bin/x:10:20", 10, 2);
+	put_n(c, "b:empty", 0, 3);
+	expect_blob(c, "b:0123abcd", 100000, 1);
+	expect_blob(c, "p:/usr/bin/x:10:20", 10, 2);
+	expect_blob(c, "b:empty", 0, 3);
+	expect_miss(c, "b:nothing");
+	/* put replaces */
+	put_n(c, "b:0123abcd", 5000, 9);
+	expect_blob(c, "b:0123abcd", 5000, 9);
+	/* the same key under another kind is another row */
+	assert_int_equal(symb_cache__put(c, "b:0123abcd", SYMB_CACHE_DELTAS, 1, "xyz", 3), 0);
+	assert_int_equal(symb_cache__get(c, "b:0123abcd", SYMB_CACHE_DELTAS, 1, &got, &n), 0);
+	assert_int_equal(n, 3);
+	assert_memory_equal(got, "xyz", 3);
+	free(got);
+	expect_blob(c, "b:0123abcd", 5000, 9);
+
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.puts, 5);
+	assert_int_equal(st.hits, 6);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.bad_rows, 0);
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.evictions, 0);
+	assert_int_equal(st.bytes, 5000 + 10 + 0 + 3);
+
+	assert_int_equal(symb_cache__get(c, NULL, SYMB_CACHE_SYMBOLS, 1, &got, &n), -EINVAL);
+	assert_int_equal(symb_cache__put(c, NULL, SYMB_CACHE_SYMBOLS, 1, "", 0), -EINVAL);
+	symb_cache__close(c);
+	symb_cache__close(NULL);
+}
+
+/* The checksum column is CRC-32C, as schema/cache.sql documents. */
+static void test_checksum_column(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache *c;
+	sqlite3_stmt *s;
+	sqlite3 *db;
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	assert_int_equal(symb_cache__put(c, "k", SYMB_CACHE_SYMBOLS, 1, "123456789", 9), 0);
+	symb_cache__close(c);
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT checksum, size FROM entries", -1, &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(s, 0), 0xe3069283);
+	assert_int_equal(sqlite3_column_int64(s, 1), 9);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+}
+
+static void test_version_kind_mismatch(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	uint8_t *got;
+	size_t n;
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	put_n(c, "b:aa", 64, 1);
+	assert_int_equal(symb_cache__get(c, "b:aa", SYMB_CACHE_SYMBOLS, 2, &got, &n), -ENOENT);
+	assert_int_equal(symb_cache__get(c, "b:aa", SYMB_CACHE_DELTAS, 1, &got, &n), -ENOENT);
+	/* A mismatch is a miss, not damage: the row stays for its own version. */
+	expect_blob(c, "b:aa", 64, 1);
+	/* A put of the new version replaces the old one. */
+	assert_int_equal(symb_cache__put(c, "b:aa", SYMB_CACHE_SYMBOLS, 2, "v2", 2), 0);
+	expect_miss(c, "b:aa");
+	assert_int_equal(symb_cache__get(c, "b:aa", SYMB_CACHE_SYMBOLS, 2, &got, &n), 0);
+	assert_int_equal(n, 2);
+	free(got);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.misses, 3);
+	assert_int_equal(st.bad_rows, 0);
+	assert_int_equal(st.bytes, 2);
+	symb_cache__close(c);
+}
+
+static void test_lru_eviction(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+
+	assert_int_equal(symb_cache__open(f->path, 1000, &c), 0);
+	put_n(c, "a", 300, 1);
+	put_n(c, "b", 300, 2);
+	put_n(c, "c", 300, 3);
+	expect_blob(c, "a", 300, 1); /* a is now newer than b and c */
+	put_n(c, "d", 300, 4);	     /* 1200 > 1000: b, the least recently used, goes */
+	expect_miss(c, "b");
+	expect_blob(c, "c", 300, 3); /* order now a, d, c */
+	put_n(c, "e", 600, 5);	     /* needs 500 freed: a and d go */
+	expect_miss(c, "a");
+	expect_miss(c, "d");
+	expect_blob(c, "c", 300, 3);
+	expect_blob(c, "e", 600, 5);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.evictions, 3);
+	assert_int_equal(st.bytes, 900);
+	/* A blob the size of the budget fits alone. */
+	put_n(c, "f", 1000, 6);
+	expect_miss(c, "c");
+	expect_miss(c, "e");
+	expect_blob(c, "f", 1000, 6);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.bytes, 1000);
+	symb_cache__close(c);
+}
+
+static void test_e2big(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache *c;
+	static uint8_t buf[2000];
+
+	assert_int_equal(symb_cache__open(f->path, 1000, &c), 0);
+	put_n(c, "small", 10, 1);
+	assert_int_equal(symb_cache__put(c, "big", SYMB_CACHE_SYMBOLS, 1, buf, 1001), -E2BIG);
+	/* Checked before the blob is read: the length alone decides. */
+	assert_int_equal(
+		symb_cache__put(c, "huge", SYMB_CACHE_SYMBOLS, 1, buf, SYMB_CACHE_MAX_BLOB + 1),
+		-E2BIG);
+	expect_miss(c, "big");
+	expect_blob(c, "small", 10, 1);
+	symb_cache__close(c);
+
+	assert_int_equal(symb_cache__open(f->path, UINT64_MAX, &c), 0);
+	assert_int_equal(
+		symb_cache__put(c, "huge", SYMB_CACHE_SYMBOLS, 1, buf, SYMB_CACHE_MAX_BLOB + 1),
+		-E2BIG);
+	symb_cache__close(c);
+}
+
+static void test_persistence(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	put_n(c, "b:1", 70000, 1);
+	put_n(c, "b:2", 123, 2);
+	symb_cache__close(c);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.bytes, 70000 + 123); /* the total is read at open */
+	expect_blob(c, "b:1", 70000, 1);
+	expect_blob(c, "b:2", 123, 2);
+	symb_cache__close(c);
+	/* No damage was reported, so nothing was moved aside. */
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), -1);
+}
+
+/*
+ * Several processes put and get shared and own keys on one file, with a
+ * budget that makes them evict each other's rows. Every call must give 0 or
+ * a miss, never an error (busy beyond the timeout, corruption).
+ */
+#define CONC_PROCS 4
+#define CONC_ITERS 300
+
+static int conc_child(const char *path, int id)
+{
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	char key[64];
+	uint8_t buf[4096], *got;
+	size_t n, len;
+	int i, err;
+
+	if (symb_cache__open(path, 256 << 10, &c))
+		return 10;
+	for (i = 0; i < CONC_ITERS; i++) {
+		len = 100 + (i * 37 + id * 11) % (sizeof(buf) - 100);
+		snprintf(key, sizeof(key), "%s:%d", i % 3 ? "own" : "shared",
+			 i % 3 ? id * 1000 + i : i % 17);
+		memset(buf, (uint8_t)(len & 0xff), len);
+		err = symb_cache__put(c, key, SYMB_CACHE_SYMBOLS, 1, buf, len);
+		if (err)
+			return 11;
+		snprintf(key, sizeof(key), "shared:%d", (i * 7) % 17);
+		err = symb_cache__get(c, key, SYMB_CACHE_SYMBOLS, 1, &got, &n);
+		if (err && err != -ENOENT)
+			return 12;
+		if (!err) {
+			/* Whoever wrote it, the content is consistent with its length. */
+			if (n < 100 || got[0] != (uint8_t)(n & 0xff) || got[n - 1] != got[0])
+				return 13;
+			free(got);
+		}
+	}
+	symb_cache__stats(c, &st);
+	symb_cache__close(c);
+	return st.errors || st.bad_rows ? 14 : 0;
+}
+
+static void test_concurrent_processes(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	pid_t pids[CONC_PROCS];
+	int i, status;
+
+	/* The children also race to create the file and its schema. */
+	for (i = 0; i < CONC_PROCS; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0)
+			_exit(conc_child(f->path, i));
+	}
+	for (i = 0; i < CONC_PROCS; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), -1);
+	assert_int_equal(symb_cache__open(f->path, 256 << 10, &c), 0);
+	symb_cache__stats(c, &st);
+	assert_true(st.bytes > 0 && st.bytes <= 256 << 10);
+	symb_cache__close(c);
+}
+
+static void test_mode_0600(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache *c;
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	old = umask(0);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	put_n(c, "k", 10, 1);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* SQLite gives its side files the database's mode. */
+	assert_int_equal(stat(side(f, "-wal"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(stat(side(f, "-shm"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	symb_cache__close(c);
+	umask(old);
+
+	/* An existing file of ours with a looser mode is tightened. */
+	assert_int_equal(unlink(f->path), 0);
+	fd = open(f->path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0644), 0);
+	close(fd);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	symb_cache__close(c);
+}
+
+static void test_symlink_refused(void **state)
+{
+	struct fx *f = *state;
+	char target[PATH_MAX + 16];
+	struct symb_cache *c = (void *)0x1;
+	const char *out;
+
+	snprintf(target, sizeof(target), "%s/elsewhere", f->dir);
+	assert_int_equal(symlink(target, f->path), 0);
+	capture_start(f);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), -ELOOP);
+	out = capture_end(f);
+	assert_null(c);
+	assert_non_null(strstr(out, "symbolic link"));
+	/* The symlink's target was not created. */
+	assert_int_equal(access(target, F_OK), -1);
+	assert_int_equal(unlink(f->path), 0);
+
+	/* Nor a WAL file that is a symlink. */
+	assert_int_equal(symlink(target, side(f, "-wal")), 0);
+	capture_start(f);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), -ELOOP);
+	capture_end(f);
+	assert_int_equal(access(target, F_OK), -1);
+}
+
+/* Opens a file expected to be damaged: warned about, moved aside, fresh and working. */
+static void expect_recovered(struct fx *f, const char *cause)
+{
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	const char *out;
+
+	capture_start(f);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	out = capture_end(f);
+	assert_non_null(strstr(out, f->path));
+	assert_non_null(strstr(out, "damaged"));
+	if (cause && !strstr(out, cause))
+		fail_msg("warning does not name the cause \"%s\": %s", cause, out);
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), 0);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.bytes, 0);
+	expect_miss(c, "b:1");
+	put_n(c, "b:new", 5000, 7);
+	expect_blob(c, "b:new", 5000, 7);
+	symb_cache__close(c);
+	/* And it stays healthy. */
+	capture_start(f);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	out = capture_end(f);
+	assert_null(strstr(out, "damaged"));
+	expect_blob(c, "b:new", 5000, 7);
+	symb_cache__close(c);
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+static void test_garbage_file(void **state)
+{
+	struct fx *f = *state;
+	uint8_t junk[10000];
+
+	fill(junk, sizeof(junk), 42);
+	write_file(f->path, junk, sizeof(junk));
+	expect_recovered(f, "not a database");
+}
+
+static void test_short_garbage_file(void **state)
+{
+	struct fx *f = *state;
+
+	write_file(f->path, "hello", 5);
+	expect_recovered(f, NULL);
+}
+
+/* A healthy cache with a few rows, closed (so the WAL is checkpointed and gone). */
+static void make_cache(struct fx *f)
+{
+	struct symb_cache *c;
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	put_n(c, "b:1", 200000, 1);
+	put_n(c, "b:2", 300000, 2);
+	put_n(c, "b:3", 50, 3);
+	symb_cache__close(c);
+	assert_int_equal(access(side(f, "-wal"), F_OK), -1);
+}
+
+static void test_truncated_database(void **state)
+{
+	struct fx *f = *state;
+	struct stat st;
+
+	make_cache(f);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(truncate(f->path, st.st_size / 2), 0);
+	expect_recovered(f, "truncated");
+}
+
+static void exec_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+static void test_wrong_schema_version(void **state)
+{
+	struct fx *f = *state;
+
+	make_cache(f);
+	exec_sql(f->path, "PRAGMA user_version = 99");
+	expect_recovered(f, "schema version");
+}
+
+static void test_foreign_database(void **state)
+{
+	struct fx *f = *state;
+
+	exec_sql(f->path, "CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+	expect_recovered(f, NULL);
+}
+
+static void test_bad_byte_total(void **state)
+{
+	struct fx *f = *state;
+
+	make_cache(f);
+	exec_sql(f->path, "UPDATE meta SET value = 3 WHERE name = 'bytes'");
+	expect_recovered(f, "byte total");
+}
+
+static void flip_blob_byte(const char *path, const char *key, size_t at)
+{
+	sqlite3_stmt *s;
+	uint8_t *copy;
+	sqlite3 *db;
+	int n;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_prepare_v2(db,
+				   "SELECT b.data FROM blobs b JOIN entries e ON e.id = b.id"
+				   " WHERE e.key = ?1",
+				   -1, &s, NULL),
+		SQLITE_OK);
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	n = sqlite3_column_bytes(s, 0);
+	assert_true((size_t)n > at);
+	copy = malloc(n);
+	assert_non_null(copy);
+	memcpy(copy, sqlite3_column_blob(s, 0), n);
+	sqlite3_finalize(s);
+	copy[at] ^= 0x40;
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "UPDATE blobs SET data = ?2 WHERE id ="
+					    " (SELECT id FROM entries WHERE key = ?1)",
+					    -1, &s, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 2, copy, n, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+	assert_int_equal(sqlite3_changes(db), 1);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	free(copy);
+}
+
+/*
+ * Rows edited behind the cache's back (the blob changed without its
+ * checksum, a size that lies, a missing blob): each is deleted on its first
+ * read, counted, and a miss; the rest of the cache is untouched.
+ */
+static void test_bad_rows(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	const char *out;
+
+	make_cache(f);
+	/* Flip one byte in the middle of b:1's blob, same length, same checksum column. */
+	flip_blob_byte(f->path, "b:1", 100000);
+	/* b:3's size column lies; the byte total follows it, as the triggers would. */
+	exec_sql(f->path, "UPDATE entries SET size = 49 WHERE key = 'b:3';"
+			  "UPDATE meta SET value = value - 1 WHERE name = 'bytes'");
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	capture_start(f);
+	expect_miss(c, "b:1");
+	expect_miss(c, "b:3");
+	out = capture_end(f);
+	assert_non_null(strstr(out, "checksum"));
+	assert_non_null(strstr(out, "size"));
+	/* Deleted: the next get is a plain miss. */
+	expect_miss(c, "b:1");
+	expect_blob(c, "b:2", 300000, 2);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.bad_rows, 2);
+	assert_int_equal(st.misses, 3);
+	assert_int_equal(st.errors, 0);
+	symb_cache__close(c);
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), -1);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.bytes, 300000);
+	symb_cache__close(c);
+}
+
+/*
+ * A zeroed page inside a blob's overflow chain passes the start-up check
+ * (which does not walk overflow chains) and SQLite reports SQLITE_CORRUPT
+ * when the blob is read: the file is moved aside and the object goes on
+ * with a fresh one.
+ */
+static void test_corrupt_overflow_chain(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	uint8_t *blob, *file;
+	const char *out;
+	size_t len = 1 << 20, flen, i, run = 0, at = 0, pgsz;
+	struct stat sb;
+	int fd;
+
+	blob = malloc(len);
+	assert_non_null(blob);
+	memset(blob, 0xab, len);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	assert_int_equal(symb_cache__put(c, "b:big", SYMB_CACHE_SYMBOLS, 1, blob, len), 0);
+	put_n(c, "b:small", 10, 1);
+	symb_cache__close(c);
+
+	/* A page in the middle of the run of 0xab bytes is an overflow page. */
+	fd = open(f->path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	flen = sb.st_size;
+	file = malloc(flen);
+	assert_non_null(file);
+	assert_int_equal(pread(fd, file, flen, 0), (ssize_t)flen);
+	/* Overflow pages: a 4-byte next-page number, then content only. */
+	pgsz = file[16] << 8 | file[17];
+	if (pgsz == 1)
+		pgsz = 65536;
+	for (i = pgsz; i + pgsz <= flen; i += pgsz) {
+		size_t k;
+
+		for (k = 4; k < pgsz && file[i + k] == 0xab; k++)
+			;
+		if (k == pgsz && ++run == 4) {
+			at = i;
+			break;
+		}
+	}
+	assert_true(at > 0);
+	/* Zero the next-page number: the chain ends before the blob does. */
+	memset(file, 0, 4);
+	assert_int_equal(pwrite(fd, file, 4, at), 4);
+	close(fd);
+	free(file);
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	capture_start(f);
+	expect_miss(c, "b:big");
+	out = capture_end(f);
+	assert_non_null(strstr(out, "damaged"));
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), 0);
+	/* The object works on the new file. */
+	expect_miss(c, "b:small");
+	assert_int_equal(symb_cache__put(c, "b:big", SYMB_CACHE_SYMBOLS, 1, blob, len), 0);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.errors, 1);
+	symb_cache__close(c);
+	free(blob);
+}
+
+/* Runs fn in a child as an unprivileged user, so permissions apply even to root. */
+static int run_unprivileged(int (*fn)(struct fx *), struct fx *f)
+{
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && (setgid(65534) || setuid(65534)))
+			_exit(99);
+		_exit(fn(f));
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static int readonly_child(struct fx *f)
+{
+	struct symb_cache *c = NULL;
+	int err = symb_cache__open(f->path, 0, &c);
+
+	return err == -EACCES && !c ? 0 : 1;
+}
+
+static void test_readonly_directory(void **state)
+{
+	struct fx *f = *state;
+
+	/* The directory must be reachable, but not writable, by the child. */
+	assert_int_equal(chmod(f->dir, 0555), 0);
+	capture_start(f);
+	assert_int_equal(run_unprivileged(readonly_child, f), 0);
+	capture_end(f);
+	assert_int_equal(chmod(f->dir, 0700), 0);
+}
+
+/*
+ * A full disk, made with RLIMIT_FSIZE (writes past it fail with EFBIG):
+ * the put fails with an error and the cache still answers.
+ */
+static int full_disk_child(struct fx *f)
+{
+	struct rlimit rl = {256 << 10, 256 << 10};
+	struct symb_cache *c;
+	uint8_t *buf, *got;
+	size_t len = 1 << 20, n;
+	int err;
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (symb_cache__open(f->path, 0, &c))
+		return 1;
+	if (symb_cache__put(c, "small", SYMB_CACHE_SYMBOLS, 1, "abc", 3))
+		return 2;
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 3;
+	buf = calloc(1, len);
+	if (!buf)
+		return 4;
+	err = symb_cache__put(c, "big", SYMB_CACHE_SYMBOLS, 1, buf, len);
+	free(buf);
+	if (err >= 0)
+		return 5;
+	if (symb_cache__get(c, "small", SYMB_CACHE_SYMBOLS, 1, &got, &n) || n != 3)
+		return 6;
+	free(got);
+	if (symb_cache__get(c, "big", SYMB_CACHE_SYMBOLS, 1, &got, &n) != -ENOENT)
+		return 7;
+	symb_cache__close(c);
+	return 0;
+}
+
+static void test_full_disk(void **state)
+{
+	struct fx *f = *state;
+	pid_t pid;
+	int status;
+
+	capture_start(f);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(full_disk_child(f));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	capture_end(f);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_bad_paths(void **state)
+{
+	struct fx *f = *state;
+	char path[PATH_MAX + 16];
+	struct symb_cache *c;
+
+	capture_start(f);
+	snprintf(path, sizeof(path), "%s/no/such/dir/cache.db", f->dir);
+	assert_int_equal(symb_cache__open(path, 0, &c), -ENOENT);
+	assert_int_equal(symb_cache__open(f->dir, 0, &c), -EISDIR);
+	assert_int_equal(symb_cache__open("", 0, &c), -EINVAL);
+	capture_end(f);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_roundtrip),
+		T(test_checksum_column),
+		T(test_version_kind_mismatch),
+		T(test_lru_eviction),
+		T(test_e2big),
+		T(test_persistence),
+		T(test_concurrent_processes),
+		T(test_mode_0600),
+		T(test_symlink_refused),
+		T(test_garbage_file),
+		T(test_short_garbage_file),
+		T(test_truncated_database),
+		T(test_wrong_schema_version),
+		T(test_foreign_database),
+		T(test_bad_byte_total),
+		T(test_bad_rows),
+		T(test_corrupt_overflow_chain),
+		T(test_readonly_directory),
+		T(test_full_disk),
+		T(test_bad_paths),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
