@@ -97,7 +97,8 @@ const struct symb_delta *symb_deltas__find(const struct symb_deltas *d, uint64_t
 
 /*
  * Compact blob form for the cache (versioned, delta-encoded). encode returns
- * 0 and a malloc'd blob, or -ENOMEM. decode validates everything (format
+ * 0 and a malloc'd blob, -EINVAL if d breaks the table's rules above, or
+ * -ENOMEM. decode validates everything (format
  * version, lengths, sorted pcs, known kinds) and returns 0, -EBADMSG or
  * -ENOMEM.
  */
