@@ -16,8 +16,10 @@
  *   {"title":s, "type":s, "unit":s, "total":n,
  *    "nodes":[name, kind, value, nchildren, ...]   preorder, 4 numbers a node
  *    "names":[s, ...]}                             indexed by nodes' name
- * kind: 0 root, 1 process (comm), 2 user, 3 kernel, 4 unresolved. Children
- * are sorted by name, so the output does not depend on the order of stacks.
+ * kind: 0 root, 1 process (comm), 2 user, 3 kernel, 4 unresolved, 5 inlined
+ * (a function inlined into its parent frame: a location with source lines
+ * gives one frame per line, the containing function first). Children are
+ * sorted by name, so the output does not depend on the order of stacks.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,6 +44,7 @@ enum fg_kind {
 	FG_USER = 2,
 	FG_KERNEL = 3,
 	FG_UNRESOLVED = 4,
+	FG_INLINED = 5,
 };
 
 struct fg_node {
@@ -68,7 +71,8 @@ struct fg_tree {
 	size_t nnames;
 	uint32_t *name_slots;
 	size_t name_mask;
-	uint32_t *loc_name; /* name index of each location */
+	uint32_t *loc_first;  /* index into frame_name of each location's first frame */
+	uint32_t *frame_name; /* name index of every location's frames, innermost first */
 };
 
 struct fg_child {
@@ -136,11 +140,28 @@ static uint32_t fg_child(struct fg_tree *t, uint32_t parent, uint32_t name, uint
 	return t->nnodes - 1;
 }
 
-static uint8_t fg_loc_kind(const struct symb_location *l)
+/* Frames of a location: one per source line (inlined functions), else one. */
+static uint32_t fg_nframes(const struct symb_location *l)
+{
+	return l->nlines ? l->nlines : 1;
+}
+
+/* Name of frame k of l, innermost first (k < fg_nframes(l)). */
+static const char *fg_frame_name(const struct symb_location *l, uint32_t k)
+{
+	if (!l->nlines)
+		return l->function;
+	return l->lines[k].function ? l->lines[k].function : "[unknown]";
+}
+
+/* Kind of frame k of l: all but the outermost of several are inlined. */
+static uint8_t fg_frame_kind(const struct symb_location *l, uint32_t k)
 {
 	if (!l->resolved)
 		return FG_UNRESOLVED;
-	return l->kernel ? FG_KERNEL : FG_USER;
+	if (l->kernel)
+		return FG_KERNEL;
+	return k + 1 < fg_nframes(l) ? FG_INLINED : FG_USER;
 }
 
 static void fg_tree_free(struct fg_tree *t)
@@ -149,7 +170,8 @@ static void fg_tree_free(struct fg_tree *t)
 	free(t->node_slots);
 	free(t->names);
 	free(t->name_slots);
-	free(t->loc_name);
+	free(t->loc_first);
+	free(t->frame_name);
 }
 
 /*
@@ -158,30 +180,43 @@ static void fg_tree_free(struct fg_tree *t)
  */
 static int fg_tree_build(struct fg_tree *t, const struct symb_profile *p)
 {
-	size_t max_nodes = 1, max_names = 1 + p->nlocations + p->nstacks, i;
-	uint32_t j;
+	size_t max_nodes = 1, nframes = 0, max_names, i;
+	uint32_t j, k;
 
+	for (i = 0; i < p->nlocations; i++) {
+		if (p->locations[i].nlines && !p->locations[i].lines)
+			return -EINVAL;
+		nframes += fg_nframes(&p->locations[i]);
+	}
 	for (i = 0; i < p->nstacks; i++) {
-		for (j = 0; j < p->stacks[i].nlocs; j++)
+		for (j = 0; j < p->stacks[i].nlocs; j++) {
 			if (p->stacks[i].locs[j] >= p->nlocations)
 				return -EINVAL;
-		max_nodes += 1 + p->stacks[i].nlocs;
+			max_nodes += fg_nframes(&p->locations[p->stacks[i].locs[j]]);
+		}
+		max_nodes++;
 	}
+	max_names = 1 + nframes + p->nstacks;
 	if (max_nodes > UINT32_MAX / 4 || max_names > UINT32_MAX / 4)
 		return -E2BIG;
 	t->nodes = calloc(max_nodes, sizeof(*t->nodes));
 	t->node_slots = fg_slots(max_nodes, &t->node_mask);
 	t->names = calloc(max_names, sizeof(*t->names));
 	t->name_slots = fg_slots(max_names, &t->name_mask);
-	t->loc_name = calloc(p->nlocations ? p->nlocations : 1, sizeof(*t->loc_name));
-	if (!t->nodes || !t->node_slots || !t->names || !t->name_slots || !t->loc_name)
+	t->loc_first = calloc(p->nlocations ? p->nlocations : 1, sizeof(*t->loc_first));
+	t->frame_name = calloc(nframes ? nframes : 1, sizeof(*t->frame_name));
+	if (!t->nodes || !t->node_slots || !t->names || !t->name_slots || !t->loc_first ||
+	    !t->frame_name)
 		return -ENOMEM;
 
 	t->nnodes = 1;
 	t->nodes[0].name = fg_name(t, "all");
 	t->nodes[0].kind = FG_ROOT;
-	for (i = 0; i < p->nlocations; i++)
-		t->loc_name[i] = fg_name(t, p->locations[i].function);
+	for (i = 0, nframes = 0; i < p->nlocations; i++) {
+		t->loc_first[i] = nframes;
+		for (k = 0; k < fg_nframes(&p->locations[i]); k++)
+			t->frame_name[nframes++] = fg_name(t, fg_frame_name(&p->locations[i], k));
+	}
 	for (i = 0; i < p->nstacks; i++) {
 		const struct symb_stack *st = &p->stacks[i];
 		int64_t v = st->values[p->folded_value];
@@ -194,9 +229,13 @@ static int fg_tree_build(struct fg_tree *t, const struct symb_profile *p)
 		t->nodes[cur].value += v;
 		for (j = st->nlocs; j-- > 0;) {
 			const struct symb_location *l = &p->locations[st->locs[j]];
+			const uint32_t *names = &t->frame_name[t->loc_first[st->locs[j]]];
 
-			cur = fg_child(t, cur, t->loc_name[st->locs[j]], fg_loc_kind(l));
-			t->nodes[cur].value += v;
+			/* root first: the containing function, then what it inlined */
+			for (k = fg_nframes(l); k-- > 0;) {
+				cur = fg_child(t, cur, names[k], fg_frame_kind(l, k));
+				t->nodes[cur].value += v;
+			}
 		}
 	}
 	return 0;

@@ -26,15 +26,32 @@ struct folded_line {
 	int64_t value;
 };
 
+/* Frames of a location: one per source line (inlined functions), else one. */
+static uint32_t folded_nframes(const struct symb_location *l)
+{
+	return l->nlines ? l->nlines : 1;
+}
+
+/* Name of frame k of l, innermost first (k < folded_nframes(l)). */
+static const char *folded_frame(const struct symb_location *l, uint32_t k)
+{
+	if (!l->nlines)
+		return l->function;
+	return l->lines[k].function ? l->lines[k].function : "[unknown]";
+}
+
 /* Bytes of the key of st, without the terminating NUL. */
 static size_t folded_key_len(const struct symb_profile *p, const struct symb_stack *st)
 {
 	size_t n = strlen(st->comm), i;
+	uint32_t k;
 
 	for (i = 0; i < st->nlocs; i++) {
 		const struct symb_location *l = &p->locations[st->locs[i]];
 
-		n += 1 + strlen(l->function) + (l->kernel ? strlen(FOLDED_KSUFFIX) : 0);
+		for (k = 0; k < folded_nframes(l); k++)
+			n += 1 + strlen(folded_frame(l, k)) +
+			     (l->kernel ? strlen(FOLDED_KSUFFIX) : 0);
 	}
 	return n;
 }
@@ -59,19 +76,25 @@ static char *folded_put(char *dst, const char *s)
 	return dst;
 }
 
-/* Writes the key of st (root first) at dst, NUL-terminated; returns the byte after the NUL. */
+/*
+ * Writes the key of st (root first; within a location, the containing
+ * function before what was inlined into it) at dst, NUL-terminated; returns
+ * the byte after the NUL.
+ */
 static char *folded_key(char *dst, const struct symb_profile *p, const struct symb_stack *st)
 {
-	uint32_t i;
+	uint32_t i, k;
 
 	dst = folded_put(dst, st->comm);
 	for (i = st->nlocs; i-- > 0;) {
 		const struct symb_location *l = &p->locations[st->locs[i]];
 
-		*dst++ = ';';
-		dst = folded_put(dst, l->function);
-		if (l->kernel)
-			dst = folded_put(dst, FOLDED_KSUFFIX);
+		for (k = folded_nframes(l); k-- > 0;) {
+			*dst++ = ';';
+			dst = folded_put(dst, folded_frame(l, k));
+			if (l->kernel)
+				dst = folded_put(dst, FOLDED_KSUFFIX);
+		}
 	}
 	*dst++ = '\0';
 	return dst;
@@ -166,6 +189,13 @@ int symb_write_folded(const struct symb_profile *p, int fd)
 		err = -EINVAL;
 		lp_err("folded: invalid value index %d", p->folded_value);
 		goto err_out;
+	}
+	for (i = 0; i < p->nlocations; i++) {
+		if (p->locations[i].nlines && !p->locations[i].lines) {
+			err = -EINVAL;
+			lp_err("folded: location %zu has lines but no array", i);
+			goto err_out;
+		}
 	}
 	for (i = 0; i < p->nstacks; i++) {
 		for (j = 0; j < p->stacks[i].nlocs; j++) {

@@ -47,7 +47,7 @@ struct pp_build {
 	size_t nstrs;
 	struct pp_index str_idx;
 
-	/* functions: keyed by (name string, mapping index) */
+	/* functions: keyed by (name, system_name, filename strings, mapping index) */
 	pp_function_t *funcs;
 	pp_function_t **funcp;
 	uint32_t *func_mapping;
@@ -58,7 +58,7 @@ struct pp_build {
 	pp_mapping_t **mapp;
 	pp_location_t *locs;
 	pp_location_t **locp;
-	pp_line_t *lines;
+	pp_line_t *lines; /* every location's lines, in location order */
 	pp_line_t **linep;
 	pp_sample_t *samples;
 	pp_sample_t **samplep;
@@ -118,20 +118,24 @@ static int64_t pp_str(struct pp_build *b, const char *s)
 }
 
 /*
- * Id of the function named name in mapping (SYMB_NO_MAPPING for none), adding
- * it if new. The same name in two binaries stays two functions, as in the
- * symbol tables it came from.
+ * Id of the function named name with source file file (NULL: unknown) in
+ * mapping (SYMB_NO_MAPPING for none), adding it if new. Functions are one per
+ * (name, system_name, filename) as pprof merges them, and per mapping too:
+ * the same name in two binaries stays two functions, as in the symbol tables
+ * it came from. system_name is the name: demangled names are all we have.
  */
-static uint64_t pp_func(struct pp_build *b, const char *name, uint32_t mapping)
+static uint64_t pp_func(struct pp_build *b, const char *name, const char *file, uint32_t mapping)
 {
-	int64_t name_ix = pp_str(b, name);
+	int64_t name_ix = pp_str(b, name), file_ix = pp_str(b, file);
 	size_t i;
 
-	i = (pp_hash(nz(name)) ^ (mapping * 0x9e3779b97f4a7c15ull)) & b->func_idx.mask;
+	i = (pp_hash(nz(name)) ^ (pp_hash(nz(file)) * 31) ^ (mapping * 0x9e3779b97f4a7c15ull)) &
+	    b->func_idx.mask;
 	for (; b->func_idx.slots[i]; i = (i + 1) & b->func_idx.mask) {
 		uint32_t e = b->func_idx.slots[i] - 1;
 
-		if (b->funcs[e].name == name_ix && b->func_mapping[e] == mapping)
+		if (b->funcs[e].name == name_ix && b->funcs[e].system_name == name_ix &&
+		    b->funcs[e].filename == file_ix && b->func_mapping[e] == mapping)
 			return e + 1;
 	}
 	b->func_idx.slots[i] = b->nfuncs + 1;
@@ -140,7 +144,8 @@ static uint64_t pp_func(struct pp_build *b, const char *name, uint32_t mapping)
 	b->funcs[b->nfuncs].id = b->nfuncs + 1;
 	b->funcs[b->nfuncs].name = name_ix;
 	b->funcs[b->nfuncs].system_name = name_ix;
-	/* filename is a source file in pprof; symbols carry none (0 = ""). */
+	/* the source file (0 = "" when only a symbol is known) */
+	b->funcs[b->nfuncs].filename = file_ix;
 	b->funcp[b->nfuncs] = &b->funcs[b->nfuncs];
 	return ++b->nfuncs;
 }
@@ -168,18 +173,27 @@ static void pp_build_free(struct pp_build *b)
 	free(b->comments);
 }
 
-/* Checks every index the message is built from; -EINVAL on the first bad one. */
-static int pp_check(const struct symb_profile *p, size_t *total_locs)
+/*
+ * Checks every index the message is built from; -EINVAL on the first bad
+ * one. Counts the stacks' location ids and the locations' lines (at least
+ * one each).
+ */
+static int pp_check(const struct symb_profile *p, size_t *total_locs, size_t *total_lines)
 {
 	size_t i, j, n = 0;
 
 	if (p->folded_value < 0 || p->folded_value > 1)
 		return -EINVAL;
+	*total_lines = 0;
 	for (i = 0; i < p->nlocations; i++) {
-		uint32_t m = p->locations[i].mapping;
+		const struct symb_location *sl = &p->locations[i];
+		uint32_t m = sl->mapping;
 
 		if (m != SYMB_NO_MAPPING && m >= p->nmappings)
 			return -EINVAL;
+		if (sl->nlines && !sl->lines)
+			return -EINVAL;
+		*total_lines += sl->nlines ? sl->nlines : 1;
 	}
 	for (i = 0; i < p->nstacks; i++) {
 		for (j = 0; j < p->stacks[i].nlocs; j++)
@@ -191,25 +205,30 @@ static int pp_check(const struct symb_profile *p, size_t *total_locs)
 	return 0;
 }
 
-static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t total_locs)
+static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t total_locs,
+		    size_t total_lines)
 {
-	/* "", 2 value types, period type, "pid", "comm", then the profile's strings */
+	/*
+	 * "", 2 value types, period type, "pid", "comm", then the profile's
+	 * strings: a function name and a file per line.
+	 */
 	size_t max_strs =
-		1 + 4 + 2 + 2 + p->ncomments + 2 * p->nmappings + p->nlocations + p->nstacks;
+		1 + 4 + 2 + 2 + p->ncomments + 2 * p->nmappings + 2 * total_lines + p->nstacks;
 	int err;
 
-	if (max_strs > UINT32_MAX / 4 || p->nlocations > UINT32_MAX / 4)
+	if (total_lines > UINT32_MAX / 8 || max_strs > UINT32_MAX / 4 ||
+	    p->nlocations > UINT32_MAX / 4)
 		return -E2BIG;
 	b->strs = pp_calloc(max_strs, sizeof(*b->strs));
-	b->funcs = pp_calloc(p->nlocations, sizeof(*b->funcs));
-	b->funcp = pp_calloc(p->nlocations, sizeof(*b->funcp));
-	b->func_mapping = pp_calloc(p->nlocations, sizeof(*b->func_mapping));
+	b->funcs = pp_calloc(total_lines, sizeof(*b->funcs));
+	b->funcp = pp_calloc(total_lines, sizeof(*b->funcp));
+	b->func_mapping = pp_calloc(total_lines, sizeof(*b->func_mapping));
 	b->maps = pp_calloc(p->nmappings, sizeof(*b->maps));
 	b->mapp = pp_calloc(p->nmappings, sizeof(*b->mapp));
 	b->locs = pp_calloc(p->nlocations, sizeof(*b->locs));
 	b->locp = pp_calloc(p->nlocations, sizeof(*b->locp));
-	b->lines = pp_calloc(p->nlocations, sizeof(*b->lines));
-	b->linep = pp_calloc(p->nlocations, sizeof(*b->linep));
+	b->lines = pp_calloc(total_lines, sizeof(*b->lines));
+	b->linep = pp_calloc(total_lines, sizeof(*b->linep));
 	b->samples = pp_calloc(p->nstacks, sizeof(*b->samples));
 	b->samplep = pp_calloc(p->nstacks, sizeof(*b->samplep));
 	b->loc_ids = pp_calloc(total_locs, sizeof(*b->loc_ids));
@@ -224,7 +243,7 @@ static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t tot
 	err = pp_index_init(&b->str_idx, max_strs);
 	if (err)
 		return err;
-	return pp_index_init(&b->func_idx, p->nlocations);
+	return pp_index_init(&b->func_idx, total_lines);
 }
 
 static void pp_fill_header(struct pp_build *b, const struct symb_profile *p)
@@ -278,23 +297,48 @@ static void pp_fill_mappings(struct pp_build *b, const struct symb_profile *p)
 	b->msg.mapping = b->mapp;
 }
 
+/*
+ * Line entries of one location from pos on: one per source line, innermost
+ * first as pprof wants them (the last is the caller the others were inlined
+ * into), or just the function. Returns how many.
+ */
+static size_t pp_fill_lines(struct pp_build *b, const struct symb_location *sl, size_t pos)
+{
+	size_t k, n = sl->nlines ? sl->nlines : 1;
+
+	for (k = 0; k < n; k++) {
+		pp_line_t *ln = &b->lines[pos + k];
+
+		perftools__profiles__line__init(ln);
+		if (sl->nlines) {
+			const struct symb_line *src = &sl->lines[k];
+
+			ln->function_id = pp_func(b, src->function ? src->function : "[unknown]",
+						  src->file, sl->mapping);
+			ln->line = src->line;
+		} else {
+			ln->function_id = pp_func(b, sl->function, NULL, sl->mapping);
+		}
+		b->linep[pos + k] = ln;
+	}
+	return n;
+}
+
 static void pp_fill_locations(struct pp_build *b, const struct symb_profile *p)
 {
-	size_t i;
+	size_t i, pos = 0;
 
 	for (i = 0; i < p->nlocations; i++) {
 		const struct symb_location *sl = &p->locations[i];
 		pp_location_t *l = &b->locs[i];
 
-		perftools__profiles__line__init(&b->lines[i]);
-		b->lines[i].function_id = pp_func(b, sl->function, sl->mapping);
-		b->linep[i] = &b->lines[i];
 		perftools__profiles__location__init(l);
 		l->id = i + 1;
 		l->mapping_id = sl->mapping == SYMB_NO_MAPPING ? 0 : (uint64_t)sl->mapping + 1;
 		l->address = sl->address;
-		l->n_line = 1;
-		l->line = &b->linep[i];
+		l->line = &b->linep[pos];
+		l->n_line = pp_fill_lines(b, sl, pos);
+		pos += l->n_line;
 		b->locp[i] = l;
 	}
 	b->msg.n_location = p->nlocations;
@@ -403,15 +447,15 @@ int symb_write_pprof(const struct symb_profile *p, int fd)
 {
 	struct pp_build b = {.msg = PERFTOOLS__PROFILES__PROFILE__INIT};
 	uint8_t *packed = NULL, *gz = NULL;
-	size_t total_locs, packed_len, gz_len;
+	size_t total_locs, total_lines, packed_len, gz_len;
 	int err;
 
-	err = pp_check(p, &total_locs);
+	err = pp_check(p, &total_locs, &total_lines);
 	if (err) {
 		lp_err("pprof: invalid profile (index out of range)");
 		goto err_out;
 	}
-	err = pp_alloc(&b, p, total_locs);
+	err = pp_alloc(&b, p, total_locs, total_lines);
 	if (err) {
 		lp_err("pprof: cannot allocate the message: %s", strerror(-err));
 		goto err_out;

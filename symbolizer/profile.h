@@ -5,9 +5,12 @@
  * never modify it and never keep pointers into it after they return.
  *
  * Every stack is a list of location indices, leaf first. A location is one
- * frame: a user frame (mapping + normalized address), a kernel frame, or an
+ * address: a user frame (mapping + normalized address), a kernel frame, or an
  * unresolved frame. Every location has a printable function name, so nothing
  * is dropped: unresolved frames are named "[unknown]" or "module+0xoffset".
+ * A location with source information (DWARF) also has lines: the functions
+ * inlined at its address, each with its file:line; writers show those as
+ * frames of their own (folded, HTML) or as the location's Line list (pprof).
  */
 #ifndef LOWPROF_SYMB_PROFILE_H
 #define LOWPROF_SYMB_PROFILE_H
@@ -27,13 +30,33 @@ struct symb_mapping {
 	bool has_functions;   /* at least one location resolved to a symbol */
 };
 
+/*
+ * One source-level frame of a location: a function and the file:line in it
+ * (of the address for the innermost one, of the call into the next inner
+ * one for the others).
+ */
+struct symb_line {
+	const char *function; /* never NULL */
+	const char *file;     /* source file as recorded in DWARF, or NULL */
+	uint32_t line;	      /* 0 when unknown */
+};
+
 struct symb_location {
 	uint32_t mapping;     /* index into profile->mappings, or SYMB_NO_MAPPING */
 	uint64_t address;     /* in the mapping's normalized space (file offset for
 			     user code, kernel virtual address for the kernel) */
-	const char *function; /* never NULL: symbol, "[unknown]", or "mod+0x1f" */
+	const char *function; /* never NULL: symbol, "[unknown]", or "mod+0x1f";
+			     with lines, the containing function's name */
 	bool kernel;	      /* kernel frame: folded output suffixes "_[k]" */
 	bool resolved;	      /* function is a real symbol name */
+	/*
+	 * nlines source frames, innermost first: lines[0] is the innermost
+	 * inlined function, lines[nlines - 1] the function that contains the
+	 * address (the one named by function). nlines == 0 (lines may be
+	 * NULL): no source information, just function.
+	 */
+	const struct symb_line *lines;
+	uint32_t nlines;
 };
 
 struct symb_stack {
@@ -75,18 +98,27 @@ struct symb_profile {
  * bytes (pprof: apart from nothing; time_nanos comes from the profile).
  */
 
-/* gzip-compressed pprof protobuf (profile.proto), written to fd. */
+/*
+ * gzip-compressed pprof protobuf (profile.proto), written to fd. A location
+ * with lines gets one Line per source frame in the same order (pprof's
+ * convention: the last Line is the caller the earlier ones were inlined
+ * into), with Function.filename and Line.line set.
+ */
 int symb_write_pprof(const struct symb_profile *p, int fd);
 
 /*
  * Folded stacks, one line per distinct (comm, frames) after merging pids:
  * "comm;root;...;leaf VALUE\n", lines sorted bytewise, VALUE =
- * values[folded_value]. Kernel frames get "_[k]" appended. ';' and '\n' in
- * names are replaced so the line format stays parseable.
+ * values[folded_value]. A location with lines gives one frame per line,
+ * caller first ("outer;inlined"). Kernel frames get "_[k]" appended. ';'
+ * and '\n' in names are replaced so the line format stays parseable.
  */
 int symb_write_folded(const struct symb_profile *p, int fd);
 
-/* Self-contained interactive HTML flame graph (no network access needed). */
+/*
+ * Self-contained interactive HTML flame graph (no network access needed).
+ * Inlined functions are frames of their own, marked as inlined.
+ */
 int symb_write_flamegraph(const struct symb_profile *p, int fd);
 
 #endif /* LOWPROF_SYMB_PROFILE_H */

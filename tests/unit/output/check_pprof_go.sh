@@ -60,4 +60,20 @@ chain=$(echo "$out" | awk '/ 700ms +leaf_compute$/ { n = 6 } n-- > 0 { print $NF
 	fail "unexpected chain under the 700ms sample: $chain"
 echo "$out" | grep -Eq '^ *comm: +demo$' || fail "comm label missing"
 echo "$out" | grep -Eq '^ *pid: +101$' || fail "pid label missing"
+
+# Inlined functions (the inline profile): one location, several lines; pprof
+# marks all but the last "(inline)" and shows each line's file:line.
+inl=$work/inline.pb.gz
+out=$(go tool pprof -symbolize=none -lines -traces "$inl" 2>&1) ||
+	fail "go tool pprof -lines -traces failed: $out"
+echo "$out"
+chain=$(echo "$out" | awk '/ 600ms +inner_fn / { n = 4 } n-- > 0 { sub(/^ *(600ms)? +/, ""); print }' |
+	tr '\n' '|')
+[ "$chain" = "inner_fn /src/inl.h:12 (inline)|mid_fn /src/inl.h:30 (inline)|outer_fn /src/main.c:77|main /src/main.c:5|" ] ||
+	fail "unexpected inline chain under the 600ms sample: $chain"
+out=$(go tool pprof -symbolize=none -top "$inl" 2>&1) || fail "go tool pprof -top (inline) failed: $out"
+echo "$out"
+row=$(echo "$out" | top_row)
+echo "$row" | grep -Eq '^ *900ms +90\.00% +90\.00% +900ms +90\.00% +inner_fn \(inline\)$' ||
+	fail "expected inner_fn first with flat 900ms (both call sites), got: $row"
 echo "PASS"

@@ -76,6 +76,74 @@ const struct symb_profile *fix_sample_profile(void)
 	return &fix_profile;
 }
 
+/* innermost first, as symb_location.lines wants them */
+static const struct symb_line fix_inl_deep[] = {
+	{.function = "inner_fn", .file = "/src/inl.h", .line = 12},
+	{.function = "mid_fn", .file = "/src/inl.h", .line = 30},
+	{.function = "outer_fn", .file = "/src/main.c", .line = 77},
+};
+static const struct symb_line fix_inl_one[] = {
+	{.function = "inner_fn", .file = "/src/inl.h", .line = 14},
+	{.function = "outer_fn", .file = "/src/main.c", .line = 80},
+};
+static const struct symb_line fix_inl_main[] = {
+	{.function = "main", .file = "/src/main.c", .line = 5},
+};
+
+#define LINES(a) .lines = a, .nlines = sizeof(a) / sizeof(a[0])
+
+enum { LI_DEEP, LI_ONE, LI_MAIN, LI_PLAIN };
+
+static const struct symb_location fix_inl_locations[] = {
+	[LI_DEEP] = {.mapping = 0,
+		     .address = 0x2100,
+		     .function = "outer_fn",
+		     .resolved = true,
+		     LINES(fix_inl_deep)},
+	[LI_ONE] = {.mapping = 0,
+		    .address = 0x2180,
+		    .function = "outer_fn",
+		    .resolved = true,
+		    LINES(fix_inl_one)},
+	[LI_MAIN] = {.mapping = 0,
+		     .address = 0x2200,
+		     .function = "main",
+		     .resolved = true,
+		     LINES(fix_inl_main)},
+	[LI_PLAIN] = {.mapping = 0, .address = 0x2300, .function = "plain_fn", .resolved = true},
+};
+
+static const uint32_t fix_inl_deep_stack[] = {LI_DEEP, LI_MAIN};
+static const uint32_t fix_inl_one_stack[] = {LI_ONE, LI_MAIN};
+static const uint32_t fix_inl_plain_stack[] = {LI_PLAIN, LI_MAIN};
+
+static const struct symb_stack fix_inl_stacks[] = {
+	{.pid = 200, .comm = "inl", STACK(fix_inl_deep_stack), .values = {60, 60 * FIX_NS}},
+	{.pid = 200, .comm = "inl", STACK(fix_inl_one_stack), .values = {30, 30 * FIX_NS}},
+	{.pid = 200, .comm = "inl", STACK(fix_inl_plain_stack), .values = {10, 10 * FIX_NS}},
+};
+
+static const struct symb_profile fix_inl_profile = {
+	.mappings = fix_mappings,
+	.nmappings = 1,
+	.locations = fix_inl_locations,
+	.nlocations = sizeof(fix_inl_locations) / sizeof(fix_inl_locations[0]),
+	.stacks = fix_inl_stacks,
+	.nstacks = sizeof(fix_inl_stacks) / sizeof(fix_inl_stacks[0]),
+	.value_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+	.period_type = {"cpu", "nanoseconds"},
+	.period = FIX_NS,
+	.folded_value = 1,
+	.time_nanos = 1700000000123456789ll,
+	.duration_nanos = 10000000000ll,
+	.title = "lowprof cpu: inline test",
+};
+
+const struct symb_profile *fix_inline_profile(void)
+{
+	return &fix_inl_profile;
+}
+
 char *fix_capture(int (*writer)(const struct symb_profile *, int), const struct symb_profile *p,
 		  size_t *len, int *err)
 {

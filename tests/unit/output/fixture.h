@@ -24,6 +24,18 @@
 const struct symb_profile *fix_sample_profile(void);
 
 /*
+ * A profile with source lines and inlined functions (pid 200, comm "inl",
+ * one mapping, folded_value 1, FIX_NS per sample):
+ *   main -> outer_fn -> mid_fn (inline) -> inner_fn (inline)  60 samples
+ *   main -> outer_fn -> inner_fn (inline)                      30 samples
+ *   main -> plain_fn (no source lines)                         10 samples
+ * Each frame's file:line is listed in fixture.c. inner_fn comes from the
+ * same file in both stacks (one pprof Function), at two different lines.
+ */
+#define FIX_INL_TOTAL 100
+const struct symb_profile *fix_inline_profile(void);
+
+/*
  * Runs writer on p with a memfd and returns what it wrote (NUL-terminated,
  * *len bytes without the NUL; free() it). *err gets the writer's return value;
  * the buffer is returned even when it failed.

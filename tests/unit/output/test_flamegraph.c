@@ -232,6 +232,34 @@ static void test_empty(void **state)
 	free(html);
 }
 
+/*
+ * Inlined functions are nodes of their own (kind 5) below the function
+ * they were inlined into (kind 2); inner_fn under outer_fn directly and
+ * under mid_fn stay two nodes.
+ */
+static void test_inline_frames(void **state)
+{
+	size_t len;
+	char *html = write_html(fix_inline_profile(), &len);
+	char *data = data_of(html);
+
+	assert_string_equal(data, "{\"title\":\"lowprof cpu: inline test\",\"type\":\"cpu\","
+				  "\"unit\":\"nanoseconds\",\"total\":1000000000,\"nodes\":["
+				  "0,0,1000000000,1,\n" /* all */
+				  "1,1,1000000000,1,\n" /* inl */
+				  "2,2,1000000000,2,\n" /* main */
+				  "3,2,900000000,2,\n"	/* outer_fn */
+				  "4,5,300000000,0,\n"	/* inner_fn (inline) */
+				  "5,5,600000000,1,\n"	/* mid_fn (inline) */
+				  "4,5,600000000,0,\n"	/* inner_fn (inline) */
+				  "6,2,100000000,0],\n" /* plain_fn */
+				  "\"names\":[\"all\",\"inl\",\"main\",\"outer_fn\",\"inner_fn\","
+				  "\"mid_fn\",\"plain_fn\"]}");
+	assert_non_null(strstr(html, "\"inlined\"")); /* the page names kind 5 */
+	free(data);
+	free(html);
+}
+
 static void test_bad_input(void **state)
 {
 	static const uint32_t bad[] = {3};
@@ -255,7 +283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sample_profile), cmocka_unit_test(test_hostile_names),
 		cmocka_unit_test(test_deterministic),  cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_inline_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

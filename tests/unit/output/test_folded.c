@@ -166,6 +166,64 @@ static void test_bad_input(void **state)
 	free(got);
 }
 
+/* nlines without a lines array is refused by every writer. */
+static void test_bad_lines(void **state)
+{
+	static const struct symb_location loc = {
+		.mapping = SYMB_NO_MAPPING, .function = "f", .nlines = 2};
+	static const uint32_t idx[] = {0};
+	struct symb_stack st = {.comm = "c", .locs = idx, .nlocs = 1, .values = {1, 1}};
+	struct symb_profile p = {
+		.locations = &loc, .nlocations = 1, .stacks = &st, .nstacks = 1, .folded_value = 1};
+	int (*writers[])(const struct symb_profile *, int) = {symb_write_folded, symb_write_pprof,
+							      symb_write_flamegraph};
+	size_t i, len;
+	int err;
+	char *got;
+
+	for (i = 0; i < N(writers); i++) {
+		len = 0;
+		err = 0;
+		got = fix_capture(writers[i], &p, &len, &err);
+		assert_int_equal(err, -EINVAL);
+		assert_int_equal(len, 0);
+		free(got);
+	}
+}
+
+/*
+ * Inlined functions are frames of their own, caller first; a location
+ * without lines is its function alone.
+ */
+static void test_inline_frames(void **state)
+{
+	assert_folded(fix_inline_profile(), "inl;main;outer_fn;inner_fn 300000000\n"
+					    "inl;main;outer_fn;mid_fn;inner_fn 600000000\n"
+					    "inl;main;plain_fn 100000000\n");
+}
+
+/* Lines in a kernel location get the suffix each; ';' in them is replaced. */
+static void test_inline_kernel_sanitized(void **state)
+{
+	static const struct symb_line lines[] = {
+		{.function = "in;line"},
+		{.function = "outer"},
+	};
+	static const struct symb_location locs[] = {
+		{.mapping = SYMB_NO_MAPPING,
+		 .function = "outer",
+		 .kernel = true,
+		 .resolved = true,
+		 .lines = lines,
+		 .nlines = 2},
+	};
+	static const uint32_t idx[] = {0};
+	struct symb_stack st = {.comm = "k", .locs = idx, .nlocs = 1, .values = {1, 2}};
+	struct symb_profile p = {.locations = locs, .nlocations = 1, .stacks = &st, .nstacks = 1};
+
+	assert_folded(&p, "k;outer_[k];in:line_[k] 1\n");
+}
+
 /* A failing write is reported as the writer's error, for every writer. */
 static void test_write_error(void **state)
 {
@@ -190,6 +248,9 @@ int main(void)
 		cmocka_unit_test(test_lines_sorted_bytewise),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_inline_frames),
+		cmocka_unit_test(test_inline_kernel_sanitized),
+		cmocka_unit_test(test_bad_lines),
 		cmocka_unit_test(test_write_error),
 	};
 

@@ -236,6 +236,84 @@ static void test_function_dedup(void **state)
 	perftools__profiles__profile__free_unpacked(m, NULL);
 }
 
+static void assert_line(const pb_t *m, const Perftools__Profiles__Line *ln, const char *function,
+			const char *file, int64_t line)
+{
+	const Perftools__Profiles__Function *f = func(m, ln->function_id);
+
+	assert_string_equal(str(m, f->name), function);
+	assert_string_equal(str(m, f->system_name), function);
+	assert_string_equal(str(m, f->filename), file);
+	assert_int_equal(ln->line, line);
+}
+
+/*
+ * One Location per address with one Line per source frame, innermost
+ * first (the last is the caller); Functions shared by (name, file).
+ */
+static void test_inline_lines(void **state)
+{
+	const struct symb_profile *p = fix_inline_profile();
+	pb_t *m = write_decode(p);
+	const Perftools__Profiles__Location *deep, *one, *main_loc, *plain;
+
+	assert_string_table_ok(m);
+	assert_int_equal(m->n_location, 4);
+	deep = m->location[0];
+	one = m->location[1];
+	main_loc = m->location[2];
+	plain = m->location[3];
+	assert_int_equal(deep->address, 0x2100);
+	assert_int_equal(deep->mapping_id, 1);
+	assert_int_equal(deep->n_line, 3);
+	assert_line(m, deep->line[0], "inner_fn", "/src/inl.h", 12);
+	assert_line(m, deep->line[1], "mid_fn", "/src/inl.h", 30);
+	assert_line(m, deep->line[2], "outer_fn", "/src/main.c", 77);
+	assert_int_equal(one->n_line, 2);
+	assert_line(m, one->line[0], "inner_fn", "/src/inl.h", 14);
+	assert_line(m, one->line[1], "outer_fn", "/src/main.c", 80);
+	assert_int_equal(main_loc->n_line, 1);
+	assert_line(m, main_loc->line[0], "main", "/src/main.c", 5);
+	assert_int_equal(plain->n_line, 1);
+	assert_line(m, plain->line[0], "plain_fn", "", 0);
+	/* inner_fn, mid_fn, outer_fn, main, plain_fn */
+	assert_int_equal(m->n_function, 5);
+	assert_int_equal(deep->line[0]->function_id, one->line[0]->function_id);
+	assert_int_equal(deep->line[2]->function_id, one->line[1]->function_id);
+
+	/* samples still point at locations, leaf first */
+	assert_int_equal(m->n_sample, 3);
+	assert_int_equal(m->sample[0]->n_location_id, 2);
+	assert_int_equal(m->sample[0]->location_id[0], 1);
+	assert_int_equal(m->sample[0]->location_id[1], 3);
+	perftools__profiles__profile__free_unpacked(m, NULL);
+}
+
+/* The same function name from two source files is two Functions. */
+static void test_inline_function_files(void **state)
+{
+	static const struct symb_line a[] = {{.function = "f", .file = "/a.c", .line = 1}};
+	static const struct symb_line b[] = {{.function = "f", .file = "/b.c", .line = 1}};
+	static const struct symb_line c[] = {{.function = "f", .file = "/a.c", .line = 2}};
+	static const struct symb_location locs[] = {
+		{.mapping = SYMB_NO_MAPPING, .function = "f", .lines = a, .nlines = 1},
+		{.mapping = SYMB_NO_MAPPING, .function = "f", .lines = b, .nlines = 1},
+		{.mapping = SYMB_NO_MAPPING, .function = "f", .lines = c, .nlines = 1},
+		{.mapping = SYMB_NO_MAPPING, .function = "f"},
+	};
+	struct symb_profile p = {.locations = locs, .nlocations = N(locs)};
+	pb_t *m = write_decode(&p);
+
+	assert_int_equal(m->n_function, 3);
+	assert_int_equal(m->location[0]->line[0]->function_id,
+			 m->location[2]->line[0]->function_id);
+	assert_int_not_equal(m->location[0]->line[0]->function_id,
+			     m->location[1]->line[0]->function_id);
+	assert_int_not_equal(m->location[0]->line[0]->function_id,
+			     m->location[3]->line[0]->function_id);
+	perftools__profiles__profile__free_unpacked(m, NULL);
+}
+
 static void test_deterministic(void **state)
 {
 	size_t l1 = 0, l2 = 0;
@@ -303,6 +381,8 @@ int main(void)
 		cmocka_unit_test(test_mappings_locations_functions),
 		cmocka_unit_test(test_samples),
 		cmocka_unit_test(test_function_dedup),
+		cmocka_unit_test(test_inline_lines),
+		cmocka_unit_test(test_inline_function_files),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_bad_input),

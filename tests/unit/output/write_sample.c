@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Writes the fixture profile with every writer, for the checks that need an
+ * Writes the fixture profiles with every writer, for the checks that need an
  * outside tool (go tool pprof, chromium): write_sample DIR creates
- * DIR/profile.pb.gz, DIR/profile.folded and DIR/profile.html.
+ * DIR/profile.pb.gz, DIR/profile.folded and DIR/profile.html from the sample
+ * profile, and DIR/inline.pb.gz, .folded, .html from the inline profile.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +13,7 @@
 
 #include "fixture.h"
 
-static int write_one(const char *dir, const char *name,
+static int write_one(const char *dir, const char *name, const struct symb_profile *p,
 		     int (*writer)(const struct symb_profile *, int))
 {
 	char path[4096];
@@ -24,7 +25,7 @@ static int write_one(const char *dir, const char *name,
 		fprintf(stderr, "write_sample: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	err = writer(fix_sample_profile(), fd);
+	err = writer(p, fd);
 	if (close(fd) && !err)
 		err = -errno;
 	if (err) {
@@ -40,7 +41,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: write_sample DIR\n");
 		return 2;
 	}
-	return write_one(argv[1], "profile.pb.gz", symb_write_pprof) |
-	       write_one(argv[1], "profile.folded", symb_write_folded) |
-	       write_one(argv[1], "profile.html", symb_write_flamegraph);
+	return write_one(argv[1], "profile.pb.gz", fix_sample_profile(), symb_write_pprof) |
+	       write_one(argv[1], "profile.folded", fix_sample_profile(), symb_write_folded) |
+	       write_one(argv[1], "profile.html", fix_sample_profile(), symb_write_flamegraph) |
+	       write_one(argv[1], "inline.pb.gz", fix_inline_profile(), symb_write_pprof) |
+	       write_one(argv[1], "inline.folded", fix_inline_profile(), symb_write_folded) |
+	       write_one(argv[1], "inline.html", fix_inline_profile(), symb_write_flamegraph);
 }
