@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lowprof/log.h"
+#include "lowprof/parse.h"
 #include "record.h"
 
 #ifndef LOWPROF_VERSION
@@ -44,6 +45,15 @@ static const char record_usage[] =
 	"  -p, --pid PID           only this process and all its threads (repeatable)\n"
 	"  -o, --output DIR        output directory (default ./lowprof-out)\n"
 	"  -u, --user USER         the symbolizer's user (default nobody)\n"
+	"      --stack-bytes N     user stack bytes copied per sample for unwinding\n"
+	"                          code without frame pointers (default 16384, max\n"
+	"                          65536, multiple of 8; 0: frame pointers only)\n"
+	"      --cache PATH        symbol and stack-delta cache, SQLite, by build-id\n"
+	"                          (default " LP_RECORD_DEFAULT_CACHE ")\n"
+	"      --cache-size SIZE   its size budget, e.g. 512M (default 512M)\n"
+	"      --no-cache          parse every binary and store nothing\n"
+	"      --debug-dir DIR     separate debug files under DIR/.build-id/\n"
+	"                          (repeatable; default /usr/lib/debug)\n"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -67,6 +77,11 @@ static int cmd_record(int argc, char **argv)
 		{"pid", required_argument, NULL, 'p'},
 		{"output", required_argument, NULL, 'o'},
 		{"user", required_argument, NULL, 'u'},
+		{"stack-bytes", required_argument, NULL, 'B'},
+		{"cache", required_argument, NULL, 'C'},
+		{"cache-size", required_argument, NULL, 'Z'},
+		{"no-cache", no_argument, NULL, 'X'},
+		{"debug-dir", required_argument, NULL, 'G'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -76,7 +91,12 @@ static int cmd_record(int argc, char **argv)
 				   .freq_hz = 99,
 				   .pids = pids,
 				   .out_dir = "lowprof-out",
-				   .user = "nobody"};
+				   .user = "nobody",
+				   .stack_bytes = 16384,
+				   .cache_path = LP_RECORD_DEFAULT_CACHE};
+	static const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
+	size_t ndebug = 0;
+	uint64_t size;
 	unsigned long long v;
 	char *end;
 	int opt;
@@ -116,6 +136,38 @@ static int cmd_record(int argc, char **argv)
 		case 'u':
 			o.user = optarg;
 			break;
+		case 'B':
+			if (parse_uint(optarg, 65536, &v) || v % 8) {
+				lp_err("--stack-bytes %s: give a multiple of 8 from 0 to 65536",
+				       optarg);
+				return 2;
+			}
+			o.stack_bytes = (uint32_t)v;
+			break;
+		case 'C':
+			if (optarg[0] != '/') {
+				lp_err("--cache %s: give an absolute path", optarg);
+				return 2;
+			}
+			o.cache_path = optarg;
+			break;
+		case 'Z':
+			if (lp_parse_size(optarg, &size) || size < (1u << 20)) {
+				lp_err("--cache-size %s: give a size of at least 1M", optarg);
+				return 2;
+			}
+			o.cache_size = optarg;
+			break;
+		case 'X':
+			o.cache_path = NULL;
+			break;
+		case 'G':
+			if (ndebug == LP_RECORD_MAX_DEBUG_DIRS) {
+				lp_err("at most %d --debug-dir options", LP_RECORD_MAX_DEBUG_DIRS);
+				return 2;
+			}
+			debug_dirs[ndebug++] = optarg;
+			break;
 		case 'v':
 			o.verbose = true;
 			lp_log_init("lowprof", LP_LOG_DEBUG);
@@ -132,6 +184,7 @@ static int cmd_record(int argc, char **argv)
 		lp_err("unexpected argument '%s' (see lowprof record --help)", argv[optind]);
 		return 2;
 	}
+	o.debug_dirs = ndebug ? debug_dirs : NULL;
 	return lp_record(&o);
 }
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -35,8 +36,9 @@
 #include "lowprof/ring.h"
 #include "record.h"
 
-#define RING_FD	       3
-#define MAX_SAMPLE_REC 4096 /* msgpack sample with 254 frames, rounded up */
+#define RING_FD 3
+/* msgpack sample with 254 frames (2 KiB, rounded up) + the stack copy */
+#define MAX_SAMPLE_REC(stack_bytes) (4096 + (stack_bytes))
 
 static const char *const out_names[3] = {"cpu.pb.gz", "cpu.folded", "cpu.html"};
 
@@ -291,13 +293,27 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **a
 	argv[n++] = "--user";
 	argv[n++] = (char *)o->user;
 	argv[n++] = "--exit-with-parent";
+	if (o->cache_path) {
+		argv[n++] = "--cache";
+		argv[n++] = (char *)o->cache_path;
+	} else {
+		argv[n++] = "--no-cache";
+	}
+	if (o->cache_size) {
+		argv[n++] = "--cache-size";
+		argv[n++] = (char *)o->cache_size;
+	}
+	for (size_t i = 0; o->debug_dirs && o->debug_dirs[i]; i++) {
+		argv[n++] = "--debug-dir";
+		argv[n++] = (char *)o->debug_dirs[i];
+	}
 	if (o->verbose)
 		argv[n++] = "-v";
 	argv[n] = NULL;
 }
 
 static void collector_argv(const struct lp_record_opts *o, char *path, char **argv, char *freq,
-			   char *dur, char (*pidbuf)[16])
+			   char *dur, char *stack, char (*pidbuf)[16])
 {
 	int n = 0;
 
@@ -306,6 +322,9 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
 	argv[n++] = "-F";
 	argv[n++] = freq;
 	snprintf(freq, 16, "%u", o->freq_hz);
+	argv[n++] = "--stack-bytes";
+	argv[n++] = stack;
+	snprintf(stack, 16, "%u", o->stack_bytes);
 	if (o->duration_s > 0) {
 		snprintf(dur, 32, "%g", o->duration_s);
 		argv[n++] = "-d";
@@ -376,10 +395,63 @@ static void supervise(struct child *kids, int sfd, struct lp_ring *ring)
 	}
 }
 
+/*
+ * The symbol cache lives in a directory only the symbolizer's user can
+ * write (it opens the database after dropping privileges). The default
+ * directory is created for it; a directory the user does not own is only
+ * used if it is already writable to them. Returns 0 or -errno (warned).
+ */
+static int prepare_cache_dir(const char *cache_path, const char *user)
+{
+	char dir[PATH_MAX];
+	struct passwd *pw;
+	struct stat st;
+	char *slash;
+	int dfd, err = 0;
+
+	if (snprintf(dir, sizeof(dir), "%s", cache_path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir) {
+		lp_warn("cache: %s: give an absolute path in a directory; running without the "
+			"cache",
+			cache_path);
+		return -EINVAL;
+	}
+	*slash = '\0';
+	pw = getpwnam(user);
+	if (!pw)
+		return -ENOENT; /* the symbolizer reports the unknown user */
+	if (strcmp(cache_path, LP_RECORD_DEFAULT_CACHE) == 0 && mkdir(dir, 0700) &&
+	    errno != EEXIST) {
+		err = -errno;
+		goto fail;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (fstat(dfd, &st)) {
+		err = -errno;
+	} else if (strcmp(cache_path, LP_RECORD_DEFAULT_CACHE) == 0 && st.st_uid != pw->pw_uid) {
+		/* ours to manage: hand it to the symbolizer's user, private */
+		if (fchown(dfd, pw->pw_uid, pw->pw_gid) || fchmod(dfd, 0700))
+			err = -errno;
+	}
+	close(dfd);
+	if (!err)
+		return 0;
+fail:
+	lp_warn("cache: %s: %s; running without the cache", dir, strerror(-err));
+	return err;
+}
+
 int lp_record(const struct lp_record_opts *o)
 {
-	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], desc[64];
-	char *cargv[16 + 2 * LP_RECORD_MAX_PIDS], *sargv[16];
+	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], stack[16], desc[64];
+	char *cargv[16 + 2 * LP_RECORD_MAX_PIDS], *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	struct lp_record_opts eff = *o;
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
 	struct child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
 				{.name = "lowprof-symbolizer", .out = {-1, -1}}};
@@ -404,9 +476,12 @@ int lp_record(const struct lp_record_opts *o)
 	}
 	if (open_outputs(o->out_dir, fds))
 		return 1;
+	if (eff.cache_path && prepare_cache_dir(eff.cache_path, eff.user))
+		eff.cache_path = NULL; /* warned: the run goes on without the cache */
+	o = &eff;
 	ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
-	ring_fd = lp_ring_create_memfd(
-		lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz, MAX_SAMPLE_REC));
+	ring_fd = lp_ring_create_memfd(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz,
+							MAX_SAMPLE_REC(o->stack_bytes)));
 	if (ring_fd < 0) {
 		lp_err("ring: creating shared memory: %s", strerror(-ring_fd));
 		goto out;
@@ -438,7 +513,7 @@ int lp_record(const struct lp_record_opts *o)
 
 	if (spawn(&kids[1], symb_path, sargv, sfds, 4, true))
 		goto out;
-	collector_argv(o, coll_path, cargv, freq, dur, pidbuf);
+	collector_argv(o, coll_path, cargv, freq, dur, stack, pidbuf);
 	if (spawn(&kids[0], coll_path, cargv, &ring_fd, 1, false)) {
 		/* the collector never ran: count it as failed */
 		kids[0].done = true;

@@ -18,7 +18,14 @@ struct lp_record_opts {
 	const char *out_dir;
 	const char *user; /* the symbolizer's user */
 	bool verbose;
+	uint32_t stack_bytes;	       /* user stack copy per sample */
+	const char *cache_path;	       /* symbol cache; NULL: none */
+	const char *cache_size;	       /* passed through as given; NULL: default */
+	const char *const *debug_dirs; /* NULL-terminated, may be empty */
 };
+
+#define LP_RECORD_DEFAULT_CACHE	 "/var/cache/lowprof/symbols.db"
+#define LP_RECORD_MAX_DEBUG_DIRS 16
 
 /* Runs a whole recording; returns the process exit code. */
 int lp_record(const struct lp_record_opts *opts);

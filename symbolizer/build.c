@@ -5,9 +5,8 @@
  * symbols for user frames, the kernel snapshot for kernel frames), and the
  * end-of-run summary.
  *
- * The paths, devices and inodes of objects come from the stream: opening
- * them must not let a stream open anything but the regular file that was
- * mapped (see open_obj), and names printed to a terminal are sanitized.
+ * Objects are opened by objects.c; names printed to a terminal are
+ * sanitized here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +18,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "dwarf.h"
 #include "lowprof/log.h"
 #include "symb_int.h"
 
 #define KERNEL_MAPPING_START 0xffff000000000000ull
+/* inline depth kept per location (dwarf.c's own limit is 64) */
+#define SYMB_MAX_INLINE 64
 
 /* object i's slice is [(i + 1) * SPAN, (i + 2) * SPAN): below the kernel's */
 _Static_assert((SYMB_MAX_OBJS + 2ull) * SYMB_OBJ_SPAN <= KERNEL_MAPPING_START,
@@ -45,126 +47,6 @@ struct symb_built {
 	char title[320];
 	uint32_t kernel_mapping;
 };
-
-/* ---- opening binaries --------------------------------------------------- */
-
-/*
- * A path as /proc/PID/maps shows it: absolute, with no "." or ".."
- * component, so that "/proc/PID/root" + path cannot leave that root through
- * the path itself.
- */
-static bool path_is_plain(const char *path)
-{
-	size_t n = strlen(path);
-
-	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./"))
-		return false;
-	return !(n >= 3 && strcmp(path + n - 3, "/..") == 0) &&
-	       !(n >= 2 && strcmp(path + n - 2, "/.") == 0);
-}
-
-/* The mapped file itself: both the device and the inode come from /proc/PID/maps. */
-static bool is_mapped_file(const struct stat *st, const struct symb_obj *o)
-{
-	return S_ISREG(st->st_mode) && st->st_ino == o->inode &&
-	       st->st_dev == makedev(o->dev_major, o->dev_minor);
-}
-
-/*
- * Opens path read-only if it is the object's file. The first open is O_PATH:
- * it opens no device and no FIFO (no driver open, no blocking), and follows
- * no final symlink; the checks run on the inode it found, and the read-only
- * open goes through that same inode (/proc/self/fd/N), checked again.
- * Returns an fd, or -errno (-ESTALE: not the file that was mapped).
- */
-static int open_checked(const char *path, const struct symb_obj *o)
-{
-	char self[32];
-	struct stat st;
-	int pfd, fd, err;
-
-	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, &st)) {
-		err = -errno;
-		close(pfd);
-		return err;
-	}
-	if (!is_mapped_file(&st, o)) {
-		close(pfd);
-		return -ESTALE;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	err = fd < 0 ? -errno : 0;
-	close(pfd);
-	if (err)
-		return err;
-	if (fstat(fd, &st) || !is_mapped_file(&st, o)) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-/*
- * Opens an object's file and checks it is the one that was mapped (device
- * and inode), so a binary replaced since it was mapped is never used to name
- * the old one's frames. Falls back to the mapping process's root, which
- * reaches files in other mount namespaces when we are allowed to.
- */
-static struct symb_elf *open_obj(const struct symb_obj *o)
-{
-	char alt[LPS_MAX_PATH + 32], shown[SYMB_NAME_PRINT_MAX + 4];
-	const char *paths[2] = {o->path, alt};
-	int err = -EINVAL;
-
-	if (!path_is_plain(o->path))
-		goto fail;
-	if (snprintf(alt, sizeof(alt), "/proc/%u/root%s", o->pid, o->path) >= (int)sizeof(alt))
-		paths[1] = NULL;
-	for (int i = 0; i < 2 && paths[i]; i++) {
-		struct symb_elf *e;
-		int fd = open_checked(paths[i], o);
-
-		if (fd < 0) {
-			err = fd;
-			continue;
-		}
-		e = symb_elf__open_fd(fd);
-		err = -errno;
-		close(fd);
-		if (e)
-			return e;
-	}
-fail:
-	lp_debug("symbols: %s: %s", symb_sanitize_name(shown, sizeof(shown), o->path),
-		 err == -ESTALE	  ? "not the file that was mapped"
-		 : err == -EINVAL ? "not a plain absolute path"
-				  : strerror(-err));
-	return NULL;
-}
-
-static void load_obj(struct symb_state *s, struct symb_obj *o)
-{
-	uint8_t id[64];
-	size_t n;
-
-	if (o->loaded)
-		return;
-	o->loaded = true;
-	if (s->offline)
-		return;
-	o->elf = open_obj(o);
-	if (!o->elf)
-		return;
-	n = symb_elf__build_id(o->elf, id, sizeof(id));
-	if (n > 40) /* GNU build-ids are 20 bytes; the field holds 40 */
-		n = 40;
-	for (size_t i = 0; i < n; i++)
-		snprintf(o->build_id + 2 * i, 3, "%02x", id[i]);
-}
 
 static const char *base_name(const char *path)
 {
@@ -206,13 +88,14 @@ static char *resolve_name(struct symb_state *s, const struct symb_frame *f, bool
 		uint64_t vaddr;
 
 		if (user_frame_ok(f)) {
-			load_obj(s, o);
+			symb_obj_load(s, o);
 			if (o->elf && symb_elf__offset_to_vaddr(o->elf, f->addr, &vaddr) == 0)
 				name = symb_elf__symbolize(o->elf, vaddr, NULL);
 		}
 		if (name) {
 			*resolved = true;
-			return strdup(name);
+			out = symb_demangle(name);
+			return out ? out : strdup(name);
 		}
 		if (asprintf(&out, "%s+0x%" PRIx64, base_name(o->path), f->addr) < 0)
 			return NULL;
@@ -264,6 +147,38 @@ static int slots_grow(const struct symb_state *s, struct loc_slot **slots, uint3
 }
 
 /* Fills location nloc for frame f: 0 or -ENOMEM. */
+/*
+ * Source frames from DWARF, where the object has debug information: inline
+ * frames and file:line. The strings stay owned by the object's DWARF, which
+ * lives as long as the state (the built profile is freed first). 0 or
+ * -ENOMEM.
+ */
+static int add_lines(struct symb_state *s, struct symb_location *l, const struct symb_frame *f)
+{
+	struct symb_srcline src[SYMB_MAX_INLINE];
+	struct symb_obj *o = &s->objs[f->obj];
+	struct symb_line *lines;
+	uint64_t vaddr;
+	int n;
+
+	if (!o->dwarf || !o->elf || symb_elf__offset_to_vaddr(o->elf, f->addr, &vaddr))
+		return 0;
+	n = symb_dwarf__lookup(o->dwarf, vaddr, src, SYMB_MAX_INLINE);
+	if (n <= 0)
+		return 0;
+	lines = calloc((size_t)n, sizeof(*lines));
+	if (!lines)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		lines[i] = (struct symb_line){src[i].function, src[i].file, src[i].line};
+	l->lines = lines;
+	l->nlines = (uint32_t)n;
+	/* the containing function, as DWARF names it */
+	l->function = lines[n - 1].function;
+	l->resolved = true;
+	return 0;
+}
+
 static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nloc,
 			 const struct symb_frame *f)
 {
@@ -293,6 +208,8 @@ static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nl
 		return -ENOMEM;
 	l->function = b->names[nloc];
 	l->resolved = resolved;
+	if (f && user_frame_ok(f))
+		return add_lines(s, l, f);
 	return 0;
 }
 
@@ -370,7 +287,7 @@ static int build_mappings(struct symb_state *s, struct symb_built *b, uint32_t *
 		o->mapping = SYMB_NO_MAPPING;
 		if (!o->used)
 			continue;
-		load_obj(s, o);
+		symb_obj_load(s, o);
 		m->path = o->path;
 		m->build_id = o->build_id[0] ? o->build_id : NULL;
 		m->start = (uint64_t)(n + 1) * SYMB_OBJ_SPAN; /* n < SYMB_MAX_OBJS */
@@ -472,6 +389,9 @@ void symb_built_free(struct symb_built *b)
 	if (b->names)
 		for (size_t i = 0; i < b->p.nlocations; i++)
 			free(b->names[i]);
+	if (b->locations)
+		for (size_t i = 0; i < b->p.nlocations; i++)
+			free((void *)b->locations[i].lines);
 	free(b->names);
 	free(b->mappings);
 	free(b->locations);
@@ -629,6 +549,52 @@ static void print_other_losses(const struct symb_state *s, int fd)
 	dprintf(fd, "\n");
 }
 
+/* How user stacks were unwound, and why walks ended before the outermost frame. */
+static void print_unwinding(const struct symb_state *s, int fd)
+{
+	const struct symb_counters *c = &s->n;
+	uint64_t early = c->unwound - c->unwind_stops[SYMB_STOP_END];
+
+	if (!c->unwound)
+		return;
+	dprintf(fd,
+		"  user stacks     %" PRIu64 " unwound, %" PRIu64
+		" to the outermost frame (%.1f%%)",
+		c->unwound, c->unwind_stops[SYMB_STOP_END],
+		100.0 * (double)c->unwind_stops[SYMB_STOP_END] / (double)c->unwound);
+	if (c->unwind_fp_frames)
+		dprintf(fd, ", %" PRIu64 " frames by frame pointers", c->unwind_fp_frames);
+	dprintf(fd, "\n");
+	if (!early)
+		return;
+	dprintf(fd, "  ended early     ");
+	for (int r = 0, first = 1; r < SYMB_STOP__COUNT; r++) {
+		if (r == SYMB_STOP_END || !c->unwind_stops[r])
+			continue;
+		dprintf(fd, "%s%s %" PRIu64, first ? "" : ", ", symb_unwind_stop_name(r),
+			c->unwind_stops[r]);
+		first = 0;
+	}
+	dprintf(fd, "\n");
+}
+
+/* Where symbols and stack deltas came from: the files or the cache. */
+static void print_objects(const struct symb_state *s, int fd)
+{
+	const struct symb_counters *c = &s->n;
+
+	if (!c->parsed_symbols && !c->parsed_deltas && !c->cache_hits && !c->unreadable_objs)
+		return;
+	dprintf(fd,
+		"  binaries        loaded in %.1f ms: %" PRIu64 " tables from the cache, %" PRIu64
+		" parsed (%" PRIu64 " symbol, %" PRIu64 " stack-delta), %" PRIu64 " stored",
+		c->load_ns / 1e6, c->cache_hits, c->parsed_symbols + c->parsed_deltas,
+		c->parsed_symbols, c->parsed_deltas, c->cache_stored);
+	print_extra(fd, c->cache_bad, "bad cache rows");
+	print_extra(fd, c->unreadable_objs, "unreadable");
+	dprintf(fd, "%s\n", s->cache ? "" : " (no cache)");
+}
+
 void symb_print_summary(const struct symb_state *s, const struct symb_built *b, int fd)
 {
 	const struct symb_profile *p = b ? &b->p : NULL;
@@ -651,6 +617,8 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *b, 
 	if (s->n.unmapped_frames)
 		dprintf(fd, "  unmapped frames %" PRIu64 " (shown as [unknown])\n",
 			s->n.unmapped_frames);
+	print_unwinding(s, fd);
+	print_objects(s, fd);
 	if (!s->n.have_loss)
 		dprintf(fd, "  note: no loss counters received (collector stopped early?)\n");
 	if (!p || !p->nstacks || !s->n.samples)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lowprof/log.h"
+#include "lowprof/parse.h"
 #include "symbolizer.h"
 
 static const char usage[] =
@@ -31,6 +32,14 @@ static const char usage[] =
 	"  -u, --user USER        user to run as when started as root (default nobody)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --no-summary       do not print the summary\n"
+	"      --cache PATH       SQLite cache of symbol and stack-delta tables, by\n"
+	"                         build-id; shared safely by several symbolizers\n"
+	"                         (default " SYMB_DEFAULT_CACHE ")\n"
+	"      --cache-size BYTES the cache's size budget, least recently used tables\n"
+	"                         evicted first; K/M/G suffixes (default 512M)\n"
+	"      --no-cache         parse every binary, store nothing\n"
+	"      --debug-dir DIR    look for separate debug files in DIR/.build-id/\n"
+	"                         (repeatable; default " SYMB_DEFAULT_DEBUG_DIR ")\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -65,14 +74,20 @@ int main(int argc, char **argv)
 		{"user", required_argument, NULL, 'u'},
 		{"exit-with-parent", no_argument, NULL, 'P'},
 		{"no-summary", no_argument, NULL, 'N'},
+		{"cache", required_argument, NULL, 'C'},
+		{"cache-size", required_argument, NULL, 'Z'},
+		{"no-cache", no_argument, NULL, 'X'},
+		{"debug-dir", required_argument, NULL, 'G'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	struct symb_opts o = {
 		.sz = sizeof(o), .ring_fd = -1, .out_fds = {-1, -1, -1}, .user = "nobody"};
+	static const char *debug_dirs[SYMB_MAX_DEBUG_DIRS + 1];
 	enum lp_log_level level = LP_LOG_INFO;
-	bool have_fds = false;
+	size_t ndebug = 0;
+	bool have_fds = false, no_cache = false;
 	char *end;
 	long v;
 	int opt;
@@ -112,6 +127,25 @@ int main(int argc, char **argv)
 		case 'N':
 			o.quiet_summary = true;
 			break;
+		case 'C':
+			o.cache_path = optarg;
+			break;
+		case 'Z':
+			if (lp_parse_size(optarg, &o.cache_size) || o.cache_size < (1u << 20)) {
+				lp_err("--cache-size %s: give a size of at least 1M", optarg);
+				return 2;
+			}
+			break;
+		case 'X':
+			no_cache = true;
+			break;
+		case 'G':
+			if (ndebug == SYMB_MAX_DEBUG_DIRS) {
+				lp_err("at most %d --debug-dir options", SYMB_MAX_DEBUG_DIRS);
+				return 2;
+			}
+			debug_dirs[ndebug++] = optarg;
+			break;
 		case 'v':
 			level = level < LP_LOG_DEBUG ? level + 1 : level;
 			lp_log_init(argv[0], level);
@@ -136,5 +170,12 @@ int main(int argc, char **argv)
 		lp_err("give exactly one of -o DIR or --output-fds (see --help)");
 		return 2;
 	}
+	if (no_cache)
+		o.cache_path = NULL;
+	else if (!o.cache_path)
+		o.cache_path = SYMB_DEFAULT_CACHE;
+	if (!ndebug)
+		debug_dirs[ndebug++] = SYMB_DEFAULT_DEBUG_DIR;
+	o.debug_dirs = debug_dirs;
 	return symb_run(&o);
 }

@@ -22,6 +22,7 @@
 
 #include "lowprof/caps.h"
 #include "lowprof/files.h"
+#include "cache.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "profile.h"
@@ -275,6 +276,7 @@ int symb_run(const struct symb_opts *o)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct lp_ring *ring = NULL;
+	struct symb_cache *cache = NULL;
 	int fds[3] = {-1, -1, -1};
 	struct symb_state s;
 	void *mem = NULL;
@@ -300,6 +302,15 @@ int symb_run(const struct symb_opts *o)
 		if (getppid() != o->parent)
 			goto out;
 	}
+	/* as the final user, so that the database and its WAL files are ours */
+	if (o->cache_path) {
+		err = symb_cache__open(o->cache_path, o->cache_size, &cache);
+		if (err) /* cache.c said why */
+			lp_warn("cache: running without the symbol cache (give --cache PATH in "
+				"a directory this user can write, or --no-cache)");
+		s.cache = cache;
+	}
+	s.debug_dirs = o->debug_dirs;
 	err = attach_ring(o, &mem, &size, &ring);
 	if (err)
 		goto out;
@@ -320,5 +331,6 @@ out:
 	if (mem)
 		munmap(mem, size);
 	symb_state_free(&s);
+	symb_cache__close(cache);
 	return rc;
 }

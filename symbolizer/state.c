@@ -61,7 +61,7 @@ void symb_state_free(struct symb_state *s)
 {
 	for (uint32_t i = 0; i < s->nobjs; i++) {
 		free(s->objs[i].path);
-		symb_elf__free(s->objs[i].elf);
+		symb_obj_release(&s->objs[i]);
 	}
 	free(s->objs);
 	free(s->obj_index);
@@ -556,6 +556,74 @@ static struct symb_frame user_frame(struct symb_state *s, const struct symb_proc
 	return (struct symb_frame){SYMB_F_USER, m->obj, a - m->start + m->offset};
 }
 
+struct unwind_ctx {
+	struct symb_state *s;
+	const struct symb_proc *p;
+};
+
+/* The unwinder's view of a process: runtime address -> its object's delta row. */
+static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta *row)
+{
+	struct unwind_ctx *u = ctx;
+	const struct symb_map *m = u->p ? map_find(u->p, addr) : NULL;
+	const struct symb_delta *d;
+	struct symb_obj *o;
+	uint64_t vaddr;
+
+	if (!m) {
+		return SYMB_LOOKUP_UNMAPPED;
+	}
+	if (m->obj == UINT32_MAX) {
+		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT) or [vdso] */
+	}
+	o = &u->s->objs[m->obj];
+	symb_obj_load(u->s, o);
+	if (!o->have_deltas || !o->elf ||
+	    symb_elf__offset_to_vaddr(o->elf, addr - m->start + m->offset, &vaddr)) {
+		return SYMB_LOOKUP_NO_CFI;
+	}
+	d = symb_deltas__find(&o->deltas, vaddr);
+	if (!d || d->kind == SYMB_CFA_NONE) {
+		return SYMB_LOOKUP_NO_CFI;
+	}
+	*row = *d;
+	return SYMB_LOOKUP_FOUND;
+}
+
+/*
+ * User frames of a sample that carries registers and a stack copy instead
+ * of a frame-pointer walk: unwound here, with each object's stack deltas.
+ * Returns the number of frames written to f.
+ */
+static uint32_t unwind_user(struct symb_state *s, const struct symb_proc *p,
+			    const struct lps_sample *smp, struct symb_frame *f, uint64_t *unmapped,
+			    uint64_t *bad_offsets)
+{
+	struct symb_uframe uf[LPS_MAX_FRAMES];
+	struct symb_unwind_regs regs = {smp->ip, smp->sp, smp->bp};
+	struct symb_unwind_stack st = {smp->stack_copy, smp->stack_copy_len, smp->sp};
+	struct unwind_ctx u = {s, p};
+	struct symb_unwind_result res;
+
+	symb_unwind(&regs, &st, lookup_delta, &u, uf, LPS_MAX_FRAMES, &res);
+	s->n.unwound++;
+	s->n.unwind_stops[res.stop < SYMB_STOP__COUNT ? res.stop : SYMB_STOP_BAD_CFA]++;
+	s->n.unwind_fp_frames += res.fp_frames;
+	for (uint32_t i = 0; i < res.n; i++) {
+		/*
+		 * Return addresses are named at pc - 1, inside the call; so is
+		 * the user ip of a sample taken in a system call (it points
+		 * after the syscall instruction).
+		 */
+		uint64_t a = uf[i].pc;
+
+		if (!uf[i].exact || (i == 0 && smp->nkstack))
+			a -= 1;
+		f[i] = user_frame(s, p, a, unmapped, bad_offsets);
+	}
+	return res.n;
+}
+
 static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 {
 	struct symb_frame f[2 * LPS_MAX_FRAMES];
@@ -581,6 +649,8 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 
 		f[n++] = (struct symb_frame){SYMB_F_KERNEL, 0, i ? a - 1 : a};
 	}
+	if (smp->ip && !smp->nustack)
+		n += unwind_user(s, p, smp, &f[n], &unmapped, &bad_offsets);
 	for (uint32_t i = 0; i < smp->nustack; i++) {
 		uint64_t a = lps_frame(smp->ustack, i);
 
@@ -600,7 +670,7 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	for (uint32_t i = 0; i < n; i++)
 		if (f[i].kind == SYMB_F_USER)
 			s->objs[f[i].obj].used = true;
-	if (smp->nustack && (!p || !p->has_maps))
+	if ((smp->nustack || smp->ip) && (!p || !p->has_maps))
 		s->n.no_maps_samples++;
 	s->n.unmapped_frames += unmapped;
 	s->n.bad_offsets += bad_offsets;

@@ -15,9 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfi.h"
 #include "elfsym.h"
 #include "lowprof/schema.h"
 #include "profile.h"
+#include "unwind.h"
+
+struct symb_cache;
+struct symb_dwarf;
 
 /*
  * Limits on what a stream can make the symbolizer hold. The stream comes from
@@ -76,8 +81,13 @@ struct symb_obj {
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;
 	uint32_t pid; /* a process that mapped it (to reach /proc/PID/root) */
-	bool loaded;  /* open attempted */
+	bool loaded;  /* open attempted (symb_obj_load) */
 	struct symb_elf *elf;
+	struct symb_deltas deltas; /* stack deltas, by ELF virtual address */
+	bool have_deltas;
+	struct symb_dwarf *dwarf; /* NULL: no debug information */
+	Elf *elf_h, *dbg_h;	  /* kept open for dwarf only */
+	int fd, dbg_fd;
 	char build_id[41 * 2 + 1];
 	uint32_t mapping; /* index into the built profile's mappings */
 	bool used;
@@ -129,6 +139,15 @@ struct symb_counters {
 	uint64_t over_limit_ksyms;    /* kernel symbols dropped */
 	uint64_t over_limit_frames;   /* frames named "[too many frames]" */
 	uint64_t exec, exit;
+	/* user stacks unwound from the stack copy, and why each walk ended */
+	uint64_t unwound;
+	uint64_t unwind_stops[SYMB_STOP__COUNT];
+	uint64_t unwind_fp_frames; /* frames found through frame pointers */
+	/* objects: parsed from the file or taken from the cache */
+	uint64_t parsed_symbols, parsed_deltas;
+	uint64_t cache_hits, cache_stored, cache_bad;
+	uint64_t unreadable_objs;
+	uint64_t load_ns;     /* time spent loading objects */
 	struct lps_loss loss; /* last loss record */
 	bool have_loss;
 };
@@ -139,7 +158,10 @@ struct symb_state {
 	 * file, so user frames are named "binary+0xoffset" (fuzzing, tests).
 	 */
 	bool offline;
-	uint64_t seed; /* of every hash a stream can steer (no flooding) */
+	uint64_t seed;		       /* of every hash a stream can steer (no flooding) */
+	struct symb_cache *cache;      /* set by the caller, may be NULL; not owned */
+	const char *const *debug_dirs; /* NULL-terminated; set by the caller */
+	uint32_t ndwarf_open;
 
 	/* run metadata, copied from the meta record */
 	bool have_meta;
@@ -199,6 +221,10 @@ void symb_state_free(struct symb_state *s);
  */
 int symb_state_feed(struct symb_state *s, const void *buf, size_t len);
 const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr);
+
+/* objects.c: symbols, stack deltas and DWARF of an object, loaded once. */
+void symb_obj_load(struct symb_state *s, struct symb_obj *o);
+void symb_obj_release(struct symb_obj *o);
 
 /* build.c: the model handed to the writers, and the summary. */
 struct symb_built;

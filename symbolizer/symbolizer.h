@@ -23,7 +23,14 @@ struct symb_opts {
 	bool exit_with_parent;
 	pid_t parent; /* getppid() at start */
 	bool quiet_summary;
+	const char *cache_path;	       /* SQLite symbol cache; NULL: none */
+	uint64_t cache_size;	       /* its byte budget; 0: the default */
+	const char *const *debug_dirs; /* separate debug files by build-id; NULL-terminated */
 };
+
+#define SYMB_DEFAULT_CACHE     "/var/cache/lowprof/symbols.db"
+#define SYMB_DEFAULT_DEBUG_DIR "/usr/lib/debug"
+#define SYMB_MAX_DEBUG_DIRS    16
 
 /* Runs until the ring is closed and drained, or a signal; returns an exit code. */
 int symb_run(const struct symb_opts *opts);

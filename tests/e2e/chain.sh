@@ -45,10 +45,11 @@ check "lowprof record exits 0 (got $rc)" test "$rc" -eq 0
 F="$TMP/out/cpu.folded"
 check "cpu.folded is not empty" test -s "$F"
 echo "--- cpu.folded"; head -5 "$F"
-# frame pointers: gcc gives the leaf no frame, so chain_three may be missing
-pct=$(share "$F" '^chain-fp;.*main;chain_one;chain_two;(chain_three;)?chain_leaf$')
-check "$pct% of samples show main;chain_one;chain_two;[chain_three;]chain_leaf (>= 90%)" \
-	test "$pct" -ge 90
+# unwound with CFI: no frame is missing (frame pointers alone lose chain_three,
+# as gcc gives the leaf no frame)
+pct=$(share "$F" '^chain-fp;.*main;chain_one;chain_two;chain_three;chain_leaf$')
+check "$pct% of samples show main;chain_one;chain_two;chain_three;chain_leaf (>= 95%)" \
+	test "$pct" -ge 95
 
 export HOME=$TMP
 top=$(go tool pprof -top "$TMP/out/cpu.pb.gz" 2>&1)

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Loading what the symbolizer knows about a mapped binary: its symbols and
+ * PT_LOAD segments (elfsym.h), its stack-delta table (cfi.h), and at build
+ * time its DWARF (dwarf.h). Symbols and deltas come from the SQLite cache
+ * when it has them under the binary's build-id (or path, size and mtime);
+ * otherwise they are parsed from the file and stored.
+ *
+ * The paths, devices and inodes of objects come from the stream: opening
+ * them must not let a stream open anything but the regular file that was
+ * mapped (see open_checked), and a file replaced since it was mapped is
+ * never used to name or unwind the old one's frames.
+ */
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "cfi.h"
+#include "dwarf.h"
+#include "lowprof/log.h"
+#include "symb_int.h"
+
+/* Objects whose DWARF stays open (each holds a descriptor or two). */
+#define SYMB_MAX_DWARF_OPEN 256
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A path as /proc/PID/maps shows it: absolute, with no "." or ".."
+ * component, so that "/proc/PID/root" + path cannot leave that root through
+ * the path itself.
+ */
+static bool path_is_plain(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./"))
+		return false;
+	return !(n >= 3 && strcmp(path + n - 3, "/..") == 0) &&
+	       !(n >= 2 && strcmp(path + n - 2, "/.") == 0);
+}
+
+/* The mapped file itself: both the device and the inode come from /proc/PID/maps. */
+static bool is_mapped_file(const struct stat *st, const struct symb_obj *o)
+{
+	return S_ISREG(st->st_mode) && st->st_ino == o->inode &&
+	       st->st_dev == makedev(o->dev_major, o->dev_minor);
+}
+
+/*
+ * Opens path read-only if it is the object's file. The first open is O_PATH:
+ * it opens no device and no FIFO (no driver open, no blocking), and follows
+ * no final symlink; the checks run on the inode it found, and the read-only
+ * open goes through that same inode (/proc/self/fd/N), checked again.
+ * Returns an fd, or -errno (-ESTALE: not the file that was mapped).
+ */
+static int open_checked(const char *path, const struct symb_obj *o, struct stat *st)
+{
+	char self[32];
+	int pfd, fd, err;
+
+	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, st)) {
+		err = -errno;
+		close(pfd);
+		return err;
+	}
+	if (!is_mapped_file(st, o)) {
+		close(pfd);
+		return -ESTALE;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	err = fd < 0 ? -errno : 0;
+	close(pfd);
+	if (err)
+		return err;
+	if (fstat(fd, st) || !is_mapped_file(st, o)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Opens an object's file, falling back to the mapping process's root, which
+ * reaches files in other mount namespaces when we are allowed to. Returns
+ * an fd or -errno.
+ */
+static int open_obj_file(const struct symb_obj *o, struct stat *st)
+{
+	char alt[LPS_MAX_PATH + 32];
+	const char *paths[2] = {o->path, alt};
+	int err = -EINVAL;
+
+	if (!path_is_plain(o->path))
+		return -EINVAL;
+	if (snprintf(alt, sizeof(alt), "/proc/%u/root%s", o->pid, o->path) >= (int)sizeof(alt))
+		paths[1] = NULL;
+	for (int i = 0; i < 2 && paths[i]; i++) {
+		int fd = open_checked(paths[i], o, st);
+
+		if (fd >= 0)
+			return fd;
+		err = fd;
+	}
+	return err;
+}
+
+/* Cache key: "b:<build-id>", else "p:<path>:<size>:<mtime ns>". 0 or -ENAMETOOLONG. */
+static int cache_key(const struct symb_obj *o, const struct stat *st, char *key, size_t cap)
+{
+	int n;
+
+	if (o->build_id[0])
+		n = snprintf(key, cap, "b:%s", o->build_id);
+	else
+		n = snprintf(key, cap, "p:%s:%lld:%lld", o->path, (long long)st->st_size,
+			     (long long)st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* The separate debug file of the object's build-id, if a debug dir has one. */
+static Elf *open_debug_file(struct symb_state *s, const uint8_t *id, size_t idlen, int *fd_out)
+{
+	*fd_out = -1;
+	if (!idlen)
+		return NULL;
+	for (size_t i = 0; s->debug_dirs && s->debug_dirs[i]; i++) {
+		int fd = symb_debug_file_open(s->debug_dirs[i], id, idlen);
+		Elf *e;
+
+		if (fd < 0)
+			continue;
+		e = elf_begin(fd, ELF_C_READ, NULL);
+		if (e && elf_kind(e) == ELF_K_ELF) {
+			*fd_out = fd;
+			return e;
+		}
+		elf_end(e);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void load_symbols(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+			 Elf *dbg)
+{
+	uint8_t *blob = NULL;
+	size_t len = 0;
+
+	if (key && s->cache &&
+	    symb_cache__get(s->cache, key, SYMB_CACHE_SYMBOLS, SYMB_ELF_BLOB_VERSION, &blob,
+			    &len) == 0) {
+		o->elf = symb_elf__decode(blob, len);
+		free(blob);
+		if (o->elf) {
+			s->n.cache_hits++;
+			return;
+		}
+		s->n.cache_bad++;
+	}
+	o->elf = symb_elf__open_elf(elf);
+	if (!o->elf)
+		return;
+	/*
+	 * a separate debug file has the full .symtab of a stripped binary
+	 * (local functions too); the binary's own segments still apply
+	 */
+	if (dbg) {
+		struct symb_elf *d = symb_elf__open_elf(dbg);
+
+		if (d && symb_elf__nsyms(d) > symb_elf__nsyms(o->elf) &&
+		    symb_elf__adopt_segments(d, o->elf) == 0) {
+			symb_elf__free(o->elf);
+			o->elf = d;
+		} else {
+			symb_elf__free(d);
+		}
+	}
+	s->n.parsed_symbols++;
+	if (key && s->cache && symb_elf__encode(o->elf, &blob, &len) == 0) {
+		if (symb_cache__put(s->cache, key, SYMB_CACHE_SYMBOLS, SYMB_ELF_BLOB_VERSION, blob,
+				    len) == 0)
+			s->n.cache_stored++;
+		free(blob);
+	}
+}
+
+static void load_deltas(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+			Elf *dbg)
+{
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	int err;
+
+	if (key && s->cache &&
+	    symb_cache__get(s->cache, key, SYMB_CACHE_DELTAS, SYMB_DELTAS_BLOB_VERSION, &blob,
+			    &len) == 0) {
+		err = symb_deltas__decode(blob, len, &o->deltas);
+		free(blob);
+		if (!err) {
+			s->n.cache_hits++;
+			o->have_deltas = true;
+			return;
+		}
+		s->n.cache_bad++;
+	}
+	if (symb_cfi__build(elf, dbg, &o->deltas, NULL))
+		return;
+	o->have_deltas = true;
+	s->n.parsed_deltas++;
+	if (key && s->cache && symb_deltas__encode(&o->deltas, &blob, &len) == 0) {
+		if (symb_cache__put(s->cache, key, SYMB_CACHE_DELTAS, SYMB_DELTAS_BLOB_VERSION,
+				    blob, len) == 0)
+			s->n.cache_stored++;
+		free(blob);
+	}
+}
+
+static void keep_dwarf(struct symb_state *s, struct symb_obj *o, int fd, Elf *elf, int dbg_fd,
+		       Elf *dbg)
+{
+	if (s->ndwarf_open >= SYMB_MAX_DWARF_OPEN)
+		return;
+	o->dwarf = symb_dwarf__open(elf, dbg);
+	if (!o->dwarf)
+		return;
+	/* libdw reads lazily from these until symb_dwarf__free */
+	o->elf_h = elf;
+	o->fd = fd;
+	o->dbg_h = dbg;
+	o->dbg_fd = dbg_fd;
+	s->ndwarf_open++;
+}
+
+void symb_obj_load(struct symb_state *s, struct symb_obj *o)
+{
+	char key[LPS_MAX_PATH + 64], shown[SYMB_NAME_PRINT_MAX + 4];
+	const void *id = NULL;
+	Elf *elf = NULL, *dbg = NULL;
+	int fd, dbg_fd = -1;
+	uint64_t t0;
+	struct stat st;
+	ssize_t idlen;
+
+	if (o->loaded)
+		return;
+	o->loaded = true;
+	o->fd = o->dbg_fd = -1;
+	if (s->offline)
+		return;
+	t0 = now_ns();
+	fd = open_obj_file(o, &st);
+	if (fd < 0) {
+		lp_debug("symbols: %s: %s", symb_sanitize_name(shown, sizeof(shown), o->path),
+			 fd == -ESTALE	 ? "not the file that was mapped"
+			 : fd == -EINVAL ? "not a plain absolute path"
+					 : strerror(-fd));
+		s->n.unreadable_objs++;
+		return;
+	}
+	/*
+	 * ELF_C_READ reads with pread into libelf's buffers: a file truncated
+	 * while it is read gives an error, not SIGBUS.
+	 */
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		lp_debug("symbols: %s: not an ELF file",
+			 symb_sanitize_name(shown, sizeof(shown), o->path));
+		goto done;
+	}
+	idlen = dwelf_elf_gnu_build_id(elf, &id);
+	if (idlen > 0 && idlen <= 40)
+		for (ssize_t i = 0; i < idlen; i++)
+			snprintf(o->build_id + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
+	dbg = open_debug_file(s, id, idlen > 0 && idlen <= 40 ? (size_t)idlen : 0, &dbg_fd);
+	if (cache_key(o, &st, key, sizeof(key)))
+		key[0] = '\0';
+	load_symbols(s, o, key[0] ? key : NULL, elf, dbg);
+	load_deltas(s, o, key[0] ? key : NULL, elf, dbg);
+	keep_dwarf(s, o, fd, elf, dbg_fd, dbg);
+done:
+	if (!o->dwarf) {
+		elf_end(dbg);
+		if (dbg_fd >= 0)
+			close(dbg_fd);
+		elf_end(elf);
+		close(fd);
+	}
+	s->n.load_ns += now_ns() - t0;
+}
+
+void symb_obj_release(struct symb_obj *o)
+{
+	symb_elf__free(o->elf);
+	o->elf = NULL;
+	symb_deltas__free(&o->deltas);
+	symb_dwarf__free(o->dwarf);
+	o->dwarf = NULL;
+	if (o->loaded && o->dbg_h)
+		elf_end(o->dbg_h);
+	if (o->loaded && o->elf_h)
+		elf_end(o->elf_h);
+	if (o->loaded && o->dbg_fd >= 0)
+		close(o->dbg_fd);
+	if (o->loaded && o->fd >= 0)
+		close(o->fd);
+	o->elf_h = o->dbg_h = NULL;
+	o->fd = o->dbg_fd = -1;
+}
