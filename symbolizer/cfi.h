@@ -50,17 +50,36 @@ struct symb_delta {
 	uint8_t pad;	 /* 0 */
 };
 
-/* A table. Destructor: symb_deltas__free. */
+struct symb_deltas_lazy;
+
+/*
+ * A table, in one of two forms. Destructor: symb_deltas__free.
+ *
+ * Fully decoded (symb_cfi__build*, symb_deltas__decode): rows holds all n
+ * rows; lazy is NULL.
+ *
+ * Lazy (symb_deltas__open_blob): rows is NULL and lazy holds the blob; its
+ * rows are decoded a block at a time by symb_deltas__find. n is then the
+ * row count the blob declares (checked against its block index at open,
+ * but the blocks' rows are checked only when first decoded, so a block
+ * found bad later still counts in n); it is for reporting only. Only
+ * symb_deltas__find, symb_deltas__bad_blocks and symb_deltas__free may be
+ * used on a lazy table, and since find decodes into it, a lazy table must
+ * not be used by two threads at once (not even two finds).
+ *
+ * rows and n are meaningful as rows only for a fully decoded table.
+ */
 struct symb_deltas {
 	struct symb_delta *rows;
 	uint32_t n;
+	struct symb_deltas_lazy *lazy;
 };
 
 struct symb_cfi_stats {
-	uint32_t cies, fdes;	 /* parsed */
-	uint32_t bad_entries;	 /* malformed CIEs/FDEs skipped */
-	uint32_t invalid_rows;	 /* rows turned into SYMB_CFA_INVALID */
-	uint32_t from_eh_frame;	 /* FDEs from .eh_frame */
+	uint32_t cies, fdes;	   /* parsed */
+	uint32_t bad_entries;	   /* malformed CIEs/FDEs skipped */
+	uint32_t invalid_rows;	   /* rows turned into SYMB_CFA_INVALID */
+	uint32_t from_eh_frame;	   /* FDEs from .eh_frame */
 	uint32_t from_debug_frame; /* FDEs from .debug_frame not covered by .eh_frame */
 };
 
@@ -88,23 +107,47 @@ struct symb_cfi_sections {
  * gives an empty table), -ENOMEM, or -ENOEXEC if elf is not x86-64 ELF.
  * stats may be NULL.
  */
-int symb_cfi__build(Elf *elf, Elf *debug_elf, struct symb_deltas *out, struct symb_cfi_stats *stats);
+int symb_cfi__build(Elf *elf, Elf *debug_elf, struct symb_deltas *out,
+		    struct symb_cfi_stats *stats);
 int symb_cfi__build_sections(const struct symb_cfi_sections *sec, struct symb_deltas *out,
 			     struct symb_cfi_stats *stats);
 
-/* The row that holds at vaddr, or NULL if vaddr is below the first row. */
+/*
+ * The row that holds at vaddr, or NULL if vaddr is below the first row. On
+ * a lazy table also NULL where the block that holds vaddr fails validation
+ * when first decoded (counted, see symb_deltas__bad_blocks; it is "no CFI"
+ * from then on) or cannot be allocated (tried again on the next call). The
+ * row stays valid until symb_deltas__free.
+ */
 const struct symb_delta *symb_deltas__find(const struct symb_deltas *d, uint64_t vaddr);
 
 /*
- * Compact blob form for the cache (versioned, delta-encoded). encode returns
- * 0 and a malloc'd blob, -EINVAL if d breaks the table's rules above, or
- * -ENOMEM. decode validates everything (format
- * version, lengths, sorted pcs, known kinds) and returns 0, -EBADMSG or
+ * Compact blob form for the cache (versioned, delta-encoded, in blocks of
+ * rows that decode on their own, behind an index of their first pcs).
+ *
+ * encode returns 0 and a malloc'd blob, -EINVAL if d is lazy or breaks the
+ * table's rules above, or -ENOMEM.
+ *
+ * decode validates everything (format version, checksum, index, lengths,
+ * sorted pcs, known kinds) and decodes every row; it returns 0, -EBADMSG or
  * -ENOMEM.
+ *
+ * open_blob takes ownership of blob (malloc'd; freed by symb_deltas__free,
+ * or before it returns on error) and gives a lazy table: it checks the
+ * header, checksum and the whole block index, and leaves each block's rows
+ * to be decoded and validated by the first symb_deltas__find that needs
+ * them. It returns 0, -EBADMSG or -ENOMEM. A blob that decode accepts is
+ * accepted here and answers every find the same way; the converse does not
+ * hold (two neighbour rows in different blocks that are equal are not
+ * checked, and a bad block only costs lookups in it).
  */
-#define SYMB_DELTAS_BLOB_VERSION 1
+#define SYMB_DELTAS_BLOB_VERSION 2
 int symb_deltas__encode(const struct symb_deltas *d, uint8_t **blob, size_t *len);
 int symb_deltas__decode(const uint8_t *blob, size_t len, struct symb_deltas *out);
+int symb_deltas__open_blob(uint8_t *blob, size_t len, struct symb_deltas *out);
+
+/* Blocks of a lazy table found bad so far (0 for a fully decoded table). */
+uint32_t symb_deltas__bad_blocks(const struct symb_deltas *d);
 
 void symb_deltas__free(struct symb_deltas *d); /* NULL-safe; leaves it empty */
 

@@ -211,11 +211,15 @@ static void load_deltas(struct symb_state *s, struct symb_obj *o, const char *ke
 	size_t len = 0;
 	int err;
 
+	/*
+	 * have_deltas: a table is present. One from the cache is lazy (its
+	 * blocks are decoded by the lookups that need them), so a block found
+	 * bad then still costs only the lookups in it.
+	 */
 	if (key && s->cache &&
 	    symb_cache__get(s->cache, key, SYMB_CACHE_DELTAS, SYMB_DELTAS_BLOB_VERSION, &blob,
 			    &len) == 0) {
-		err = symb_deltas__decode(blob, len, &o->deltas);
-		free(blob);
+		err = symb_deltas__open_blob(blob, len, &o->deltas); /* takes blob */
 		if (!err) {
 			s->n.cache_hits++;
 			o->have_deltas = true;

@@ -11,9 +11,17 @@
  * blob without its trailing hash, which is appended here (a copy of
  * cfi.c's blob_hash) so mutations reach the decoder's field checks; a blob
  * that decodes must encode back to the same bytes (the format is
- * canonical). Every input is also given to the decoder as is.
+ * canonical for encode's block size). Every input is also given to the
+ * decoder as is.
+ *
+ * The lazy form (symb_deltas__open_blob) gets the same blobs: lookups at
+ * pcs taken from the input and near the blob's block index must not crash
+ * or read outside the blob, and where the eager decoder accepts the blob
+ * (or for the encoding of a built table) they must answer as the full
+ * table does at every row's pc and its neighbours.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +89,90 @@ static void check_table(const struct symb_deltas *d)
 		__builtin_trap();
 }
 
+/* want (a fully decoded table) and got answer alike at pc. */
+static void same_answer(const struct symb_deltas *want, const struct symb_deltas *got, uint64_t pc)
+{
+	const struct symb_delta *a = symb_deltas__find(want, pc), *b = symb_deltas__find(got, pc);
+
+	if (!a && !b)
+		return;
+	if (!a || !b || a->pc != b->pc || a->kind != b->kind || a->cfa_off != b->cfa_off ||
+	    a->bp_off != b->bp_off || b->pad)
+		__builtin_trap();
+}
+
+/* A lazy table answers as the full one d at every row's pc and around it. */
+static void lazy_like(const struct symb_deltas *d, const struct symb_deltas *z)
+{
+	uint32_t i;
+
+	if (z->n != d->n || symb_deltas__bad_blocks(z))
+		__builtin_trap();
+	for (i = 0; i < d->n; i++) {
+		same_answer(d, z, d->rows[i].pc);
+		same_answer(d, z, d->rows[i].pc - 1);
+		same_answer(d, z, d->rows[i].pc + 1);
+	}
+	same_answer(d, z, 0);
+	same_answer(d, z, UINT64_MAX);
+	if (symb_deltas__bad_blocks(z))
+		__builtin_trap();
+}
+
+/*
+ * Opens a copy of blob lazily; probes it at pcs from the input (each 8-byte
+ * window) and from the blob's own index; if full (the eager decode of the
+ * same blob) is given, the answers must match it. Returns whether it opened.
+ */
+static bool lazy_probe(const uint8_t *blob, size_t len, const struct symb_deltas *full,
+		       const uint8_t *in, size_t in_len)
+{
+	struct symb_deltas z;
+	const struct symb_delta *r;
+	uint8_t *copy = malloc(len ? len : 1);
+	size_t i;
+	int err;
+
+	if (!copy)
+		return false;
+	memcpy(copy, blob, len);
+	err = symb_deltas__open_blob(copy, len, &z); /* takes copy */
+	if (err) {
+		if (full && err != -ENOMEM)
+			__builtin_trap(); /* decode accepted it */
+		return false;
+	}
+	if (z.rows || (!z.lazy && z.n))
+		__builtin_trap();
+	if (full)
+		lazy_like(full, &z);
+	for (i = 0; i + 8 <= in_len && i < 8 * 64; i += 8) {
+		uint64_t pc = get_le(in + i, 8);
+
+		r = symb_deltas__find(&z, pc);
+		if (r && (r->pc > pc || r->kind > SYMB_CFA_INVALID || r->pad))
+			__builtin_trap();
+		r = symb_deltas__find(&z, pc >> 32);
+		if (r && r->pc > pc >> 32)
+			__builtin_trap();
+	}
+	/* the index's pcs (at offset 10: see cfi.c) and just below them */
+	for (i = 10; i + 8 <= len && i < 10 + 8 * 64; i += 8) {
+		uint64_t pc = get_le(blob + i, 8);
+
+		r = symb_deltas__find(&z, pc);
+		if (r && (r->pc > pc || r->kind > SYMB_CFA_INVALID))
+			__builtin_trap();
+		r = symb_deltas__find(&z, pc - 1);
+		if (r && r->pc > pc - 1)
+			__builtin_trap();
+	}
+	if (symb_deltas__bad_blocks(&z) > z.n)
+		__builtin_trap();
+	symb_deltas__free(&z);
+	return true;
+}
+
 static void roundtrip(const struct symb_deltas *d)
 {
 	struct symb_deltas back;
@@ -100,6 +192,7 @@ static void roundtrip(const struct symb_deltas *d)
 			__builtin_trap();
 		symb_deltas__free(&back);
 	}
+	lazy_probe(blob, len, d, NULL, 0);
 	free(blob);
 }
 
@@ -121,11 +214,16 @@ static void blob_mode(const uint8_t *data, size_t size)
 	if (symb_deltas__decode(blob, len + 8, &d) == 0) {
 		check_table(&d);
 		if (symb_deltas__encode(&d, &again, &len2) == 0) {
-			if (len2 != len + 8 || memcmp(again, blob, len2))
+			/* encode writes block size 256 (byte 5: cfi.c's BLOB_SHIFT, 8) */
+			if (len > 5 && blob[5] == 8 &&
+			    (len2 != len + 8 || memcmp(again, blob, len2)))
 				__builtin_trap();
 			free(again);
 		}
+		lazy_probe(blob, len + 8, &d, data + 1, len);
 		symb_deltas__free(&d);
+	} else {
+		lazy_probe(blob, len + 8, NULL, data + 1, len);
 	}
 	free(blob);
 }
@@ -155,7 +253,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (symb_deltas__decode(data, size, &d) == 0) {
 		check_table(&d);
+		lazy_probe(data, size, &d, data, size);
 		symb_deltas__free(&d);
+	} else {
+		lazy_probe(data, size, NULL, data, size);
 	}
 	if (size < 1)
 		return 0;

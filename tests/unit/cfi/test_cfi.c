@@ -8,7 +8,9 @@
  *  - every row of every FDE readelf --debug-dump=frames-interp prints, for
  *    the fixtures and the system's libc (CFI_READELF);
  *  - hand-assembled sections for each instruction, encoding and
- *    malformation; the blob's roundtrip and rejections.
+ *    malformation; the blob's roundtrip and rejections, eager and lazy
+ *    (symb_deltas__open_blob: same answers as the built table, bad blocks
+ *    that cost only their own lookups).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1476,6 +1478,314 @@ static void test_blob_decode_rejects(void **state)
 	symb_deltas__free(&d);
 }
 
+/* ---- lazy tables (symb_deltas__open_blob) ---- */
+
+/* Layout of a version 2 blob (cfi.c): header, pc[nb], off[nb], blocks, hash. */
+#define BLOB_HDR   10
+#define BLOB_SHIFT 8 /* cfi.c's BLOB_SHIFT: encode's rows per block, log2 */
+
+/* A copy of cfi.c's blob_hash, to craft blobs whose checksum is right. */
+static uint64_t blob_hash(const uint8_t *p, size_t len)
+{
+	const uint64_t k = 0x9e3779b97f4a7c15ull;
+	uint64_t a = 0x6c70736431ull ^ len, b = ~a, w, x;
+	size_t i;
+
+	for (i = 0; i + 16 <= len; i += 16) {
+		memcpy(&w, p + i, 8);
+		memcpy(&x, p + i + 8, 8);
+		a = (a ^ w) * k;
+		b = (b ^ x) * k;
+		a ^= a >> 29;
+		b ^= b >> 29;
+	}
+	for (; i < len; i++) {
+		a = (a ^ p[i]) * k;
+		a ^= a >> 29;
+	}
+	a ^= b * k;
+	a *= k;
+	return a ^ (a >> 32);
+}
+
+static void rehash(uint8_t *blob, size_t len)
+{
+	uint64_t h = blob_hash(blob, len - 8);
+
+	for (unsigned i = 0; i < 8; i++)
+		blob[len - 8 + i] = (uint8_t)(h >> (8 * i));
+}
+
+static uint64_t le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+static uint32_t blob_nblocks(const uint8_t *blob)
+{
+	uint32_t n = (uint32_t)le(blob + 6, 4);
+	unsigned shift = blob[5];
+
+	return (n + (1u << shift) - 1) >> shift;
+}
+
+/* Where block i's bytes start in blob. */
+static size_t blob_block_at(const uint8_t *blob, uint32_t i)
+{
+	uint32_t nb = blob_nblocks(blob);
+
+	return BLOB_HDR + 12 * (size_t)nb + le(blob + BLOB_HDR + 8 * (size_t)nb + 4 * i, 4);
+}
+
+static uint8_t *blob_dup(const uint8_t *p, size_t n)
+{
+	uint8_t *q = malloc(n ? n : 1);
+
+	assert_non_null(q);
+	memcpy(q, p, n);
+	return q;
+}
+
+static void same_answer_(const struct symb_deltas *want, const struct symb_deltas *got, uint64_t pc,
+			 int line)
+{
+	const struct symb_delta *a = symb_deltas__find(want, pc), *b = symb_deltas__find(got, pc);
+
+	if (!a && !b)
+		return;
+	if (!a || !b || a->pc != b->pc || a->kind != b->kind || a->cfa_off != b->cfa_off ||
+	    a->bp_off != b->bp_off || b->pad)
+		fail_msg("line %d: at %#llx: lazy table answers %s, built table %s", line,
+			 (unsigned long long)pc, b ? "a row" : "NULL", a ? "a row" : "NULL");
+}
+#define same_answer(want, got, pc) same_answer_(want, got, pc, __LINE__)
+
+/* Opens encode(d) lazily and checks every row's pc, pc - 1, pc + 1 and more. */
+static void lazy_matches(const struct symb_deltas *d)
+{
+	static const uint64_t outside[] = {0,	      1, 0x1000, UINT64_MAX / 2, UINT64_MAX - 1,
+					   UINT64_MAX};
+	struct symb_deltas z;
+	uint8_t *blob;
+	size_t len, i;
+
+	assert_int_equal(symb_deltas__encode(d, &blob, &len), 0);
+	assert_int_equal(symb_deltas__open_blob(blob, len, &z), 0);
+	assert_int_equal(z.n, d->n);
+	assert_null(z.rows);
+	for (i = 0; i < d->n; i++) {
+		same_answer(d, &z, d->rows[i].pc);
+		same_answer(d, &z, d->rows[i].pc - 1);
+		same_answer(d, &z, d->rows[i].pc + 1);
+	}
+	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		same_answer(d, &z, outside[i]);
+	if (d->n) {
+		same_answer(d, &z, d->rows[d->n - 1].pc + 0x100000);
+		/* found rows stay put: a block decodes once */
+		assert_ptr_equal(symb_deltas__find(&z, d->rows[0].pc),
+				 symb_deltas__find(&z, d->rows[0].pc));
+	}
+	assert_int_equal(symb_deltas__bad_blocks(&z), 0);
+	/* a lazy table is not encoded again (the empty one is not lazy) */
+	if (z.lazy)
+		assert_int_equal(symb_deltas__encode(&z, &blob, &len), -EINVAL);
+	symb_deltas__free(&z);
+	assert_null(z.lazy);
+	assert_int_equal(z.n, 0);
+	symb_deltas__free(&z);
+}
+
+/* n rows over several blocks, every kind and field size, last NONE. */
+static void synthetic(struct symb_deltas *d, uint32_t n)
+{
+	uint32_t i;
+
+	d->rows = calloc(n, sizeof(*d->rows));
+	d->n = n;
+	d->lazy = NULL;
+	assert_non_null(d->rows);
+	for (i = 0; i < n; i++) {
+		struct symb_delta *r = &d->rows[i];
+
+		r->pc = 0x400000 + 10 * (uint64_t)i + (i % 5) * (i % 3) + (i > n / 2 ? 1000000 : 0);
+		r->kind = i % 4 == 3 ? SYMB_CFA_NONE : i % 4 == 1 ? SYMB_CFA_BP : SYMB_CFA_SP;
+		if (r->kind != SYMB_CFA_NONE)
+			r->cfa_off = i % 7 == 0 ? -12345 * (int32_t)i : 8 * (int32_t)(i % 20);
+		if (r->kind == SYMB_CFA_BP)
+			r->bp_off = (int16_t)(i % 11 == 0 ? 300 : -16);
+		if (i % (1u << BLOB_SHIFT) == 0)
+			r->cfa_off = 8; /* a block's first row is one byte, 0x11 */
+	}
+	d->rows[n - 1] = (struct symb_delta){.pc = d->rows[n - 1].pc, .kind = SYMB_CFA_NONE};
+	if (n > 1 && d->rows[n - 2].kind == SYMB_CFA_NONE)
+		d->rows[n - 2] = (struct symb_delta){
+			.pc = d->rows[n - 2].pc, .kind = SYMB_CFA_SP, .cfa_off = 8};
+	for (i = 1; i < n; i++)
+		assert_true(d->rows[i].pc > d->rows[i - 1].pc);
+	check_table(d);
+}
+
+static void test_lazy_matches(void **state)
+{
+	static const char *const files[] = {CFI_FX_FP, CFI_FX_NOFP, CFI_FX_DBG, LIBC_PATH};
+	struct symb_deltas d, empty = {0}, z;
+	uint8_t *blob;
+	size_t len, i;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (access(files[i], R_OK))
+			continue;
+		build_file(files[i], &d, NULL);
+		lazy_matches(&d);
+		symb_deltas__free(&d);
+	}
+	synthetic(&d, 5 << BLOB_SHIFT); /* whole blocks */
+	lazy_matches(&d);
+	symb_deltas__free(&d);
+	synthetic(&d, (3 << BLOB_SHIFT) + 1); /* a last block of one row */
+	lazy_matches(&d);
+	symb_deltas__free(&d);
+	/* the empty table */
+	lazy_matches(&empty);
+	assert_int_equal(symb_deltas__encode(&empty, &blob, &len), 0);
+	assert_int_equal(symb_deltas__open_blob(blob, len, &z), 0);
+	assert_null(z.lazy);
+	assert_null(symb_deltas__find(&z, 0x1000));
+	symb_deltas__free(&z);
+}
+
+/* A checksum-correct blob with bad blocks: only lookups in them fail, counted once each. */
+static void test_lazy_bad_block(void **state)
+{
+	struct symb_deltas d, z, back;
+	uint8_t *blob, *copy;
+	uint32_t bad1 = 2, nb, i;
+	size_t len, at;
+
+	synthetic(&d, (6 << BLOB_SHIFT) + 100);
+	assert_int_equal(symb_deltas__encode(&d, &blob, &len), 0);
+	nb = blob_nblocks(blob);
+	assert_int_equal(nb, 7);
+	copy = blob_dup(blob, len);
+	/* block 2: its first row's kind 7 */
+	copy[blob_block_at(copy, bad1)] |= 0x07;
+	/* the last block: its second row's pc delta 0 (after the first row's lone tag) */
+	at = blob_block_at(copy, nb - 1);
+	assert_int_equal(copy[at], 0x11);
+	copy[at + 1] = 0;
+	rehash(copy, len);
+	/* decode sees every block */
+	assert_int_equal(symb_deltas__decode(copy, len, &back), -EBADMSG);
+	assert_int_equal(symb_deltas__open_blob(blob_dup(copy, len), len, &z), 0);
+	assert_int_equal(symb_deltas__bad_blocks(&z), 0);
+	for (i = 0; i < d.n; i++) {
+		uint32_t b = i >> BLOB_SHIFT;
+		const struct symb_delta *r = symb_deltas__find(&z, d.rows[i].pc);
+
+		if (b == bad1 || b == nb - 1) {
+			assert_null(r);
+			assert_null(symb_deltas__find(&z, d.rows[i].pc + 1));
+		} else {
+			same_answer(&d, &z, d.rows[i].pc);
+			same_answer(&d, &z, d.rows[i].pc + 1);
+			if (i % (1u << BLOB_SHIFT) || b - 1 != bad1) /* pc - 1 in the bad block */
+				same_answer(&d, &z, d.rows[i].pc - 1);
+		}
+	}
+	assert_null(symb_deltas__find(&z, UINT64_MAX));
+	assert_int_equal(symb_deltas__bad_blocks(&z), 2);
+	symb_deltas__free(&z);
+	assert_int_equal(symb_deltas__bad_blocks(&z), 0);
+	/* one bad block costs only itself, also when it is the first looked up */
+	memcpy(copy, blob, len);
+	copy[blob_block_at(copy, 0) + 1] = 0; /* the second row's pc delta */
+	rehash(copy, len);
+	assert_int_equal(symb_deltas__open_blob(blob_dup(copy, len), len, &z), 0);
+	assert_null(symb_deltas__find(&z, d.rows[0].pc));
+	same_answer(&d, &z, d.rows[1 << BLOB_SHIFT].pc);
+	same_answer(&d, &z, d.rows[d.n - 1].pc);
+	assert_int_equal(symb_deltas__bad_blocks(&z), 1);
+	symb_deltas__free(&z);
+	free(copy);
+	free(blob);
+	symb_deltas__free(&d);
+}
+
+/* Every truncation and bit flip fails at open; so does a rehashed bad index or header. */
+static void test_lazy_open_rejects(void **state)
+{
+	struct symb_deltas d, z;
+	uint8_t *blob, *copy;
+	size_t len, i, idx;
+	unsigned bit;
+	uint32_t nb;
+
+	synthetic(&d, (2 << BLOB_SHIFT) + 10);
+	assert_int_equal(symb_deltas__encode(&d, &blob, &len), 0);
+	for (i = 0; i < len; i++) {
+		z.lazy = (struct symb_deltas_lazy *)1;
+		assert_int_equal(symb_deltas__open_blob(blob_dup(blob, i), i, &z), -EBADMSG);
+		assert_null(z.lazy);
+		assert_null(z.rows);
+		assert_int_equal(z.n, 0);
+	}
+	for (i = 0; i < len; i++) {
+		for (bit = 0; bit < 8; bit++) {
+			copy = blob_dup(blob, len);
+			copy[i] ^= (uint8_t)(1u << bit);
+			if (symb_deltas__open_blob(copy, len, &z) != -EBADMSG)
+				fail_msg("flip of bit %u of byte %zu accepted", bit, i);
+		}
+	}
+	copy = malloc(len + 1);
+	memcpy(copy, blob, len);
+	copy[len] = 0;
+	assert_int_equal(symb_deltas__open_blob(copy, len + 1, &z), -EBADMSG);
+	assert_int_equal(symb_deltas__open_blob(NULL, 0, &z), -EBADMSG);
+
+	/* checksum right, header or index wrong */
+	nb = blob_nblocks(blob);
+	idx = BLOB_HDR;
+	for (i = 0; i < 7; i++) {
+		copy = blob_dup(blob, len);
+		switch (i) {
+		case 0: /* a pc not above the one before */
+			memcpy(copy + idx + 8, copy + idx, 8);
+			break;
+		case 1: /* first pcs closer than a block's rows */
+			copy[idx + 8] = (uint8_t)(copy[idx] + 10);
+			memcpy(copy + idx + 9, copy + idx + 1, 7);
+			break;
+		case 2: /* the first block not at 0 */
+			copy[idx + 8 * nb] = 1;
+			break;
+		case 3: /* offsets decreasing */
+			memcpy(copy + idx + 8 * nb + 8, copy + idx + 8 * nb + 4, 4);
+			copy[idx + 8 * nb + 8]--;
+			break;
+		case 4: /* an offset past the end */
+			copy[idx + 8 * nb + 11] = 0x7f;
+			break;
+		case 5: /* block size too large */
+			copy[5] = 13;
+			break;
+		case 6: /* more rows than the blob can hold */
+			copy[8] = 0x10;
+			break;
+		}
+		rehash(copy, len);
+		if (symb_deltas__open_blob(copy, len, &z) != -EBADMSG)
+			fail_msg("rehashed case %zu accepted", i);
+	}
+	free(blob);
+	symb_deltas__free(&d);
+}
+
 /* ---- truncated and garbage sections ---- */
 
 static void build_raw(const uint8_t *eh, size_t eh_size, const uint8_t *dbg, size_t dbg_size,
@@ -1611,6 +1921,9 @@ int main(void)
 		cmocka_unit_test(test_blob_extremes),
 		cmocka_unit_test(test_blob_encode_rejects),
 		cmocka_unit_test(test_blob_decode_rejects),
+		cmocka_unit_test(test_lazy_matches),
+		cmocka_unit_test(test_lazy_bad_block),
+		cmocka_unit_test(test_lazy_open_rejects),
 		cmocka_unit_test(test_truncated_sections),
 		cmocka_unit_test(test_mutated_sections),
 	};
