@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Cold versus warm loading of binaries through the symbolizer's own path
+ * (symb_obj_load): cold parses the symbol table and the stack-delta table
+ * from the file and stores both in a fresh cache; warm is a new symbolizer
+ * state that finds both in that cache. Also: parsing with no cache at all.
+ *
+ *   build/tests/bench/bench_cache [-n RUNS] [-w] FILE...
+ *     -w: after one cold load, only warm loads (to profile the warm path)
+ *     (default: libc and the largest libLLVM on the machine)
+ *
+ * Prints one row per file: the median of RUNS (default 5) wall-clock times
+ * of each mode, and warm's speed-up over cold, twice: with the files in the
+ * page cache (parsing against cache reads alone), and with the binary and
+ * the cache database dropped from the page cache before each load
+ * (POSIX_FADV_DONTNEED), as on a host where the binary's .eh_frame and
+ * symbol tables were never read (a running program does not touch them).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "lowprof/log.h"
+#include "symb_int.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* A state that knows one process mapping path, as the ring would tell it. */
+static int state_with(struct symb_state *s, const char *path, struct symb_cache *c)
+{
+	uint8_t buf[8192];
+	struct lps_enc e;
+	struct stat st;
+	struct lps_mapping m;
+
+	if (stat(path, &st))
+		return -errno;
+	symb_state_init(s);
+	s->cache = c;
+	m = (struct lps_mapping){.start = 0x10000000,
+				 .end = 0x10000000 + 4096,
+				 .offset = 0,
+				 .dev_major = major(st.st_dev),
+				 .dev_minor = minor(st.st_dev),
+				 .inode = st.st_ino,
+				 .prot = LPS_PROT_R | LPS_PROT_X,
+				 .path = {path, (uint32_t)strlen(path)}};
+	lps_enc_init_fixed(&e, buf, sizeof(buf));
+	lps_enc_maps_begin(&e, 1, (uint32_t)getpid(), false, 1);
+	lps_enc_mapping(&e, &m);
+	if (lps_enc_len(&e) < 0 || symb_state_feed(s, buf, (size_t)lps_enc_len(&e)) ||
+	    s->nobjs != 1)
+		return -EINVAL;
+	return 0;
+}
+
+static int drop_pages;
+
+static void drop_from_page_cache(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	fdatasync(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+}
+
+/* One load; returns ms, or < 0. */
+static double load_once(const char *path, struct symb_cache *c, const char *db, uint64_t *rows,
+			size_t *syms)
+{
+	struct symb_state s;
+	double t0, t;
+
+	if (state_with(&s, path, c))
+		return -1;
+	if (drop_pages) {
+		drop_from_page_cache(path);
+		drop_from_page_cache(db);
+	}
+	t0 = now_ms();
+	symb_obj_load(&s, &s.objs[0]);
+	t = now_ms() - t0;
+	*rows = s.objs[0].deltas.n;
+	*syms = s.objs[0].elf ? symb_elf__nsyms(s.objs[0].elf) : 0;
+	symb_state_free(&s);
+	return t;
+}
+
+static int bench(const char *const *files, int runs, int warm_only);
+
+int main(int argc, char **argv)
+{
+	const char *defaults[] = {"/usr/lib/x86_64-linux-gnu/libc.so.6",
+				  "/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1",
+				  "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", NULL};
+	const char *const *files = defaults;
+	int runs = 5, opt, warm_only = 0;
+
+	lp_log_init("bench_cache", LP_LOG_WARN);
+	while ((opt = getopt(argc, argv, "n:w")) != -1) {
+		if (opt == 'w') {
+			warm_only = 1;
+			continue;
+		}
+		if (opt != 'n' || (runs = atoi(optarg)) < 1 || runs > 100) {
+			fprintf(stderr, "usage: %s [-n RUNS] FILE...\n", argv[0]);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		files = (const char *const *)&argv[optind];
+	for (drop_pages = 0; drop_pages < 2; drop_pages++)
+		if (bench(files, runs, warm_only))
+			return 1;
+	return 0;
+}
+
+static int bench(const char *const *files, int runs, int warm_only)
+{
+	printf("\n%s\n%-44s %9s %8s %10s %10s %10s %8s\n",
+	       drop_pages ? "binary and cache dropped from the page cache before each load:"
+			  : "files in the page cache:",
+	       "file", "symbols", "rows", "no cache", "cold", "warm", "warm x");
+	for (; *files; files++) {
+		double nocache[100], cold[100], warm[100];
+		char dir[] = "/tmp/lowprof-bench.XXXXXX", db[64];
+		uint64_t rows = 0;
+		size_t syms = 0;
+		int ok = 1;
+
+		if (access(*files, R_OK))
+			continue;
+		if (!mkdtemp(dir))
+			return 1;
+		snprintf(db, sizeof(db), "%s/c.db", dir);
+		for (int i = 0; i < runs && ok; i++) {
+			struct symb_cache *c = NULL;
+
+			if (!warm_only || i == 0) {
+				nocache[i] = load_once(*files, NULL, db, &rows, &syms);
+				unlink(db);
+				if (symb_cache__open(db, 0, &c))
+					return 1;
+				cold[i] = load_once(*files, c, db, &rows, &syms);
+				symb_cache__close(c);
+			} else {
+				nocache[i] = nocache[0];
+				cold[i] = cold[0];
+			}
+			/* a new process would open the cache again */
+			if (symb_cache__open(db, 0, &c))
+				return 1;
+			warm[i] = load_once(*files, c, db, &rows, &syms);
+			symb_cache__close(c);
+			ok = nocache[i] >= 0 && cold[i] >= 0 && warm[i] >= 0;
+		}
+		unlink(db);
+		rmdir(dir);
+		if (!ok) {
+			printf("%-44s failed\n", *files);
+			continue;
+		}
+		qsort(nocache, runs, sizeof(double), cmp_d);
+		qsort(cold, runs, sizeof(double), cmp_d);
+		qsort(warm, runs, sizeof(double), cmp_d);
+		printf("%-44s %9zu %8llu %8.2fms %8.2fms %8.2fms %7.1fx\n", *files, syms,
+		       (unsigned long long)rows, nocache[runs / 2], cold[runs / 2], warm[runs / 2],
+		       cold[runs / 2] / warm[runs / 2]);
+	}
+	return 0;
+}
