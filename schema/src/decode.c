@@ -177,6 +177,37 @@ static int rd_bool(struct cur *c, bool *b)
 	return 0;
 }
 
+/* A float64 (or float32) that is finite. */
+static int rd_double(struct cur *c, double *d)
+{
+	uint64_t v;
+	uint8_t t;
+	int err = rd_tag(c, &t);
+
+	if (err)
+		return err;
+	if (t == 0xcb) {
+		err = rd_be(c, 8, &v);
+		if (!err)
+			memcpy(d, &v, 8);
+	} else if (t == 0xca) {
+		float f;
+		uint32_t w;
+
+		err = rd_be(c, 4, &v);
+		w = (uint32_t)v;
+		memcpy(&f, &w, 4);
+		*d = f;
+	} else {
+		return -EBADMSG;
+	}
+	if (err)
+		return err;
+	if (!(*d >= -1e300 && *d <= 1e300)) /* NaN or infinite */
+		return -EBADMSG;
+	return 0;
+}
+
 /* Skips one object of any type (fields appended by newer minor versions). */
 static int skip(struct cur *c, int depth)
 {
@@ -325,7 +356,20 @@ static int dec_meta(struct cur *c, uint32_t n, struct lps_meta *m)
 	}
 	m->pids_raw_len = (uint32_t)(c->p - m->pids_raw);
 	TRY(rd_str(c, &m->producer));
-	return skip_rest(c, 15, n);
+	if (n < 23) /* 1.0 / 1.1: the 1.2 fields stay zero */
+		return skip_rest(c, 15, n);
+	TRY(skip(c, 1)); /* 15: reserved */
+	TRY(rd_u32(c, &m->stack_bytes));
+	TRY(rd_bool(c, &m->off_cpu));
+	TRY(rd_str(c, &m->off_cpu_mode));
+	TRY(rd_double(c, &m->off_cpu_rate));
+	TRY(rd_uint(c, &m->off_cpu_min_ns));
+	TRY(rd_uint(c, &m->off_cpu_period_ns));
+	TRY(rd_uint(c, &m->bpf_mem_bytes));
+	if (m->off_cpu_mode.len > LPS_MAX_MODE || m->off_cpu_rate < 0 || m->off_cpu_rate > 1 ||
+	    m->stack_bytes > LPS_MAX_STACK_COPY)
+		return -EBADMSG;
+	return skip_rest(c, 23, n);
 }
 
 static int dec_stack(struct cur *c, const uint8_t **stack, uint32_t *n)
@@ -360,7 +404,10 @@ static int dec_sample(struct cur *c, uint32_t n, struct lps_sample *s)
 	TRY(dec_stack(c, &s->ustack, &s->nustack));
 	s->stack_copy = NULL;
 	s->stack_copy_len = 0;
-	if (n >= 14) {
+	s->blocked_ns = 0;
+	if (n < 14) /* 1.0 */
+		return skip_rest(c, 13, n);
+	{
 		struct lps_str b;
 
 		TRY(rd_bin(c, &b));
@@ -369,7 +416,10 @@ static int dec_sample(struct cur *c, uint32_t n, struct lps_sample *s)
 		s->stack_copy = (const uint8_t *)b.ptr;
 		s->stack_copy_len = b.len;
 	}
-	return skip_rest(c, n < 14 ? 13 : 14, n);
+	if (n < 15) /* 1.1 */
+		return skip_rest(c, 14, n);
+	TRY(rd_uint(c, &s->blocked_ns));
+	return skip_rest(c, 15, n);
 }
 
 static int dec_mapping(struct cur *c, struct lps_mapping *m)
@@ -473,7 +523,13 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 	TRY(rd_uint(c, &l->maps_errors));
 	TRY(rd_uint(c, &l->bad_consumer_pos));
 	TRY(rd_uint(c, &l->bpf_task_lost));
-	return skip_rest(c, 10, n);
+	if (n < 14) /* 1.0 / 1.1 */
+		return skip_rest(c, 10, n);
+	TRY(rd_uint(c, &l->off_cpu_switches));
+	TRY(rd_uint(c, &l->off_cpu_sampled));
+	TRY(rd_uint(c, &l->off_cpu_short));
+	TRY(rd_uint(c, &l->off_cpu_lost));
+	return skip_rest(c, 14, n);
 }
 
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)

@@ -82,7 +82,8 @@ long lps_enc_len(const struct lps_enc *e)
 static void pk_str(msgpack_packer *pk, const struct lps_str *s)
 {
 	msgpack_pack_str(pk, s->len);
-	msgpack_pack_str_body(pk, s->ptr, s->len);
+	if (s->len) /* an empty string may have no buffer at all */
+		msgpack_pack_str_body(pk, s->ptr, s->len);
 }
 
 static void pk_bin(msgpack_packer *pk, const uint8_t *p, uint32_t n)
@@ -95,7 +96,7 @@ static void pk_bin(msgpack_packer *pk, const uint8_t *p, uint32_t n)
 void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 16);
+	msgpack_pack_array(&pk, 23);
 	msgpack_pack_uint32(&pk, LPS_META);
 	msgpack_pack_uint32(&pk, LPS_VERSION_MAJOR);
 	msgpack_pack_uint32(&pk, LPS_VERSION_MINOR);
@@ -113,13 +114,24 @@ void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *p
 	for (uint32_t i = 0; i < m->npids; i++)
 		msgpack_pack_uint32(&pk, pids[i]);
 	pk_str(&pk, &m->producer);
-	msgpack_pack_nil(&pk); /* reserved: keeps the field count even for growth */
+	msgpack_pack_nil(&pk); /* reserved (1.0): stays, so 1.2 fields start at 16 */
+	/* since 1.2 */
+	msgpack_pack_uint32(&pk, m->stack_bytes);
+	if (m->off_cpu)
+		msgpack_pack_true(&pk);
+	else
+		msgpack_pack_false(&pk);
+	pk_str(&pk, &m->off_cpu_mode);
+	msgpack_pack_double(&pk, m->off_cpu_rate);
+	msgpack_pack_uint64(&pk, m->off_cpu_min_ns);
+	msgpack_pack_uint64(&pk, m->off_cpu_period_ns);
+	msgpack_pack_uint64(&pk, m->bpf_mem_bytes);
 }
 
 void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 14);
+	msgpack_pack_array(&pk, 15);
 	msgpack_pack_uint32(&pk, LPS_SAMPLE);
 	msgpack_pack_uint32(&pk, s->kind);
 	msgpack_pack_uint64(&pk, s->time_ns);
@@ -134,6 +146,7 @@ void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
 	pk_bin(&pk, s->kstack, s->nkstack * 8);
 	pk_bin(&pk, s->ustack, s->nustack * 8);
 	pk_bin(&pk, s->stack_copy, s->stack_copy_len);
+	msgpack_pack_uint64(&pk, s->blocked_ns); /* since 1.2 */
 }
 
 void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, bool append,
@@ -209,7 +222,7 @@ void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k)
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 10);
+	msgpack_pack_array(&pk, 14);
 	msgpack_pack_uint32(&pk, LPS_LOSS);
 	msgpack_pack_uint64(&pk, l->time_ns);
 	msgpack_pack_uint64(&pk, l->bpf_samples);
@@ -220,6 +233,11 @@ void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 	msgpack_pack_uint64(&pk, l->maps_errors);
 	msgpack_pack_uint64(&pk, l->bad_consumer_pos);
 	msgpack_pack_uint64(&pk, l->bpf_task_lost);
+	/* since 1.2 */
+	msgpack_pack_uint64(&pk, l->off_cpu_switches);
+	msgpack_pack_uint64(&pk, l->off_cpu_sampled);
+	msgpack_pack_uint64(&pk, l->off_cpu_short);
+	msgpack_pack_uint64(&pk, l->off_cpu_lost);
 }
 
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x)

@@ -31,13 +31,14 @@
 #include <string.h>
 
 #define LPS_VERSION_MAJOR 1
-#define LPS_VERSION_MINOR 1
+#define LPS_VERSION_MINOR 2
 
 #define LPS_MAX_FRAMES	   127 /* kernel and user frame-pointer stacks */
 #define LPS_COMM_LEN	   16
 #define LPS_MAX_STACK_COPY (64u * 1024) /* user stack bytes in one sample */
 #define LPS_MAX_PATH	   4096
 #define LPS_MAX_RECORD	   (1u << 20) /* larger content is split (maps, ksyms) */
+#define LPS_MAX_MODE	   16	      /* meta off_cpu_mode */
 
 enum lps_type {
 	LPS_META = 1,	/* run metadata; first record of every stream */
@@ -52,6 +53,13 @@ enum lps_type {
 
 enum lps_sample_kind {
 	LPS_KIND_CPU = 0, /* on-CPU, from the cpu-clock perf event */
+	/*
+	 * since 1.2: one sampled off-CPU interval (a voluntary block, from
+	 * sched_switch): time_ns = when the thread ran again, blocked_ns = the
+	 * interval measured, weight = the off-CPU nanoseconds it stands for
+	 * (blocked_ns scaled by 1 / its sampling probability)
+	 */
+	LPS_KIND_OFFCPU = 1,
 };
 
 /* A string or blob inside a record: not NUL-terminated. */
@@ -76,6 +84,15 @@ struct lps_meta {
 	const uint8_t *pids_raw; /* npids msgpack uints; read with lps_meta_pid */
 	uint32_t pids_raw_len;
 	struct lps_str producer; /* "lowprof-collector 0.1.0" */
+	/* since 1.2 (zero / empty in older streams): */
+	uint32_t stack_bytes;	     /* user stack copy limit per sample; 0 = FP walk */
+	bool off_cpu;		     /* off-CPU samples are recorded */
+	struct lps_str off_cpu_mode; /* "event" or "time" */
+	double off_cpu_rate;	     /* event mode: probability of sampling a block */
+	uint64_t off_cpu_min_ns;     /* blocks shorter than this are not recorded */
+	uint64_t off_cpu_period_ns;  /* time mode: a block of d ns is sampled with
+				      * probability min(1, d / period) */
+	uint64_t bpf_mem_bytes;	     /* memory of the BPF maps (and programs) loaded */
 };
 
 struct lps_sample {
@@ -92,6 +109,8 @@ struct lps_sample {
 	/* since 1.1: user stack bytes from sp upward (ustack is then empty) */
 	const uint8_t *stack_copy;
 	uint32_t stack_copy_len;
+	/* since 1.2: LPS_KIND_OFFCPU only, the measured blocked interval; 0 otherwise */
+	uint64_t blocked_ns;
 };
 
 /* Protection bits of a mapping. */
@@ -157,6 +176,11 @@ struct lps_loss {
 	uint64_t maps_errors;	   /* /proc/PID/maps reads that failed */
 	uint64_t bad_consumer_pos; /* invalid consumer positions seen */
 	uint64_t bpf_task_lost;	   /* exec/exit records the BPF ring could not take */
+	/* since 1.2 (0 in older streams): off-CPU */
+	uint64_t off_cpu_switches; /* voluntary switch-outs seen */
+	uint64_t off_cpu_sampled;  /* blocks chosen for a sample */
+	uint64_t off_cpu_short;	   /* blocks shorter than the minimum, not recorded */
+	uint64_t off_cpu_lost;	   /* sampled blocks whose record was lost */
 };
 
 struct lps_end {

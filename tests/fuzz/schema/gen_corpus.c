@@ -92,6 +92,18 @@ static void gen_meta(struct lps_enc *e)
 
 	lps_enc_meta(e, &m, pids);
 	emit(e, "meta_pids", LPS_META);
+
+	/* 1.2: off-CPU settings and the BPF memory in use */
+	m.npids = 0;
+	m.stack_bytes = 16384;
+	m.off_cpu = true;
+	m.off_cpu_mode = S("time");
+	m.off_cpu_rate = 1;
+	m.off_cpu_min_ns = 0;
+	m.off_cpu_period_ns = 10000000;
+	m.bpf_mem_bytes = 9u << 20;
+	lps_enc_meta(e, &m, pids);
+	emit(e, "meta_offcpu", LPS_META);
 }
 
 static void gen_samples(struct lps_enc *e)
@@ -129,6 +141,25 @@ static void gen_samples(struct lps_enc *e)
 	s.comm = S("0123456789abcdef");
 	lps_enc_sample(e, &s);
 	emit(e, "sample_max_frames", LPS_SAMPLE);
+
+	/* 1.2: an off-CPU sample with a user stack copy */
+	static uint8_t copy[512];
+
+	for (size_t i = 0; i < sizeof(copy); i++)
+		copy[i] = (uint8_t)(i * 13);
+	s.kind = LPS_KIND_OFFCPU;
+	s.comm = S("worker");
+	s.nkstack = 12;
+	s.nustack = 0;
+	s.ip = 0x7fe51677a2f1ull;
+	s.sp = 0x7ffd1d50f000ull;
+	s.bp = 0;
+	s.weight = 200000000;
+	s.blocked_ns = 20000000;
+	s.stack_copy = copy;
+	s.stack_copy_len = sizeof(copy);
+	lps_enc_sample(e, &s);
+	emit(e, "sample_offcpu", LPS_SAMPLE);
 }
 
 static void gen_maps(struct lps_enc *e)
@@ -164,7 +195,11 @@ static void gen_small(struct lps_enc *e)
 			     .shm_dropped_bytes = 5 * 1200,
 			     .maps_errors = 1,
 			     .bad_consumer_pos = 0,
-			     .bpf_task_lost = 2};
+			     .bpf_task_lost = 2,
+			     .off_cpu_switches = 5000,
+			     .off_cpu_sampled = 500,
+			     .off_cpu_short = 20,
+			     .off_cpu_lost = 1};
 	struct lps_end z = {.time_ns = 123459000000ull, .reason = S("duration")};
 
 	lps_enc_exec(e, &x);

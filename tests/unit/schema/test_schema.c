@@ -107,13 +107,62 @@ static void test_sample_stack_copy(void **state)
 	struct lps_sample old;
 
 	n = enc_sample(&old, kst, ust);
-	assert_true(n > 2 && buf[0] == 0x9e && buf[n - 1] == 0); /* 14 fields, empty bin last */
+	/* 15 fields: ..., empty bin, blocked_ns 0 */
+	assert_true(n > 3 && buf[0] == 0x9f && buf[n - 1] == 0 && buf[n - 2] == 0);
 	buf[0] = 0x9d;
-	assert_int_equal(buf[n - 2], 0xc4);
-	assert_int_equal(lps_decode(buf, n - 2, &r), 0);
+	assert_int_equal(buf[n - 3], 0xc4);
+	assert_int_equal(lps_decode(buf, n - 3, &r), 0);
 	assert_int_equal(r.sample.nustack, 3);
 	assert_null(r.sample.stack_copy);
 	assert_int_equal(r.sample.stack_copy_len, 0);
+}
+
+/* 1.2: off-CPU samples carry blocked_ns; 1.1 samples (14 fields) decode with 0 */
+static void test_sample_offcpu(void **state)
+{
+	uint8_t kst[40], ust[40];
+	struct lps_sample s;
+	struct lps_record r;
+	long n = enc_sample(&s, kst, ust);
+	static const uint8_t copy[24] = {1, 2, 3};
+
+	s.kind = LPS_KIND_OFFCPU;
+	s.weight = 200000000; /* sampled at rate 0.1 */
+	s.blocked_ns = 20000001;
+	s.stack_copy = copy;
+	s.stack_copy_len = sizeof(copy);
+	s.nustack = 0;
+	{
+		struct lps_enc e;
+
+		lps_enc_init_fixed(&e, buf, sizeof(buf));
+		lps_enc_sample(&e, &s);
+		n = lps_enc_len(&e);
+	}
+	assert_true(n > 0);
+	assert_int_equal(lps_decode(buf, n, &r), 0);
+	assert_int_equal(r.sample.kind, LPS_KIND_OFFCPU);
+	assert_true(r.sample.weight == 200000000);
+	assert_true(r.sample.blocked_ns == 20000001);
+	assert_int_equal(r.sample.nkstack, 5);
+	assert_int_equal(r.sample.stack_copy_len, sizeof(copy));
+	assert_memory_equal(r.sample.stack_copy, copy, sizeof(copy));
+	/* the same as a 1.1 sample: 14 fields, blocked_ns (uint32: 5 bytes) dropped */
+	assert_int_equal(buf[0], 0x9f);
+	assert_int_equal(buf[n - 5], 0xce);
+	buf[0] = 0x9e;
+	assert_int_equal(lps_decode(buf, n - 5, &r), 0);
+	assert_int_equal(r.sample.kind, LPS_KIND_OFFCPU);
+	assert_true(r.sample.blocked_ns == 0);
+	assert_int_equal(r.sample.stack_copy_len, sizeof(copy));
+	/* a 1.3 sample with one more field still decodes */
+	buf[0] = 0xdc;
+	memmove(buf + 3, buf + 1, (size_t)n - 1);
+	buf[1] = 0;
+	buf[2] = 16;
+	buf[n + 2] = 0x07;
+	assert_int_equal(lps_decode(buf, (size_t)n + 3, &r), 0);
+	assert_true(r.sample.blocked_ns == 20000001);
 }
 
 static void test_fixed_buffer_too_small(void **state)
@@ -161,6 +210,69 @@ static void test_meta_round_trip(void **state)
 	assert_int_equal(pid, 4000000);
 	assert_int_equal(lps_meta_pid(&r.meta, 3, &pid), -EBADMSG);
 	assert_true(str_eq(r.meta.producer, "test 1"));
+	/* the 1.2 fields default to zero */
+	assert_int_equal(r.meta.minor, 2);
+	assert_false(r.meta.off_cpu);
+	assert_int_equal(r.meta.off_cpu_mode.len, 0);
+
+	m.stack_bytes = 16384;
+	m.off_cpu = true;
+	m.off_cpu_mode = S("time");
+	m.off_cpu_rate = 0.25;
+	m.off_cpu_min_ns = 1000;
+	m.off_cpu_period_ns = 10000000;
+	m.bpf_mem_bytes = 123456789;
+	lps_enc_reset(&e);
+	lps_enc_meta(&e, &m, pids);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.meta.stack_bytes, 16384);
+	assert_true(r.meta.off_cpu);
+	assert_true(str_eq(r.meta.off_cpu_mode, "time"));
+	assert_true(r.meta.off_cpu_rate == 0.25);
+	assert_true(r.meta.off_cpu_min_ns == 1000);
+	assert_true(r.meta.off_cpu_period_ns == 10000000);
+	assert_true(r.meta.bpf_mem_bytes == 123456789);
+	assert_int_equal(lps_meta_pid(&r.meta, 1, &pid), 0);
+	assert_int_equal(pid, 70000);
+
+	/* a rate outside [0, 1] or not a number is malformed */
+	m.off_cpu_rate = 1.5;
+	lps_enc_reset(&e);
+	lps_enc_meta(&e, &m, pids);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	m.off_cpu_rate = __builtin_nan("");
+	lps_enc_reset(&e);
+	lps_enc_meta(&e, &m, pids);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	lps_enc_free(&e);
+}
+
+/*
+ * A 1.1 meta (16 fields, ending with the reserved nil) decodes with the 1.2
+ * fields zero/empty: made from a 1.2 one whose new fields are all zero (15
+ * bytes: 0, false, "", float64 0.0, 0, 0, 0), dropped.
+ */
+static void test_meta_1_1(void **state)
+{
+	struct lps_meta m = {.hostname = S("h"),
+			     .kernel_release = S("6.1"),
+			     .clock = S("CLOCK_MONOTONIC"),
+			     .producer = S("old 0.1")};
+	struct lps_record r;
+	struct lps_enc e;
+
+	lps_enc_init_dynamic(&e);
+	lps_enc_meta(&e, &m, NULL);
+	assert_int_equal(e.buf[0], 0xdc);
+	assert_int_equal(e.buf[2], 23);
+	assert_int_equal(e.buf[e.len - 16], 0xc0); /* the reserved nil */
+	e.buf[2] = 16;
+	assert_int_equal(lps_decode(e.buf, e.len - 15, &r), 0);
+	assert_true(str_eq(r.meta.producer, "old 0.1"));
+	assert_int_equal(r.meta.stack_bytes, 0);
+	assert_false(r.meta.off_cpu);
+	assert_null(r.meta.off_cpu_mode.ptr);
+	assert_true(r.meta.off_cpu_rate == 0 && r.meta.bpf_mem_bytes == 0);
 	lps_enc_free(&e);
 }
 
@@ -222,6 +334,26 @@ static void test_small_records(void **state)
 	assert_int_equal(lps_decode(buf, e.len, &r), 0);
 	assert_true(r.loss.bpf_ringbuf_full == 3 && r.loss.bad_consumer_pos == 8 &&
 		    r.loss.bpf_task_lost == 9);
+	assert_true(r.loss.off_cpu_switches == 0 && r.loss.off_cpu_lost == 0);
+	/* 1.2 off-CPU counters */
+	l.off_cpu_switches = 1000000;
+	l.off_cpu_sampled = 100000;
+	l.off_cpu_short = 300;
+	l.off_cpu_lost = 4;
+	lps_enc_reset(&e);
+	lps_enc_loss(&e, &l);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.loss.off_cpu_switches == 1000000 && r.loss.off_cpu_sampled == 100000 &&
+		    r.loss.off_cpu_short == 300 && r.loss.off_cpu_lost == 4);
+	assert_true(r.loss.bpf_task_lost == 9);
+	/* a 1.1 loss record: 10 fields */
+	l.off_cpu_switches = l.off_cpu_sampled = l.off_cpu_short = l.off_cpu_lost = 0;
+	lps_enc_reset(&e);
+	lps_enc_loss(&e, &l);
+	assert_int_equal(buf[0], 0x9e);
+	buf[0] = 0x9a;
+	assert_int_equal(lps_decode(buf, e.len - 4, &r), 0);
+	assert_true(r.loss.bpf_task_lost == 9 && r.loss.off_cpu_switches == 0);
 
 	lps_enc_reset(&e);
 	lps_enc_exec(&e, &(struct lps_exec){9, 10, S("sh")});
@@ -310,8 +442,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sample_round_trip),
 		cmocka_unit_test(test_sample_stack_copy),
+		cmocka_unit_test(test_sample_offcpu),
 		cmocka_unit_test(test_fixed_buffer_too_small),
 		cmocka_unit_test(test_meta_round_trip),
+		cmocka_unit_test(test_meta_1_1),
 		cmocka_unit_test(test_maps_and_ksyms),
 		cmocka_unit_test(test_small_records),
 		cmocka_unit_test(test_version_rules),
