@@ -15,6 +15,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "profile.h"
+#include "ustack.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -73,41 +74,6 @@ static __always_inline bool wanted(__u32 tgid)
 	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
 }
 
-/*
- * Copies up to stack_bytes of user stack from sp upward to dst + off, one
- * page at a time: a single large read fails as a whole when its end runs
- * past the stack mapping, while page by page keeps everything up to the
- * first page that faults (the top of the stack, or a page not present).
- * Returns the bytes copied. dst has room for LP_EV_FRAMES_BYTES +
- * LP_BPF_MAX_STACK_COPY + one page; off <= LP_EV_FRAMES_BYTES.
- */
-static __always_inline __u32 copy_user_stack(__u8 *dst, __u32 off, __u64 sp)
-{
-	__u64 done = 0, want, at, limit = stack_bytes;
-
-	if (limit > LP_BPF_MAX_STACK_COPY)
-		limit = LP_BPF_MAX_STACK_COPY;
-	for (int i = 0; i < LP_BPF_MAX_STACK_COPY / LP_BPF_PAGE_SIZE + 1; i++) {
-		if (done >= limit)
-			break;
-		want = LP_BPF_PAGE_SIZE - ((sp + done) & (LP_BPF_PAGE_SIZE - 1));
-		if (want > limit - done)
-			want = limit - done;
-		at = off + done;
-		if (at > LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY)
-			break;
-		/*
-		 * want is 1..4096 here; the mask makes that visible to the
-		 * verifier (the scratch has two pages of slack past the limit)
-		 */
-		want &= 2 * LP_BPF_PAGE_SIZE - 1;
-		if (bpf_probe_read_user(dst + at, want, (const void *)(sp + done)))
-			break;
-		done += want;
-	}
-	return done;
-}
-
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -164,7 +130,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			 * pointers found in it), so the kernel's frame-pointer
 			 * walk would only repeat part of that work here.
 			 */
-			copied = copy_user_stack((__u8 *)e->stack, nk * 8, e->sp);
+			copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp, stack_bytes);
 		} else if (!stack_bytes) {
 			n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8,
 					  BPF_F_USER_STACK);

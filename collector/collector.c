@@ -39,6 +39,8 @@
 #include "procfs.h"
 #include "profile.h"
 #include "profile.skel.h"
+#include "offcpu.h"
+#include "offcpu.skel.h"
 
 #define KSYMS_PER_RECORD  4096
 #define KALLSYMS_MAX	  (256u << 20)
@@ -56,6 +58,7 @@
 struct coll {
 	const struct coll_opts *o;
 	struct profile_bpf *skel;
+	struct offcpu_bpf *off; /* --off-cpu only */
 	struct ring_buffer *rb;
 	int *pfds;
 	struct bpf_link **links;
@@ -63,6 +66,8 @@ struct coll {
 	uint32_t *cpus;
 	int ncpus;
 	uint64_t bpf_ring_bytes;
+	uint64_t bpf_mem_bytes; /* maps' and programs' memlock after load */
+	uint64_t off_cpu_left;	/* pending off-CPU samples left at the end: lost */
 
 	void *ring_mem;
 	size_t ring_mem_size;
@@ -111,11 +116,12 @@ uint32_t coll_max_sample_record(uint32_t stack_bytes)
 }
 
 uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms,
-			    uint32_t stack_bytes)
+			    uint32_t stack_bytes, bool off_cpu)
 {
-	/* + the ring buffer's own 8-byte record header */
-	uint64_t max_record = sizeof(struct lp_ev_sample) + stack_bytes + 8;
-	uint64_t want = (uint64_t)online_cpus * freq_hz * drain_ms * max_record * 2 / 1000;
+	/* + the ring buffer's own 8-byte record header; off-CPU records are 16 bytes larger */
+	uint64_t max_record = sizeof(struct lp_ev_offcpu) + stack_bytes + 8;
+	uint64_t rate = freq_hz + (off_cpu ? COLL_OFFCPU_RECORDS_PER_CPU_S : 0);
+	uint64_t want = (uint64_t)online_cpus * rate * drain_ms * max_record * 2 / 1000;
 
 	if (want < 64 * 1024)
 		want = 64 * 1024;
@@ -123,6 +129,31 @@ uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t dra
 	if (want > COLL_BPF_RING_MAX)
 		want = COLL_BPF_RING_MAX;
 	return lp_roundup_pow2(want);
+}
+
+uint32_t coll_offcpu_pending_size(uint32_t online_cpus)
+{
+	return online_cpus * 64 > 128 ? online_cpus * 64 : 128;
+}
+
+_Static_assert(sizeof(struct lp_ev_offcpu) == sizeof(struct lp_ev_sample) + 8,
+	       "the ring size formula assumes off-CPU records are the larger");
+
+/* Sum of the off-CPU counters of every CPU id. */
+static void offcpu_counts(struct coll *c, struct lp_offcpu_counts *tot)
+{
+	memset(tot, 0, sizeof(*tot));
+	if (!c->off)
+		return;
+	for (int i = 0; i < c->ncpus; i++) {
+		struct lp_offcpu_counts v;
+		uint32_t key = c->cpus[i];
+
+		if (bpf_map__lookup_elem(c->off->maps.counts, &key, sizeof(key), &v, sizeof(v), 0))
+			continue;
+		for (size_t j = 0; j < sizeof(v) / sizeof(uint64_t); j++)
+			((uint64_t *)tot)[j] += ((uint64_t *)&v)[j];
+	}
 }
 
 /*
@@ -163,7 +194,9 @@ static void send_loss(struct coll *c)
 	struct lp_ring_stats rs;
 	struct lps_loss l;
 	const struct lp_bpf_stats *bs = &c->skel->bss->stats;
+	struct lp_offcpu_counts oc;
 
+	offcpu_counts(c, &oc);
 	lp_ring__stats(c->ring, &rs);
 	l = (struct lps_loss){
 		.time_ns = now_ns(CLOCK_MONOTONIC),
@@ -171,11 +204,16 @@ static void send_loss(struct coll *c)
 		.bpf_ringbuf_full = __atomic_load_n(&bs->ringbuf_full, __ATOMIC_RELAXED),
 		.bpf_task_lost = __atomic_load_n(&bs->task_lost, __ATOMIC_RELAXED),
 		.bpf_stack_errors = __atomic_load_n(&bs->kstack_errors, __ATOMIC_RELAXED) +
-				    __atomic_load_n(&bs->ustack_errors, __ATOMIC_RELAXED),
+				    __atomic_load_n(&bs->ustack_errors, __ATOMIC_RELAXED) +
+				    oc.kstack_errors + oc.ustack_errors,
 		.shm_dropped = rs.dropped_records,
 		.shm_dropped_bytes = rs.dropped_bytes,
 		.maps_errors = c->maps_errors,
 		.bad_consumer_pos = rs.bad_consumer_pos,
+		.off_cpu_switches = oc.switches,
+		.off_cpu_sampled = oc.sampled,
+		.off_cpu_short = oc.short_blocks,
+		.off_cpu_lost = oc.lost + c->off_cpu_left,
 	};
 	lps_enc_reset(&c->dyn);
 	lps_enc_loss(&c->dyn, &l);
@@ -216,31 +254,78 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
 	c->maps_sent++;
 }
 
-static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
+/*
+ * The part of an on-CPU or off-CPU BPF record after its fixed fields: the
+ * two records differ only in what comes before the frames.
+ */
+struct ev_stacks {
+	uint16_t nkstack, nustack;
+	uint32_t stack_len;
+	const __u64 *stack;
+};
+
+/*
+ * Fills s's stacks from st (checked against the record's size) and makes
+ * sure the symbolizer has the mappings of s's process. Returns the frames
+ * and copy bytes in the record, or -EBADMSG.
+ */
+static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_stacks *st,
+			 size_t fixed, size_t size)
 {
-	uint32_t nframes = (uint32_t)e->nkstack + e->nustack, max;
+	uint32_t nframes = (uint32_t)st->nkstack + st->nustack;
 	struct coll_proc *p;
-	struct lps_sample s;
+
+	if (st->nkstack > LP_BPF_MAX_FRAMES || st->nustack > LP_BPF_MAX_FRAMES ||
+	    st->stack_len > LP_BPF_MAX_STACK_COPY ||
+	    fixed + (size_t)nframes * 8 + st->stack_len > size) {
+		c->bad_events++;
+		return -EBADMSG;
+	}
+	/* user context: make sure the symbolizer has this process's mappings */
+	if (s->ip || st->nustack) {
+		p = coll_procs_find(&c->procs, s->pid);
+		if (!p) {
+			send_maps(c, s->pid, WAIT_RUN_MS);
+		} else if (s->ip && !coll_proc_covers(p, s->ip) &&
+			   s->time_ns > p->maps_ns + MAPS_REFRESH_NS) {
+			send_maps(c, s->pid, WAIT_RUN_MS);
+		}
+	}
+	/* x86-64 is little-endian: the u64 arrays are the wire format */
+	s->kstack = (const uint8_t *)st->stack;
+	s->nkstack = st->nkstack;
+	s->ustack = (const uint8_t *)&st->stack[st->nkstack];
+	s->nustack = st->nustack;
+	s->stack_copy = (const uint8_t *)&st->stack[nframes];
+	s->stack_copy_len = st->stack_len;
+	return 0;
+}
+
+/* Encodes s straight into the shm ring: no copy, no allocation. */
+static void put_sample(struct coll *c, const struct lps_sample *s)
+{
+	uint32_t max = SAMPLE_ENC_SLACK + (s->nkstack + s->nustack) * 8 + s->stack_copy_len;
 	struct lps_enc enc;
 	void *slot;
 
-	if (e->nkstack > LP_BPF_MAX_FRAMES || e->nustack > LP_BPF_MAX_FRAMES ||
-	    e->stack_len > LP_BPF_MAX_STACK_COPY ||
-	    LP_EV_SAMPLE_FIXED_SIZE + (size_t)nframes * 8 + e->stack_len > size) {
+	slot = lp_ring__reserve(c->ring, max);
+	if (!slot)
+		return; /* dropped and counted by the ring */
+	lps_enc_init_fixed(&enc, slot, max);
+	lps_enc_sample(&enc, s);
+	if (lps_enc_len(&enc) < 0) {
+		/* cannot happen: SAMPLE_ENC_SLACK bounds the overhead */
 		c->bad_events++;
+		lp_ring__commit(c->ring, 0);
 		return;
 	}
-	/* user context: make sure the symbolizer has this process's mappings */
-	if (e->ip || e->nustack) {
-		p = coll_procs_find(&c->procs, e->hdr.pid);
-		if (!p) {
-			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
-		} else if (e->ip && !coll_proc_covers(p, e->ip) &&
-			   e->hdr.time_ns > p->maps_ns + MAPS_REFRESH_NS) {
-			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
-		}
-	}
-	s = (struct lps_sample){
+	lp_ring__commit(c->ring, (uint32_t)lps_enc_len(&enc));
+}
+
+static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
+{
+	struct ev_stacks st = {e->nkstack, e->nustack, e->stack_len, e->stack};
+	struct lps_sample s = {
 		.kind = LPS_KIND_CPU,
 		.time_ns = e->hdr.time_ns,
 		.pid = e->hdr.pid,
@@ -251,28 +336,32 @@ static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t s
 		.ip = e->ip,
 		.sp = e->sp,
 		.bp = e->bp,
-		/* x86-64 is little-endian: the u64 arrays are the wire format */
-		.kstack = (const uint8_t *)e->stack,
-		.nkstack = e->nkstack,
-		.ustack = (const uint8_t *)&e->stack[e->nkstack],
-		.nustack = e->nustack,
-		.stack_copy = (const uint8_t *)&e->stack[nframes],
-		.stack_copy_len = e->stack_len,
 	};
-	/* encode straight into the shm ring: no copy, no allocation */
-	max = SAMPLE_ENC_SLACK + nframes * 8 + e->stack_len;
-	slot = lp_ring__reserve(c->ring, max);
-	if (!slot)
-		return; /* dropped and counted by the ring */
-	lps_enc_init_fixed(&enc, slot, max);
-	lps_enc_sample(&enc, &s);
-	if (lps_enc_len(&enc) < 0) {
-		/* cannot happen: SAMPLE_ENC_SLACK bounds the overhead */
-		c->bad_events++;
-		lp_ring__commit(c->ring, 0);
-		return;
-	}
-	lp_ring__commit(c->ring, (uint32_t)lps_enc_len(&enc));
+
+	if (sample_stacks(c, &s, &st, LP_EV_SAMPLE_FIXED_SIZE, size) == 0)
+		put_sample(c, &s);
+}
+
+/* time_ns and cpu: the switch-in; ip/sp/bp: where it blocked (0: unknown) */
+static void handle_offcpu(struct coll *c, const struct lp_ev_offcpu *e, size_t size)
+{
+	struct ev_stacks st = {e->nkstack, e->nustack, e->stack_len, e->stack};
+	struct lps_sample s = {
+		.kind = LPS_KIND_OFFCPU,
+		.time_ns = e->hdr.time_ns,
+		.pid = e->hdr.pid,
+		.tid = e->hdr.tid,
+		.cpu = e->hdr.cpu,
+		.comm = {e->hdr.comm, (uint32_t)strnlen(e->hdr.comm, LP_BPF_COMM_LEN)},
+		.weight = e->weight_ns,
+		.ip = e->ip,
+		.sp = e->sp,
+		.bp = e->bp,
+		.blocked_ns = e->blocked_ns,
+	};
+
+	if (sample_stacks(c, &s, &st, LP_EV_OFFCPU_FIXED_SIZE, size) == 0)
+		put_sample(c, &s);
 }
 
 static void handle_task(struct coll *c, const struct lp_ev_task *e)
@@ -315,8 +404,19 @@ static int on_bpf_event(void *ctx, void *data, size_t size)
 		}
 		handle_sample(c, data, size);
 		break;
+	case LP_EV_OFFCPU:
+		if (size < LP_EV_OFFCPU_FIXED_SIZE) {
+			c->bad_events++;
+			return 0;
+		}
+		handle_offcpu(c, data, size);
+		break;
 	case LP_EV_EXEC:
 	case LP_EV_EXIT:
+		if (size < sizeof(struct lp_ev_task)) {
+			c->bad_events++;
+			return 0;
+		}
 		handle_task(c, data);
 		break;
 	default:
@@ -493,6 +593,7 @@ static void send_meta(struct coll *c)
 	struct utsname u;
 	char producer[64];
 	uint32_t pids[COLL_MAX_PIDS];
+	const char *mode = c->o->off_cpu_mode == COLL_OFFCPU_TIME ? "time" : "event";
 	struct lps_meta m;
 
 	uname(&u);
@@ -512,7 +613,17 @@ static void send_meta(struct coll *c)
 		.shm_ring_bytes = c->ring_mem_size - LP_RING_HDR_SIZE,
 		.npids = (uint32_t)c->o->npids,
 		.producer = {producer, (uint32_t)strlen(producer)},
+		.stack_bytes = c->o->stack_bytes,
+		.off_cpu = c->o->off_cpu,
+		.bpf_mem_bytes = c->bpf_mem_bytes,
 	};
+	if (c->o->off_cpu) {
+		m.off_cpu_mode = (struct lps_str){mode, (uint32_t)strlen(mode)};
+		m.off_cpu_rate = c->o->off_cpu_mode == COLL_OFFCPU_EVENT ? c->o->off_cpu_rate : 0;
+		m.off_cpu_min_ns = c->o->off_cpu_min_ns;
+		m.off_cpu_period_ns =
+			c->o->off_cpu_mode == COLL_OFFCPU_TIME ? c->o->off_cpu_period_ns : 0;
+	}
 	lps_enc_reset(&c->dyn);
 	lps_enc_meta(&c->dyn, &m, pids);
 	write_enc(c, &c->dyn, WAIT_START_MS);
@@ -596,7 +707,8 @@ static int load_skel(struct coll *c, bool raw)
 	}
 	c->skel->rodata->filter_pids = o->npids > 0;
 	c->skel->rodata->stack_bytes = o->stack_bytes;
-	c->bpf_ring_bytes = coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes);
+	c->bpf_ring_bytes =
+		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
 	/* indexed by CPU id: highest online id + 1, never the possible CPUs */
 	bpf_map__set_max_entries(c->skel->maps.scratch, c->cpus[c->ncpus - 1] + 1);
 	bpf_map__set_max_entries(c->skel->maps.events, (uint32_t)c->bpf_ring_bytes);
@@ -606,6 +718,100 @@ static int load_skel(struct coll *c, bool raw)
 	bpf_program__set_autoload(c->skel->progs.on_exec_raw, raw);
 	bpf_program__set_autoload(c->skel->progs.on_exit_raw, raw);
 	return profile_bpf__load(c->skel);
+}
+
+/*
+ * The off-CPU programs (--off-cpu), sharing profile's events ring and pid
+ * filter (bpf_map__reuse_fd before load). sched_switch is tp_btf only: the
+ * off-CPU path needs BTF task pointers (task storage of next,
+ * bpf_get_task_stack) that a raw tracepoint's arguments are not.
+ */
+static int load_offcpu(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	uint32_t max_id = c->cpus[c->ncpus - 1] + 1;
+	struct offcpu_bpf *off;
+	int err;
+
+	c->off = off = offcpu_bpf__open();
+	if (!off) {
+		lp_err("bpf: opening the off-CPU BPF object: %m");
+		return -errno;
+	}
+	off->rodata->filter_pids = o->npids > 0;
+	off->rodata->stack_bytes = o->stack_bytes;
+	off->rodata->mode = o->off_cpu_mode == COLL_OFFCPU_TIME ? LP_OFFCPU_TIME : LP_OFFCPU_EVENT;
+	/* rate * 2^32, the comparison bpf_get_prandom_u32() < threshold */
+	off->rodata->rate_threshold = o->off_cpu_rate >= 1
+					      ? LP_OFFCPU_ALWAYS
+					      : (uint64_t)(o->off_cpu_rate * 4294967296.0 + 0.5);
+	off->rodata->min_ns = o->off_cpu_min_ns;
+	off->rodata->period_ns = o->off_cpu_period_ns;
+	/* by CPU id: highest online id + 1, never the possible CPUs */
+	bpf_map__set_max_entries(off->maps.scratch, max_id);
+	bpf_map__set_max_entries(off->maps.counts, max_id);
+	bpf_map__set_max_entries(off->maps.pending, coll_offcpu_pending_size((uint32_t)c->ncpus));
+	if ((err = bpf_map__reuse_fd(off->maps.events, bpf_map__fd(c->skel->maps.events))) ||
+	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(c->skel->maps.pids)))) {
+		lp_err("bpf: sharing the ring and pid filter with the off-CPU programs: %s",
+		       strerror(-err));
+		return err;
+	}
+	err = offcpu_bpf__load(off);
+	if (err)
+		lp_err("bpf: loading the off-CPU programs: %s%s", strerror(-err),
+		       err == -EINVAL
+			       ? " (needs tp_btf, task storage and kernel BTF: Linux >= 5.15)"
+			       : "");
+	return err;
+}
+
+/* memlock: of a map or program fd, from /proc/self/fdinfo; 0 if not shown */
+static uint64_t fd_memlock(int fd)
+{
+	char path[64], *buf, *p;
+	uint64_t v = 0;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (coll_read_file(path, 1 << 16, &buf, &len))
+		return 0;
+	p = strstr(buf, "memlock:");
+	if (p)
+		v = strtoull(p + 8, NULL, 10);
+	free(buf);
+	return v;
+}
+
+/*
+ * BPF memory in use after load: every map's and program's memlock (the
+ * kernel's own accounting). Task storage reports its map only, not the
+ * per-task entries (~300 bytes per task that blocked, see offcpu.bpf.c).
+ */
+static uint64_t obj_mem(const struct bpf_object *obj, const struct bpf_map *shared1,
+			const struct bpf_map *shared2)
+{
+	const struct bpf_program *prog = NULL;
+	const struct bpf_map *map = NULL;
+	uint64_t sum = 0;
+
+	while ((map = bpf_object__next_map(obj, map)))
+		if (map != shared1 && map != shared2)
+			sum += fd_memlock(bpf_map__fd(map));
+	while ((prog = bpf_object__next_program(obj, (struct bpf_program *)prog)))
+		if (bpf_program__fd(prog) >= 0) /* not loaded: autoload off */
+			sum += fd_memlock(bpf_program__fd(prog));
+	return sum;
+}
+
+static uint64_t bpf_mem(struct coll *c)
+{
+	uint64_t sum = obj_mem(c->skel->obj, NULL, NULL);
+
+	/* the off-CPU object's ring and pid filter are profile's (reused fds) */
+	if (c->off)
+		sum += obj_mem(c->off->obj, c->off->maps.events, c->off->maps.pids);
+	return sum;
 }
 
 static int load_bpf(struct coll *c)
@@ -635,6 +841,11 @@ static int load_bpf(struct coll *c)
 			lp_err("bpf: loading the BPF programs: %s", strerror(-err));
 		return err;
 	}
+	if (o->off_cpu && (err = load_offcpu(c)))
+		return err;
+	c->bpf_mem_bytes = bpf_mem(c);
+	lp_debug("bpf: %llu bytes of BPF memory (maps and programs)",
+		 (unsigned long long)c->bpf_mem_bytes);
 	for (size_t i = 0; i < o->npids; i++) {
 		uint32_t pid = (uint32_t)o->pids[i];
 		uint8_t one = 1;
@@ -661,7 +872,7 @@ static int attach_bpf(struct coll *c)
 	int err;
 
 	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
-	c->links = calloc(c->ncpus + 2, sizeof(*c->links));
+	c->links = calloc(c->ncpus + 4, sizeof(*c->links));
 	if (!c->pfds || !c->links)
 		return -ENOMEM;
 	for (int i = 0; i < c->ncpus; i++)
@@ -701,7 +912,41 @@ static int attach_bpf(struct coll *c)
 		}
 		c->nlinks++;
 	}
+	if (!c->off)
+		return 0;
+	tps[0] = c->off->progs.offcpu_switch;
+	tps[1] = c->off->progs.offcpu_sys_exit;
+	for (int i = 0; i < 2; i++) {
+		c->links[c->nlinks] = bpf_program__attach(tps[i]);
+		if (!c->links[c->nlinks]) {
+			err = -errno;
+			lp_err("bpf: attaching %s: %s", bpf_program__name(tps[i]), strerror(-err));
+			return err;
+		}
+		c->nlinks++;
+	}
 	return 0;
+}
+
+/*
+ * Sampled blocks still waiting for their task's syscall exit when the
+ * programs are detached (a task that neither blocked nor made a syscall
+ * again): lost, and counted as such.
+ */
+static uint64_t offcpu_leftovers(struct coll *c)
+{
+	uint32_t key, next;
+	uint64_t n = 0;
+	void *prev = NULL;
+
+	if (!c->off)
+		return 0;
+	while (!bpf_map__get_next_key(c->off->maps.pending, prev, &next, sizeof(next))) {
+		n++;
+		key = next;
+		prev = &key;
+	}
+	return n;
 }
 
 static void detach_bpf(struct coll *c)
@@ -723,6 +968,7 @@ static void coll_cleanup(struct coll *c)
 	detach_bpf(c);
 	free(c->links);
 	ring_buffer__free(c->rb);
+	offcpu_bpf__destroy(c->off);
 	profile_bpf__destroy(c->skel);
 	lp_ring__free(c->ring);
 	if (c->ring_mem)
@@ -833,13 +1079,15 @@ int coll_run(const struct coll_opts *o)
 		if (err)
 			goto err_out;
 	}
-	lp_info("profiling %s at %u Hz on %d CPUs%s", o->npids ? "the given processes" : "the host",
-		o->freq_hz, c.ncpus, o->duration_s > 0 ? "" : " until interrupted");
+	lp_info("profiling %s at %u Hz on %d CPUs%s%s",
+		o->npids ? "the given processes" : "the host", o->freq_hz, c.ncpus,
+		o->off_cpu ? ", off-CPU too" : "", o->duration_s > 0 ? "" : " until interrupted");
 
 	reason = drain_loop(&c);
 	/* stop sampling first, then take everything that is still in flight */
 	detach_bpf(&c);
 	ring_buffer__consume(c.rb);
+	c.off_cpu_left = offcpu_leftovers(&c);
 	send_loss(&c);
 	end = (struct lps_end){now_ns(CLOCK_MONOTONIC), {reason, (uint32_t)strlen(reason)}};
 	lps_enc_reset(&c.dyn);
@@ -858,6 +1106,18 @@ int coll_run(const struct coll_opts *o)
 			 (unsigned long long)bs->task_events, (unsigned long long)bs->task_lost,
 			 (unsigned long long)bs->kstack_errors,
 			 (unsigned long long)bs->ustack_errors);
+	}
+	if (c.off) {
+		struct lp_offcpu_counts oc;
+
+		offcpu_counts(&c, &oc);
+		lp_debug("bpf: off-CPU: %llu switches, %llu sampled, %llu short, %llu emitted "
+			 "(%llu without a user stack), %llu lost, %llu left pending, %llu storage "
+			 "errors",
+			 (unsigned long long)oc.switches, (unsigned long long)oc.sampled,
+			 (unsigned long long)oc.short_blocks, (unsigned long long)oc.emitted,
+			 (unsigned long long)oc.no_ustack, (unsigned long long)oc.lost,
+			 (unsigned long long)c.off_cpu_left, (unsigned long long)oc.storage_errors);
 	}
 	lp_debug("collector: %llu maps records, %llu maps errors", (unsigned long long)c.maps_sent,
 		 (unsigned long long)c.maps_errors);

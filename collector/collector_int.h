@@ -38,15 +38,33 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 int coll_drop_caps(void);
 
 /*
+ * Off-CPU records the BPF ring is sized for, per online CPU and second: an
+ * assumption (a CPU doing 10,000 voluntary switches a second, one in ten
+ * sampled; or time mode at a 1 ms period on a CPU whose threads all wait).
+ * Bursts above it are lost and counted (off_cpu_lost), never silently.
+ */
+#define COLL_OFFCPU_RECORDS_PER_CPU_S 1000
+
+/*
  * Size of the BPF ring buffer (bytes):
- *   roundup_pow2(online_cpus * freq_hz * drain_ms / 1000 * max_record * 2)
+ *   roundup_pow2(online_cpus * (freq_hz + offcpu_rate) * drain_ms / 1000 *
+ *                max_record * 2)
  * with max_record = header + 254 frames + stack_bytes + 8 (the ring's own
- * header): two drain intervals of worst-case samples (every frame and the
+ * header) and offcpu_rate = COLL_OFFCPU_RECORDS_PER_CPU_S with --off-cpu, 0
+ * without: two drain intervals of worst-case records (every frame and the
  * whole stack copy captured), at least 64 KiB and at most 256 MiB. The x2
  * absorbs a late drain; BPF ring sizes must be powers of two.
  */
 uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms,
-			    uint32_t stack_bytes);
+			    uint32_t stack_bytes, bool off_cpu);
+
+/*
+ * Entries of the off-CPU pending map (sampled blocks waiting for their
+ * task's syscall exit): max(128, 64 * online_cpus). Its holders are running
+ * or runnable tasks (a block ends the wait), so this is run-queue depth
+ * with margin; each entry is ~1.1 KiB (the kernel stack), preallocated.
+ */
+uint32_t coll_offcpu_pending_size(uint32_t online_cpus);
 
 /*
  * Largest schema sample record: msgpack overhead + 254 frames + the stack

@@ -15,7 +15,8 @@
 static const char usage[] =
 	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD | --ring PATH)\n"
 	"\n"
-	"The privileged half of lowprof: samples on-CPU stacks with BPF and writes\n"
+	"The privileged half of lowprof: samples on-CPU stacks (and, with --off-cpu,\n"
+	"where threads block and for how long) with BPF and writes\n"
 	"schema records into a shared-memory ring that lowprof-symbolizer reads.\n"
 	"It never parses ELF or other files a profiled process controls. After\n"
 	"attaching it keeps only CAP_SYS_PTRACE (to read /proc/PID/maps).\n"
@@ -41,6 +42,22 @@ static const char usage[] =
 	"                         pointer up, for unwinding code without frame pointers\n"
 	"                         (default 16384, max 65536, multiple of 8; 0: frame-\n"
 	"                         pointer walk in the kernel instead)\n"
+	"      --off-cpu          also record off-CPU samples: voluntary blocks of user\n"
+	"                         threads (sched_switch), each with the blocked time, the\n"
+	"                         kernel stack where it blocked and, when it blocked in a\n"
+	"                         syscall, its user stack\n"
+	"      --off-cpu-mode MODE  which blocks are sampled (default time; event when\n"
+	"                         only --off-cpu-rate is given):\n"
+	"                         time:  a block of d ns with probability min(1, d/PERIOD),\n"
+	"                                weighing max(d, PERIOD): long blocks always kept\n"
+	"                         event: every block with probability RATE, weighing d/RATE\n"
+	"                         Either way the weights add up to the blocked time.\n"
+	"      --off-cpu-period-us T  time mode's PERIOD in microseconds (default 10000,\n"
+	"                         max 4000000)\n"
+	"      --off-cpu-rate P   event mode's RATE, 0 < P <= 1 (default 0.01; 1: every\n"
+	"                         block)\n"
+	"      --off-cpu-min-us N blocks shorter than N microseconds are counted, not\n"
+	"                         recorded (default 0)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --keep-caps        do not drop capabilities after attaching\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
@@ -69,6 +86,11 @@ int main(int argc, char **argv)
 		{"ring-fd", required_argument, NULL, 'R'},
 		{"drain-ms", required_argument, NULL, 'D'},
 		{"stack-bytes", required_argument, NULL, 'B'},
+		{"off-cpu", no_argument, NULL, 'o'},
+		{"off-cpu-mode", required_argument, NULL, 'M'},
+		{"off-cpu-period-us", required_argument, NULL, 'T'},
+		{"off-cpu-rate", required_argument, NULL, 'A'},
+		{"off-cpu-min-us", required_argument, NULL, 'm'},
 		{"exit-with-parent", no_argument, NULL, 'P'},
 		{"keep-caps", no_argument, NULL, 'K'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -81,7 +103,13 @@ int main(int argc, char **argv)
 			      .ring_fd = -1,
 			      .drain_ms = COLL_DEFAULT_DRAIN_MS,
 			      .stack_bytes = COLL_DEFAULT_STACK_BYTES,
+			      .off_cpu_mode = COLL_DEFAULT_OFFCPU_MODE,
+			      .off_cpu_rate = COLL_DEFAULT_OFFCPU_RATE,
+			      .off_cpu_min_ns = COLL_DEFAULT_OFFCPU_MIN_NS,
+			      .off_cpu_period_ns = COLL_DEFAULT_OFFCPU_PERIOD_NS,
 			      .pids = pids};
+	bool off_cpu_opts = false; /* an --off-cpu-* option was given */
+	bool mode_given = false, rate_given = false, period_given = false;
 	enum lp_log_level level = LP_LOG_INFO;
 	unsigned long long v;
 	char *end;
@@ -154,6 +182,39 @@ int main(int argc, char **argv)
 				goto bad_value;
 			o.stack_bytes = (uint32_t)v;
 			break;
+		case 'o':
+			o.off_cpu = true;
+			break;
+		case 'M':
+			if (!strcmp(optarg, "time"))
+				o.off_cpu_mode = COLL_OFFCPU_TIME;
+			else if (!strcmp(optarg, "event"))
+				o.off_cpu_mode = COLL_OFFCPU_EVENT;
+			else
+				goto bad_value;
+			off_cpu_opts = mode_given = true;
+			break;
+		case 'T':
+			if (parse_uint(optarg, COLL_MAX_OFFCPU_PERIOD_NS / 1000, &v) || v == 0)
+				goto bad_value;
+			o.off_cpu_period_ns = v * 1000;
+			off_cpu_opts = period_given = true;
+			break;
+		case 'A':
+			errno = 0;
+			o.off_cpu_rate = strtod(optarg, &end);
+			/* below 2^-32 the BPF threshold (rate * 2^32) would be 0 */
+			if (errno || end == optarg || *end || !(o.off_cpu_rate > 0) ||
+			    o.off_cpu_rate > 1 || o.off_cpu_rate < 1.0 / 4294967296.0)
+				goto bad_value;
+			off_cpu_opts = rate_given = true;
+			break;
+		case 'm':
+			if (parse_uint(optarg, 3600ull * 1000000, &v))
+				goto bad_value;
+			o.off_cpu_min_ns = v * 1000;
+			off_cpu_opts = true;
+			break;
 		case 'P':
 			o.exit_with_parent = true;
 			break;
@@ -174,6 +235,19 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+	if (off_cpu_opts && !o.off_cpu) {
+		lp_err("--off-cpu-mode, -period-us, -rate and -min-us need --off-cpu");
+		return 2;
+	}
+	/* a rate alone asks for event mode; a rate or period the mode ignores is an error */
+	if (rate_given && !mode_given)
+		o.off_cpu_mode = COLL_OFFCPU_EVENT;
+	if ((rate_given && o.off_cpu_mode != COLL_OFFCPU_EVENT) ||
+	    (period_given && o.off_cpu_mode != COLL_OFFCPU_TIME)) {
+		lp_err("--off-cpu-rate goes with --off-cpu-mode event, --off-cpu-period-us with "
+		       "--off-cpu-mode time");
 		return 2;
 	}
 	if ((o.ring_fd < 0) == !o.ring_path) {

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Off-CPU sampling: where threads wait, and for how long.
+ *
+ * sched_switch, at the switch-out of prev (a voluntary block: not preempted,
+ * prev_state != TASK_RUNNING; user tasks only; pid filter): stores the time
+ * in prev's task storage. Nothing else, so the common path is one storage
+ * lookup and a store.
+ *
+ * sched_switch, at the switch-in of next: d = now - t_out. Blocks shorter
+ * than min_ns are counted and dropped. Otherwise the block is sampled
+ *   event mode: with probability rate,             weight = d / rate
+ *   time mode:  with probability min(1, d/period), weight = max(d, period)
+ * so that E[weight] = d either way (unbiased totals), and in time mode a
+ * block of period or more is always sampled. A sampled block's kernel stack
+ * is taken now with bpf_get_task_stack(next): next is not running, its
+ * stack is stable and shows where it blocked. Its user registers (top of its
+ * kernel stack) are read now too. All of it waits in the pending map.
+ *
+ * sys_exit, in the task's own context right after it runs again: the user
+ * stack (copy from sp, or the kernel's frame-pointer walk) can only be read
+ * from there. If the registers still match those taken at the switch-in,
+ * this is the syscall it blocked in: the record is emitted with the kernel
+ * stack, the registers and the user stack. If they do not (the block was
+ * not in a syscall, e.g. a page fault, and this is a later syscall), it is
+ * emitted with the kernel stack and the registers of the block, and no user
+ * stack (counted in no_ustack): never a user stack from another place.
+ * A task that blocks again (voluntary switch-out) before any syscall exit
+ * emits its pending record the same way, without a user stack; a pending
+ * record of a task that never blocks or makes a syscall again stays until
+ * the collector stops, which counts it as lost.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "profile.h"
+#include "offcpu.h"
+#include "ustack.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define TASK_RUNNING 0x0000
+#define TASK_DEAD    0x0080 /* include/linux/sched.h, stable since 2.6 */
+
+/* Set through the skeleton's rodata before load. */
+const volatile bool filter_pids = false;
+const volatile __u32 stack_bytes = 0; /* as profile.bpf.c's; 0: FP walk */
+const volatile __u32 mode = LP_OFFCPU_EVENT;
+const volatile __u64 rate_threshold = LP_OFFCPU_ALWAYS; /* event: rate * 2^32 */
+const volatile __u64 min_ns = 0;
+const volatile __u64 period_ns = 10000000; /* time mode, <= LP_OFFCPU_MAX_PERIOD_NS */
+
+/* Shared with profile.bpf.c: the collector reuses its fds before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+/*
+ * Switch-out time of each blocked task: storage attached to the task, freed
+ * with it. Grows with the tasks that block while profiled; one entry is 16
+ * bytes of value plus the kernel's element (~100 bytes) and, once per task
+ * for all task-storage maps, its bpf_local_storage (~200 bytes).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct lp_offcpu_task);
+} tasks SEC(".maps");
+
+/*
+ * Sampled blocks waiting for their task's syscall exit, by tid. An entry
+ * lives from a switch-in until the task's next syscall exit or voluntary
+ * switch-out, so its holders are running or runnable tasks: the collector
+ * sizes it at max(128, 64 * online CPUs) (run-queue depth with margin);
+ * when full the sample is lost and counted. Kept out of the task storage so
+ * that the ~1 KiB kernel stack is not paid by every task that blocks.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 128);
+	__type(key, __u32);
+	__type(value, struct lp_offcpu_pending);
+} pending SEC(".maps");
+
+/*
+ * Scratch per CPU id (highest online id + 1, set by the collector), a plain
+ * array: per-CPU values are limited to 32 KiB and would be allocated for
+ * every possible CPU. sched_switch and sys_exit cannot interrupt each other
+ * on one CPU (both run with preemption off, neither from an interrupt), so
+ * they share it; profile.bpf.c's perf_event program, which can interrupt
+ * them, has its own.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_offcpu_scratch);
+} scratch SEC(".maps");
+
+/* Counters per CPU id, same sizing as scratch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_offcpu_counts);
+} counts SEC(".maps");
+
+static __always_inline bool wanted(__u32 tgid)
+{
+	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+/* Reads the user-mode registers saved at the top of task's kernel stack. */
+static __always_inline int user_regs(struct task_struct *task, struct pt_regs *ur)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	if (!regs)
+		return -1;
+	return bpf_probe_read_kernel(ur, sizeof(*ur), regs);
+}
+
+/*
+ * Emits task's pending block (task is current) and clears it. ctx is the
+ * sys_exit raw_tp context when the task is returning from the syscall it
+ * may have blocked in (the user stack can then be read), NULL otherwise.
+ */
+static __always_inline void emit_pending(void *ctx, struct task_struct *task,
+					 struct lp_offcpu_task *ts, struct lp_offcpu_counts *cnt,
+					 __u32 cpu)
+{
+	struct lp_offcpu_pending *p;
+	struct lp_offcpu_scratch *sc;
+	struct lp_ev_offcpu *e;
+	__u32 tid = task->pid, nk, nu = 0, copied = 0, size;
+	bool same = false;
+
+	ts->pending = 0;
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return;
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc) {
+		bpf_map_delete_elem(&pending, &tid);
+		return;
+	}
+	e = &sc->e;
+	e->hdr.type = LP_EV_OFFCPU;
+	e->hdr.cpu = p->cpu;
+	e->hdr.time_ns = p->time_ns;
+	e->hdr.pid = task->tgid;
+	e->hdr.tid = tid;
+	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	e->weight_ns = p->weight_ns;
+	e->blocked_ns = p->blocked_ns;
+	e->ip = p->ip;
+	e->sp = p->sp;
+	e->bp = p->bp;
+	nk = p->nkstack;
+	if (nk > LP_BPF_MAX_FRAMES)
+		nk = LP_BPF_MAX_FRAMES;
+	if (bpf_probe_read_kernel(e->stack, nk * 8, p->kstack))
+		nk = 0;
+	if (ctx && p->sp) {
+		struct pt_regs ur;
+
+		/* the same kernel entry: the syscall it blocked in is returning */
+		same = user_regs(task, &ur) == 0 && ur.rip == p->ip && ur.rsp == p->sp;
+	}
+	bpf_map_delete_elem(&pending, &tid);
+	if (same && stack_bytes) {
+		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp, stack_bytes);
+	} else if (same) {
+		long n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
+
+		if (n < 0)
+			cnt->ustack_errors++;
+		else
+			nu = (__u32)n / 8;
+		if (nu > LP_BPF_MAX_FRAMES)
+			nu = LP_BPF_MAX_FRAMES;
+	} else {
+		cnt->no_ustack++;
+	}
+	e->nkstack = nk;
+	e->nustack = nu;
+	e->stack_len = copied;
+	size = LP_EV_OFFCPU_FIXED_SIZE + (nk + nu) * 8 + copied;
+	if (size > sizeof(*sc))
+		return; /* cannot happen; bounds the size for the verifier */
+	if (bpf_ringbuf_output(&events, e, size, BPF_RB_NO_WAKEUP))
+		cnt->lost++;
+	else
+		cnt->emitted++;
+}
+
+/* d ns off CPU: the sampling decision; returns the weight, 0 = not sampled */
+static __always_inline __u64 sample_weight(__u64 d)
+{
+	__u64 r = bpf_get_prandom_u32();
+
+	if (mode == LP_OFFCPU_TIME) {
+		if (d >= period_ns)
+			return d;
+		/* P = d / period, d < period <= 2^32: d << 32 fits */
+		return r * period_ns < (d << 32) ? period_ns : 0;
+	}
+	if (rate_threshold >= LP_OFFCPU_ALWAYS)
+		return d;
+	if (r >= rate_threshold || !rate_threshold)
+		return 0;
+	/* d / rate = d * 2^32 / threshold, without overflowing d << 32 */
+	return (d / rate_threshold << 32) + ((d % rate_threshold) << 32) / rate_threshold;
+}
+
+static __always_inline void switch_out(struct task_struct *prev, bool preempt,
+				       unsigned int prev_state, __u64 now, __u32 cpu)
+{
+	struct lp_offcpu_counts *cnt;
+	struct lp_offcpu_task *ts;
+
+	if (preempt || prev_state == TASK_RUNNING)
+		return; /* still runnable: not a block */
+	if ((prev->flags & PF_KTHREAD) || !prev->pid || !wanted(prev->tgid))
+		return;
+	cnt = bpf_map_lookup_elem(&counts, &cpu);
+	if (!cnt)
+		return;
+	ts = bpf_task_storage_get(&tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		cnt->storage_errors++;
+		return;
+	}
+	/* blocking again before any syscall exit: the last block goes out now */
+	if (ts->pending)
+		emit_pending(NULL, prev, ts, cnt, cpu);
+	cnt->switches++;
+	ts->t_out = (prev_state & TASK_DEAD) ? 0 : now;
+}
+
+static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32 cpu)
+{
+	struct lp_offcpu_counts *cnt;
+	struct lp_offcpu_scratch *sc;
+	struct lp_offcpu_pending *p;
+	struct lp_offcpu_task *ts;
+	struct pt_regs ur;
+	__u64 d, w;
+	__u32 tid;
+	long n;
+
+	ts = bpf_task_storage_get(&tasks, next, 0, 0);
+	if (!ts || !ts->t_out)
+		return;
+	d = now - ts->t_out;
+	ts->t_out = 0;
+	cnt = bpf_map_lookup_elem(&counts, &cpu);
+	if (!cnt)
+		return;
+	if (d < min_ns) {
+		cnt->short_blocks++;
+		return;
+	}
+	w = sample_weight(d);
+	if (!w)
+		return;
+	cnt->sampled++;
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc)
+		return;
+	p = &sc->pend;
+	p->time_ns = now;
+	p->weight_ns = w;
+	p->blocked_ns = d;
+	p->cpu = cpu;
+	p->ip = p->sp = p->bp = 0;
+	if (user_regs(next, &ur) == 0) {
+		p->ip = ur.rip;
+		p->sp = ur.rsp;
+		p->bp = ur.rbp;
+	}
+	n = bpf_get_task_stack(next, p->kstack, sizeof(p->kstack), 0);
+	if (n < 0) {
+		cnt->kstack_errors++;
+		n = 0;
+	}
+	p->nkstack = (__u16)(n / 8);
+	tid = next->pid;
+	if (bpf_map_update_elem(&pending, &tid, p, BPF_ANY)) {
+		cnt->lost++;
+		return;
+	}
+	ts->pending = 1;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	switch_out(prev, preempt, prev_state, now, cpu);
+	switch_in(next, now, cpu);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct lp_offcpu_counts *cnt;
+	struct lp_offcpu_task *ts;
+	__u32 cpu;
+
+	ts = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!ts || !ts->pending)
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	cnt = bpf_map_lookup_elem(&counts, &cpu);
+	if (!cnt)
+		return 0;
+	emit_pending(ctx, task, ts, cnt, cpu);
+	return 0;
+}
