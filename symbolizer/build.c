@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * From aggregated, normalized stacks to the symbolized profile model: one
- * location per distinct frame, names resolved once per location (ELF
- * symbols for user frames, the kernel snapshot for kernel frames), and the
- * end-of-run summary.
+ * From aggregated, normalized stacks to the symbolized profile model, one
+ * profile per sample kind (on-CPU, off-CPU): one location per distinct frame
+ * of its stacks, names resolved once per location (ELF symbols for user
+ * frames, the kernel snapshot for kernel frames), and the end-of-run
+ * summary.
  *
  * Objects are opened by objects.c; names printed to a terminal are
  * sanitized here.
@@ -214,57 +215,64 @@ static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nl
 }
 
 /*
- * One location per distinct frame, in first-seen order (deterministic for a
- * given stream). Beyond SYMB_MAX_LOCATIONS distinct frames, the rest share
- * one "[too many frames]" location and are counted.
+ * One location per distinct frame of the kind's stacks (aggs, in their
+ * order), in first-seen order (deterministic for a given stream). Beyond
+ * SYMB_MAX_LOCATIONS distinct frames, the rest share one "[too many frames]"
+ * location and are counted. b->locs gets every stack's location list, one
+ * after the other.
  */
-static int build_locations(struct symb_state *s, struct symb_built *b, uint32_t *nloc_out)
+static int build_locations(struct symb_state *s, struct symb_built *b,
+			   const struct symb_agg *const *aggs, uint32_t naggs, size_t nframes,
+			   uint32_t *nloc_out)
 {
 	uint32_t cap = 1024, nloc = 0, loccap = 256, overflow = UINT32_MAX;
 	struct loc_slot *slots;
+	size_t pos = 0;
 	int err = 0;
 
 	slots = calloc(cap, sizeof(*slots));
 	b->locations = calloc(loccap, sizeof(*b->locations));
 	b->names = calloc(loccap, sizeof(*b->names));
-	b->locs = calloc(s->nframes ? s->nframes : 1, sizeof(*b->locs));
+	b->locs = calloc(nframes ? nframes : 1, sizeof(*b->locs));
 	if (!slots || !b->locations || !b->names || !b->locs) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < s->nframes; i++) {
-		const struct symb_frame *f = &s->frames[i];
-		uint32_t j = frame_hash(s, f) & (cap - 1);
+	for (uint32_t a = 0; a < naggs; a++) {
+		for (uint32_t k = 0; k < aggs[a]->nframes; k++, pos++) {
+			const struct symb_frame *f = &s->frames[aggs[a]->first + k];
+			uint32_t j = frame_hash(s, f) & (cap - 1);
 
-		for (;; j = (j + 1) & (cap - 1)) {
-			if (!slots[j].loc || memcmp(&slots[j].key, f, sizeof(*f)) == 0)
-				break;
-		}
-		if (slots[j].loc) {
-			b->locs[i] = slots[j].loc - 1;
-			continue;
-		}
-		if (nloc >= SYMB_MAX_LOCATIONS) {
-			s->n.over_limit_frames++;
-			if (overflow == UINT32_MAX) {
-				if (nloc == loccap && (err = locations_grow(b, &loccap)))
-					goto out;
-				if ((err = location_init(s, b, nloc, NULL)))
-					goto out;
-				overflow = nloc++;
+			for (;; j = (j + 1) & (cap - 1)) {
+				if (!slots[j].loc || memcmp(&slots[j].key, f, sizeof(*f)) == 0)
+					break;
 			}
-			b->locs[i] = overflow;
-			continue;
+			if (slots[j].loc) {
+				b->locs[pos] = slots[j].loc - 1;
+				continue;
+			}
+			if (nloc >= SYMB_MAX_LOCATIONS) {
+				s->n.over_limit_frames++;
+				if (overflow == UINT32_MAX) {
+					if (nloc == loccap && (err = locations_grow(b, &loccap)))
+						goto out;
+					if ((err = location_init(s, b, nloc, NULL)))
+						goto out;
+					overflow = nloc++;
+				}
+				b->locs[pos] = overflow;
+				continue;
+			}
+			if (nloc == loccap && (err = locations_grow(b, &loccap)))
+				goto out;
+			if ((err = location_init(s, b, nloc, f)))
+				goto out;
+			b->locs[pos] = nloc++;
+			slots[j].key = *f;
+			slots[j].loc = nloc;
+			if ((nloc + 1) * 2 > cap && (err = slots_grow(s, &slots, &cap)))
+				goto out;
 		}
-		if (nloc == loccap && (err = locations_grow(b, &loccap)))
-			goto out;
-		if ((err = location_init(s, b, nloc, f)))
-			goto out;
-		b->locs[i] = nloc++;
-		slots[j].key = *f;
-		slots[j].loc = nloc;
-		if ((nloc + 1) * 2 > cap && (err = slots_grow(s, &slots, &cap)))
-			goto out;
 	}
 out:
 	/* the free function frees nloc names, even on error */
@@ -273,7 +281,9 @@ out:
 	return err;
 }
 
-static int build_mappings(struct symb_state *s, struct symb_built *b, uint32_t *nmap_out)
+/* The mappings of the objects the kind's stacks use. */
+static int build_mappings(struct symb_state *s, struct symb_built *b, enum symb_kind kind,
+			  uint32_t *nmap_out)
 {
 	uint32_t n = 0;
 
@@ -285,7 +295,7 @@ static int build_mappings(struct symb_state *s, struct symb_built *b, uint32_t *
 		struct symb_mapping *m = &b->mappings[n];
 
 		o->mapping = SYMB_NO_MAPPING;
-		if (!o->used)
+		if (!(o->used_kinds & 1u << kind))
 			continue;
 		symb_obj_load(s, o);
 		m->path = o->path;
@@ -303,24 +313,156 @@ static int build_mappings(struct symb_state *s, struct symb_built *b, uint32_t *
 	return 0;
 }
 
-struct symb_built *symb_build(struct symb_state *s)
+/*
+ * The aggregates of one kind in their insertion order (whatever the table's
+ * seeded layout), and their frame count. NULL with -ENOMEM in *err.
+ */
+static const struct symb_agg **kind_aggs(const struct symb_state *s, enum symb_kind kind,
+					 size_t *nframes, int *err)
+{
+	uint32_t n = s->naggs_kind[kind];
+	const struct symb_agg **v = calloc(n ? n : 1, sizeof(*v));
+
+	*nframes = 0;
+	*err = v ? 0 : -ENOMEM;
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < s->cap_aggs; i++) {
+		const struct symb_agg *a = &s->aggs[i];
+
+		if (!a->count || a->kind != kind || a->seq >= n)
+			continue;
+		v[a->seq] = a;
+		*nframes += a->nframes;
+	}
+	return v;
+}
+
+/* x ns as "1.23 s", "4.56 ms", "7.89 us" or "12 ns". Returns buf. */
+static const char *fmt_ns(char *buf, size_t cap, uint64_t ns)
+{
+	if (ns >= 1000000000ull)
+		snprintf(buf, cap, "%.2f s", ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, cap, "%.2f ms", ns / 1e6);
+	else if (ns >= 1000)
+		snprintf(buf, cap, "%.2f us", ns / 1e3);
+	else
+		snprintf(buf, cap, "%" PRIu64 " ns", ns);
+	return buf;
+}
+
+/*
+ * The collector's off-CPU settings as "mode time, period 1.00 ms, minimum
+ * 10.00 us", or "settings not reported" (a stream before schema 1.2). The
+ * mode comes from the stream: it is printed as sanitized.
+ */
+static const char *offcpu_settings(const struct symb_state *s, char *buf, size_t cap)
+{
+	char mode[sizeof(s->offcpu_meta.mode) + 4], a[32], b[32];
+	const char *m = s->offcpu_meta.mode;
+
+	if (!m[0]) {
+		snprintf(buf, cap, "settings not reported");
+		return buf;
+	}
+	symb_sanitize_name(mode, sizeof(mode), m);
+	if (strcmp(m, "time") == 0)
+		snprintf(buf, cap, "mode time, period %s, minimum %s",
+			 fmt_ns(a, sizeof(a), s->offcpu_meta.period_ns),
+			 fmt_ns(b, sizeof(b), s->offcpu_meta.min_ns));
+	else if (strcmp(m, "event") == 0)
+		snprintf(buf, cap, "mode event, rate %g, minimum %s", s->offcpu_meta.rate,
+			 fmt_ns(b, sizeof(b), s->offcpu_meta.min_ns));
+	else
+		snprintf(buf, cap, "mode %s, rate %g, period %s, minimum %s", mode,
+			 s->offcpu_meta.rate, fmt_ns(a, sizeof(a), s->offcpu_meta.period_ns),
+			 fmt_ns(b, sizeof(b), s->offcpu_meta.min_ns));
+	return buf;
+}
+
+/* Value types, period, title and comments of the profile of a kind. */
+static void describe(const struct symb_state *s, struct symb_built *b, enum symb_kind kind)
+{
+	const char *host = s->hostname[0] ? s->hostname : "host";
+	const struct lps_loss *l = &s->n.loss;
+	char set[160];
+
+	b->p.value_types[0] = (struct symb_value_type){"samples", "count"};
+	if (kind == SYMB_KIND_OFFCPU) {
+		b->p.value_types[1] = (struct symb_value_type){"off_cpu", "nanoseconds"};
+		b->p.period_type = (struct symb_value_type){"off_cpu", "nanoseconds"};
+		/* time mode: a block of the period or longer is always sampled */
+		b->p.period = strcmp(s->offcpu_meta.mode, "time") == 0 &&
+					      s->offcpu_meta.period_ns <= INT64_MAX
+				      ? (int64_t)s->offcpu_meta.period_ns
+				      : 0;
+		/* blocked time, not sample counts: samples stand for different times */
+		b->p.folded_value = 1;
+		snprintf(b->title, sizeof(b->title), "lowprof off-cpu: %s (%s)", host,
+			 s->kernel_release);
+		if (asprintf(&b->comment_buf[0], "lowprof: off-CPU time, %s, %u CPUs, kernel %s",
+			     offcpu_settings(s, set, sizeof(set)), s->ncpus,
+			     s->kernel_release) >= 0)
+			b->comments[b->p.ncomments++] = b->comment_buf[0];
+		if (s->n.have_loss &&
+		    asprintf(&b->comment_buf[1],
+			     "off-CPU: %" PRIu64 " switches seen, %" PRIu64 " sampled, %" PRIu64
+			     " shorter than the minimum, %" PRIu64 " lost",
+			     l->off_cpu_switches, l->off_cpu_sampled, l->off_cpu_short,
+			     l->off_cpu_lost) >= 0)
+			b->comments[b->p.ncomments++] = b->comment_buf[1];
+	} else {
+		b->p.value_types[1] = (struct symb_value_type){"cpu", "nanoseconds"};
+		b->p.period_type = (struct symb_value_type){"cpu", "nanoseconds"};
+		b->p.period = s->freq_hz ? 1000000000 / s->freq_hz : 0;
+		b->p.folded_value = 0;
+		snprintf(b->title, sizeof(b->title), "lowprof cpu: %s (%s)", host,
+			 s->kernel_release);
+		if (asprintf(&b->comment_buf[0], "lowprof: %u Hz, %u CPUs, kernel %s", s->freq_hz,
+			     s->ncpus, s->kernel_release) >= 0)
+			b->comments[b->p.ncomments++] = b->comment_buf[0];
+	}
+	if (s->n.have_loss &&
+	    asprintf(&b->comment_buf[2],
+		     "lost: %" PRIu64 " bpf ring full, %" PRIu64 " shm ring full, %" PRIu64
+		     " stack errors, %" PRIu64 " malformed records",
+		     l->bpf_ringbuf_full, l->shm_dropped, l->bpf_stack_errors,
+		     s->n.bad_records) >= 0)
+		b->comments[b->p.ncomments++] = b->comment_buf[2];
+	b->p.title = b->title;
+	b->p.comments = b->comments;
+}
+
+struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind)
 {
 	struct symb_built *b = calloc(1, sizeof(*b));
-	uint32_t nmap = 0, nloc = 0, k = 0;
+	const struct symb_agg **aggs = NULL;
+	uint32_t nmap = 0, nloc = 0, naggs;
+	size_t nframes = 0, off = 0;
 	int err;
 
 	if (!b)
 		return NULL;
-	err = build_mappings(s, b, &nmap);
+	if (kind >= SYMB_KIND__COUNT) {
+		free(b);
+		errno = EINVAL;
+		return NULL;
+	}
+	naggs = s->naggs_kind[kind];
+	aggs = kind_aggs(s, kind, &nframes, &err);
 	if (!err)
-		err = build_locations(s, b, &nloc);
+		err = build_mappings(s, b, kind, &nmap);
+	if (!err)
+		err = build_locations(s, b, aggs, naggs, nframes, &nloc);
 	b->p.nlocations = nloc; /* names to free, even on error */
 	if (!err) {
-		b->stacks = calloc(s->naggs ? s->naggs : 1, sizeof(*b->stacks));
+		b->stacks = calloc(naggs ? naggs : 1, sizeof(*b->stacks));
 		if (!b->stacks)
 			err = -ENOMEM;
 	}
 	if (err) {
+		free(aggs);
 		symb_built_free(b);
 		errno = -err;
 		return NULL;
@@ -328,52 +470,33 @@ struct symb_built *symb_build(struct symb_state *s)
 	/*
 	 * Frames are stored kernel leaf .. kernel root, user leaf .. user
 	 * root: already leaf first, as the model wants. Stacks keep their
-	 * first-seen order, whatever the table's (seeded) layout.
+	 * first-seen order; build_locations laid their location lists out in
+	 * that order.
 	 */
-	for (uint32_t i = 0; i < s->cap_aggs; i++) {
-		const struct symb_agg *a = &s->aggs[i];
-		struct symb_stack *st;
+	for (uint32_t i = 0; i < naggs; i++) {
+		const struct symb_agg *a = aggs[i];
+		struct symb_stack *st = &b->stacks[i];
 
-		if (!a->count)
-			continue;
-		st = &b->stacks[a->seq];
-		k++;
 		st->pid = a->pid;
 		st->comm = a->comm;
-		st->locs = &b->locs[a->first];
+		st->locs = &b->locs[off];
 		st->nlocs = a->nframes;
 		st->values[0] = (int64_t)a->count;
 		st->values[1] = (int64_t)a->weight;
+		off += a->nframes;
 	}
+	free(aggs);
 	b->p.mappings = b->mappings;
 	b->p.nmappings = nmap;
 	b->p.locations = b->locations;
 	b->p.stacks = b->stacks;
-	b->p.nstacks = k;
-	b->p.value_types[0] = (struct symb_value_type){"samples", "count"};
-	b->p.value_types[1] = (struct symb_value_type){"cpu", "nanoseconds"};
-	b->p.period_type = (struct symb_value_type){"cpu", "nanoseconds"};
-	b->p.period = s->freq_hz ? 1000000000 / s->freq_hz : 0;
-	b->p.folded_value = 0;
+	b->p.nstacks = naggs;
 	b->p.time_nanos = (int64_t)s->start_real_ns;
 	b->p.duration_nanos = (int64_t)((s->end_ns > s->start_mono_ns ? s->end_ns : s->last_ns) -
 					(s->start_mono_ns ? s->start_mono_ns : s->first_ns));
 	if (b->p.duration_nanos < 0)
 		b->p.duration_nanos = 0;
-	snprintf(b->title, sizeof(b->title), "lowprof cpu: %s (%s)",
-		 s->hostname[0] ? s->hostname : "host", s->kernel_release);
-	b->p.title = b->title;
-	if (asprintf(&b->comment_buf[0], "lowprof: %u Hz, %u CPUs, kernel %s", s->freq_hz, s->ncpus,
-		     s->kernel_release) >= 0)
-		b->comments[b->p.ncomments++] = b->comment_buf[0];
-	if (s->n.have_loss &&
-	    asprintf(&b->comment_buf[1],
-		     "lost: %" PRIu64 " bpf ring full, %" PRIu64 " shm ring full, %" PRIu64
-		     " stack errors, %" PRIu64 " malformed records",
-		     s->n.loss.bpf_ringbuf_full, s->n.loss.shm_dropped, s->n.loss.bpf_stack_errors,
-		     s->n.bad_records) >= 0)
-		b->comments[b->p.ncomments++] = b->comment_buf[1];
-	b->p.comments = b->comments;
+	describe(s, b, kind);
 	return b;
 }
 
@@ -531,7 +654,7 @@ static void print_other_losses(const struct symb_state *s, int fd)
 	if (!(l->bpf_stack_errors || c->bad_records || c->unknown_records || l->maps_errors ||
 	      l->bad_consumer_pos || l->bpf_task_lost || c->bad_mappings || c->bad_offsets ||
 	      c->over_limit_mappings || c->over_limit_samples || c->over_limit_ksyms ||
-	      c->over_limit_frames))
+	      c->over_limit_frames || c->unknown_kinds))
 		return;
 	dprintf(fd,
 		"  other losses    %" PRIu64 " stack errors, %" PRIu64
@@ -546,6 +669,7 @@ static void print_other_losses(const struct symb_state *s, int fd)
 	print_extra(fd, c->over_limit_samples, "samples over limits");
 	print_extra(fd, c->over_limit_ksyms, "kernel symbols over limits");
 	print_extra(fd, c->over_limit_frames, "frames over limits");
+	print_extra(fd, c->unknown_kinds, "samples of unknown kinds");
 	dprintf(fd, "\n");
 }
 
@@ -595,32 +719,13 @@ static void print_objects(const struct symb_state *s, int fd)
 	dprintf(fd, "%s\n", s->cache ? "" : " (no cache)");
 }
 
-void symb_print_summary(const struct symb_state *s, const struct symb_built *b, int fd)
+/* Top functions of the on-CPU profile, by self and by total samples. */
+static void print_top_functions(const struct symb_state *s, const struct symb_profile *p, int fd)
 {
-	const struct symb_profile *p = b ? &b->p : NULL;
-	double secs = p ? p->duration_nanos / 1e9 : 0;
 	struct fn_total *fns = NULL;
 	uint32_t *fn_of_loc = NULL;
 	size_t nfns = 0;
-	const struct lps_loss *l = &s->n.loss;
 
-	dprintf(fd, "\nlowprof summary\n");
-	dprintf(fd, "  duration        %.2f s\n", secs);
-	dprintf(fd, "  samples         %" PRIu64 " (%.3f s of CPU)\n", s->n.samples,
-		s->n.weight_ns / 1e9);
-	dprintf(fd, "  processes seen  %u\n", s->nseen);
-	dprintf(fd,
-		"  samples lost    %" PRIu64 " (BPF ring full %" PRIu64
-		", shared ring full %" PRIu64 ")\n",
-		l->bpf_ringbuf_full + l->shm_dropped, l->bpf_ringbuf_full, l->shm_dropped);
-	print_other_losses(s, fd);
-	if (s->n.unmapped_frames)
-		dprintf(fd, "  unmapped frames %" PRIu64 " (shown as [unknown])\n",
-			s->n.unmapped_frames);
-	print_unwinding(s, fd);
-	print_objects(s, fd);
-	if (!s->n.have_loss)
-		dprintf(fd, "  note: no loss counters received (collector stopped early?)\n");
 	if (!p || !p->nstacks || !s->n.samples)
 		return;
 
@@ -670,4 +775,191 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *b, 
 out:
 	free(fns);
 	free(fn_of_loc);
+}
+
+/* ---- off-CPU summary ---------------------------------------------------- */
+
+/* User frames shown per blocking stack (the innermost ones). */
+#define BLOCK_USER_FRAMES 3
+#define BLOCK_TOP	  5
+
+/*
+ * A blocking stack as the summary shows it: the process name, the innermost
+ * user frames and the kernel function it blocked in. Stacks that look the
+ * same (other pids, other call sites in the same functions) are merged.
+ */
+struct block_total {
+	const char *comm;
+	const char *user[BLOCK_USER_FRAMES]; /* innermost first; NULL past nuser */
+	uint32_t nuser;
+	const char *kernel; /* NULL: no kernel frames */
+	uint64_t ns;
+};
+
+/*
+ * Kernel frames of the switch itself (the scheduler, the tracepoint, the BPF
+ * program) say nothing about why a thread blocked: the first frame below
+ * them does (futex_wait_queue, ep_poll, pipe_read, do_nanosleep...).
+ */
+static bool is_switch_frame(const char *name)
+{
+	static const char *const prefixes[] = {
+		"finish_task_switch", "__switch_to", "context_switch", "__traceiter_", "trace_",
+		"perf_trace_",	      "bpf_",	     "__bpf_",
+	};
+
+	if (strstr(name, "schedule"))
+		return true; /* __schedule, schedule_timeout, io_schedule... */
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+static void block_of(const struct symb_profile *p, const struct symb_stack *st,
+		     struct block_total *out)
+{
+	uint32_t j = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->comm = st->comm;
+	out->ns = st->values[1] > 0 ? (uint64_t)st->values[1] : 0;
+	for (; j < st->nlocs && p->locations[st->locs[j]].kernel; j++)
+		if (!out->kernel && !is_switch_frame(p->locations[st->locs[j]].function))
+			out->kernel = p->locations[st->locs[j]].function;
+	if (!out->kernel && j)
+		out->kernel = p->locations[st->locs[0]].function; /* only switch frames */
+	for (; j < st->nlocs && out->nuser < BLOCK_USER_FRAMES; j++)
+		out->user[out->nuser++] = p->locations[st->locs[j]].function;
+}
+
+static int cmp_opt_str(const char *a, const char *b)
+{
+	if (!a || !b)
+		return (a != NULL) - (b != NULL);
+	return strcmp(a, b);
+}
+
+static int cmp_block_key(const void *a, const void *b)
+{
+	const struct block_total *x = a, *y = b;
+	int c = strcmp(x->comm, y->comm);
+
+	if (!c)
+		c = cmp_opt_str(x->kernel, y->kernel);
+	if (!c && x->nuser != y->nuser)
+		c = x->nuser < y->nuser ? -1 : 1;
+	for (uint32_t i = 0; !c && i < x->nuser; i++)
+		c = strcmp(x->user[i], y->user[i]);
+	return c;
+}
+
+static int cmp_block_ns(const void *a, const void *b)
+{
+	const struct block_total *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? 1 : -1;
+	return cmp_block_key(a, b);
+}
+
+/* "  12.34%  1.23 s  comm: outer > inner > leaf > blocked_in [k]" */
+static void print_block(int fd, const struct block_total *t, uint64_t all)
+{
+	char name[SYMB_NAME_PRINT_MAX + 4], ns[32];
+
+	dprintf(fd, "  %6.2f%%  %10s  %s:", all ? 100.0 * (double)t->ns / (double)all : 0.0,
+		fmt_ns(ns, sizeof(ns), t->ns), symb_sanitize_name(name, sizeof(name), t->comm));
+	for (uint32_t i = t->nuser; i-- > 0;)
+		dprintf(fd, " %s%s", symb_sanitize_name(name, sizeof(name), t->user[i]),
+			i || t->kernel ? " >" : "");
+	if (t->kernel)
+		dprintf(fd, " %s [k]", symb_sanitize_name(name, sizeof(name), t->kernel));
+	dprintf(fd, "\n");
+}
+
+/* The stacks that were blocked longest (merged as block_total says). */
+static void print_top_blocking(const struct symb_state *s, const struct symb_profile *p, int fd)
+{
+	struct block_total *t;
+	size_t n = 0;
+
+	if (!p || !p->nstacks || !s->n.offcpu_ns)
+		return;
+	t = calloc(p->nstacks, sizeof(*t));
+	if (!t)
+		return;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		block_of(p, &p->stacks[i], &t[i]);
+	}
+	qsort(t, p->nstacks, sizeof(*t), cmp_block_key);
+	for (size_t i = 0; i < p->nstacks; i++) {
+		if (n && cmp_block_key(&t[n - 1], &t[i]) == 0)
+			t[n - 1].ns += t[i].ns;
+		else
+			t[n++] = t[i];
+	}
+	qsort(t, n, sizeof(*t), cmp_block_ns);
+	dprintf(fd, "Top blocking stacks by off-CPU time:\n");
+	for (size_t i = 0; i < n && i < BLOCK_TOP && t[i].ns; i++)
+		print_block(fd, &t[i], s->n.offcpu_ns);
+	free(t);
+}
+
+/* Off-CPU time, settings and counters; or the samples ignored without --off-cpu. */
+static void print_offcpu(const struct symb_state *s, int fd)
+{
+	const struct lps_loss *l = &s->n.loss;
+	char set[160], ns[32];
+
+	if (!s->off_cpu) {
+		if (s->n.offcpu_ignored)
+			dprintf(fd,
+				"  off-CPU samples %" PRIu64
+				" ignored (the symbolizer was not started with --off-cpu)\n",
+				s->n.offcpu_ignored);
+		return;
+	}
+	dprintf(fd, "  off-CPU         %s in %" PRIu64 " samples (%s)\n",
+		fmt_ns(ns, sizeof(ns), s->n.offcpu_ns), s->n.offcpu_samples,
+		offcpu_settings(s, set, sizeof(set)));
+	if (s->n.have_loss)
+		dprintf(fd,
+			"  off-CPU blocks  %" PRIu64 " switches seen, %" PRIu64 " sampled, %" PRIu64
+			" shorter than the minimum, %" PRIu64 " lost\n",
+			l->off_cpu_switches, l->off_cpu_sampled, l->off_cpu_short, l->off_cpu_lost);
+	if (s->have_meta && !s->offcpu_meta.on && !s->n.offcpu_samples)
+		dprintf(fd, "  note: the collector did not record off-CPU samples\n");
+}
+
+void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu,
+			const struct symb_built *offcpu, int fd)
+{
+	const struct symb_profile *p = cpu ? &cpu->p : offcpu ? &offcpu->p : NULL;
+	double secs = p ? p->duration_nanos / 1e9 : 0;
+	const struct lps_loss *l = &s->n.loss;
+
+	dprintf(fd, "\nlowprof summary\n");
+	dprintf(fd, "  duration        %.2f s\n", secs);
+	dprintf(fd, "  samples         %" PRIu64 " (%.3f s of CPU)\n", s->n.samples,
+		s->n.weight_ns / 1e9);
+	print_offcpu(s, fd);
+	dprintf(fd, "  processes seen  %u\n", s->nseen);
+	dprintf(fd,
+		"  samples lost    %" PRIu64 " (BPF ring full %" PRIu64
+		", shared ring full %" PRIu64 ")\n",
+		l->bpf_ringbuf_full + l->shm_dropped, l->bpf_ringbuf_full, l->shm_dropped);
+	print_other_losses(s, fd);
+	if (s->n.unmapped_frames)
+		dprintf(fd, "  unmapped frames %" PRIu64 " (shown as [unknown])\n",
+			s->n.unmapped_frames);
+	print_unwinding(s, fd);
+	print_objects(s, fd);
+	if (s->bpf_mem_bytes)
+		dprintf(fd, "  BPF memory      %.1f MiB\n", s->bpf_mem_bytes / 1048576.0);
+	if (!s->n.have_loss)
+		dprintf(fd, "  note: no loss counters received (collector stopped early?)\n");
+	print_top_functions(s, cpu ? &cpu->p : NULL, fd);
+	if (s->off_cpu)
+		print_top_blocking(s, offcpu ? &offcpu->p : NULL, fd);
 }

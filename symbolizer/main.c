@@ -20,15 +20,20 @@ static const char usage[] =
 	"  DIR/cpu.pb.gz   gzip'd pprof profile (go tool pprof)\n"
 	"  DIR/cpu.folded  folded stacks (flamegraph.pl, speedscope)\n"
 	"  DIR/cpu.html    self-contained interactive flame graph\n"
-	"and prints a summary. Started as root, it first becomes --user (no\n"
-	"capabilities in any set, no_new_privs). 'lowprof record' starts it for you.\n"
+	"with --off-cpu also DIR/offcpu.{pb.gz,folded,html}, weighted by the time\n"
+	"threads were blocked, and prints a summary. Started as root, it first\n"
+	"becomes --user (no capabilities in any set, no_new_privs). 'lowprof record'\n"
+	"starts it for you.\n"
 	"\n"
 	"Options:\n"
 	"      --ring PATH        attach to the ring file the collector created\n"
 	"      --ring-fd FD       attach to an inherited ring (lowprof record)\n"
 	"  -o, --output DIR       output directory (created if missing)\n"
 	"      --output-fds A,B,C write pprof, folded and HTML to these inherited fds\n"
-	"                         instead of -o (lowprof record)\n"
+	"                         instead of -o (lowprof record); with --off-cpu six:\n"
+	"                         A,B,C,D,E,F, D-F for the off-CPU profile\n"
+	"      --off-cpu          the collector records off-CPU samples: write them\n"
+	"                         as a second profile (otherwise they are ignored)\n"
 	"  -u, --user USER        user to run as when started as root (default nobody)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --no-summary       do not print the summary\n"
@@ -45,23 +50,25 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 when the outputs were written, 1 on errors, 2 on usage errors.\n";
 
-static int parse_fds(const char *s, int fds[3])
+/* A comma-separated list of 3 or 6 fds; returns how many, or -EINVAL. */
+static int parse_fds(const char *s, int fds[6])
 {
 	char *end;
+	int n = 0;
 
-	for (int i = 0; i < 3; i++) {
+	for (;;) {
 		long v;
 
 		errno = 0;
 		v = strtol(s, &end, 10);
-		if (errno || end == s || v < 0 || v > INT_MAX)
+		if (errno || end == s || v < 0 || v > INT_MAX || n == 6)
 			return -EINVAL;
-		fds[i] = (int)v;
-		if (i < 2 && *end != ',')
-			return -EINVAL;
+		fds[n++] = (int)v;
+		if (*end != ',')
+			break;
 		s = end + 1;
 	}
-	return *end ? -EINVAL : 0;
+	return *end || (n != 3 && n != 6) ? -EINVAL : n;
 }
 
 int main(int argc, char **argv)
@@ -78,16 +85,23 @@ int main(int argc, char **argv)
 		{"cache-size", required_argument, NULL, 'Z'},
 		{"no-cache", no_argument, NULL, 'X'},
 		{"debug-dir", required_argument, NULL, 'G'},
+		{"off-cpu", no_argument, NULL, 'F'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	struct symb_opts o = {
-		.sz = sizeof(o), .ring_fd = -1, .out_fds = {-1, -1, -1}, .user = "nobody"};
+		.sz = sizeof(o),
+		.ring_fd = -1,
+		.out_fds = {-1, -1, -1},
+		.offcpu_fds = {-1, -1, -1},
+		.user = "nobody",
+	};
 	static const char *debug_dirs[SYMB_MAX_DEBUG_DIRS + 1];
 	enum lp_log_level level = LP_LOG_INFO;
 	size_t ndebug = 0;
-	bool have_fds = false, no_cache = false;
+	bool no_cache = false;
+	int fds[6], nfds = 0;
 	char *end;
 	long v;
 	int opt;
@@ -112,11 +126,15 @@ int main(int argc, char **argv)
 			o.out_dir = optarg;
 			break;
 		case 'O':
-			if (parse_fds(optarg, o.out_fds)) {
-				lp_err("--output-fds takes three fds: PPROF,FOLDED,HTML");
+			nfds = parse_fds(optarg, fds);
+			if (nfds < 0) {
+				lp_err("--output-fds takes three fds, PPROF,FOLDED,HTML, or with "
+				       "--off-cpu six, the off-CPU ones after those");
 				return 2;
 			}
-			have_fds = true;
+			break;
+		case 'F':
+			o.off_cpu = true;
 			break;
 		case 'u':
 			o.user = optarg;
@@ -166,9 +184,20 @@ int main(int argc, char **argv)
 		lp_err("give exactly one of --ring PATH or --ring-fd FD (see --help)");
 		return 2;
 	}
-	if (!o.out_dir == !have_fds) {
+	if (!o.out_dir == !nfds) {
 		lp_err("give exactly one of -o DIR or --output-fds (see --help)");
 		return 2;
+	}
+	if (nfds && nfds != (o.off_cpu ? 6 : 3)) {
+		lp_err("--output-fds: give %s fds %s --off-cpu", o.off_cpu ? "six" : "three",
+		       o.off_cpu ? "with" : "without");
+		return 2;
+	}
+	for (int i = 0; i < nfds; i++) {
+		if (i < 3)
+			o.out_fds[i] = fds[i];
+		else
+			o.offcpu_fds[i - 3] = fds[i];
 	}
 	if (no_cache)
 		o.cache_path = NULL;

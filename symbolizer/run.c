@@ -206,18 +206,25 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 	}
 }
 
+/* Outputs: pprof, folded, HTML of the on-CPU profile, then of the off-CPU one. */
+#define NOUT 6
+
 /*
  * Output files: given as fds by lowprof record, or opened here before
  * privileges are dropped, so -o may name a directory only root can write.
+ * The off-CPU ones only with --off-cpu; the others stay -1.
  */
-static int open_outputs(const struct symb_opts *o, int fds[3])
+static int open_outputs(const struct symb_opts *o, int fds[NOUT])
 {
-	static const char *const names[3] = {"cpu.pb.gz", "cpu.folded", "cpu.html"};
-	int dfd;
+	static const char *const names[NOUT] = {"cpu.pb.gz",	"cpu.folded",	 "cpu.html",
+						"offcpu.pb.gz", "offcpu.folded", "offcpu.html"};
+	int dfd, n = o->off_cpu ? NOUT : 3;
 
 	if (!o->out_dir) {
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 3; i++) {
 			fds[i] = o->out_fds[i];
+			fds[3 + i] = o->off_cpu ? o->offcpu_fds[i] : -1;
+		}
 		return 0;
 	}
 	dfd = lp_open_output_dir(o->out_dir);
@@ -226,7 +233,7 @@ static int open_outputs(const struct symb_opts *o, int fds[3])
 		       dfd == -ENOTDIR ? "not a directory" : strerror(-dfd));
 		return dfd;
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < n; i++) {
 		fds[i] = lp_open_output_file(dfd, names[i]);
 		if (fds[i] < 0) {
 			int err = fds[i];
@@ -243,30 +250,49 @@ static int open_outputs(const struct symb_opts *o, int fds[3])
 	return 0;
 }
 
-/* Builds the profile and writes it to fds (closed here). */
-static int write_outputs(struct symb_state *s, const struct symb_opts *o, int fds[3])
+/*
+ * Builds the profile of one kind and writes it to fds[0..2]. Returns it
+ * (for the summary) or NULL; *rc gets the first error.
+ */
+static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kind, const int fds[3],
+					int *rc)
 {
+	const char *what = kind == SYMB_KIND_OFFCPU ? "off-CPU" : "on-CPU";
+	const struct symb_profile *p;
 	struct symb_built *b;
-	int err, rc = 0;
+	int err;
 
-	b = symb_build(s);
+	b = symb_build(s, kind);
 	if (!b) {
 		err = -errno;
-		lp_err("building the profile: %s", strerror(-err));
-		rc = err;
-		goto out;
+		lp_err("building the %s profile: %s", what, strerror(-err));
+		if (!*rc)
+			*rc = err;
+		return NULL;
 	}
-	if (symb_write_pprof(symb_built_profile(b), fds[0]))
-		rc = -EIO;
-	if (symb_write_folded(symb_built_profile(b), fds[1]))
-		rc = -EIO;
-	if (symb_write_flamegraph(symb_built_profile(b), fds[2]))
-		rc = -EIO;
+	p = symb_built_profile(b);
+	/* '|': each writer runs even when another failed */
+	if ((symb_write_pprof(p, fds[0]) | symb_write_folded(p, fds[1]) |
+	     symb_write_flamegraph(p, fds[2])) &&
+	    !*rc)
+		*rc = -EIO;
+	return b;
+}
+
+/* Builds the profiles and writes them to fds (closed here). */
+static int write_outputs(struct symb_state *s, const struct symb_opts *o, int fds[NOUT])
+{
+	struct symb_built *cpu, *offcpu = NULL;
+	int rc = 0;
+
+	cpu = write_profile(s, SYMB_KIND_CPU, fds, &rc);
+	if (o->off_cpu)
+		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, &rc);
 	if (!o->quiet_summary)
-		symb_print_summary(s, b, STDOUT_FILENO);
-	symb_built_free(b);
-out:
-	for (int i = 0; i < 3; i++)
+		symb_print_summary(s, cpu, offcpu, STDOUT_FILENO);
+	symb_built_free(cpu);
+	symb_built_free(offcpu);
+	for (int i = 0; i < NOUT; i++)
 		if (fds[i] >= 0 && close(fds[i]) && !rc)
 			rc = -errno;
 	return rc;
@@ -277,7 +303,7 @@ int symb_run(const struct symb_opts *o)
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct lp_ring *ring = NULL;
 	struct symb_cache *cache = NULL;
-	int fds[3] = {-1, -1, -1};
+	int fds[NOUT] = {-1, -1, -1, -1, -1, -1};
 	struct symb_state s;
 	void *mem = NULL;
 	size_t size = 0;
@@ -289,6 +315,7 @@ int symb_run(const struct symb_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	symb_state_init(&s);
+	s.off_cpu = o->off_cpu;
 
 	if (open_outputs(o, fds))
 		return 1;
@@ -321,10 +348,10 @@ int symb_run(const struct symb_opts *o)
 		lp_warn("the stream had no metadata record; times and rates are unknown");
 	/* a corrupt ring or no memory: what was read is written, but the run failed */
 	rc = write_outputs(&s, o, fds) || err ? 1 : 0;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NOUT; i++)
 		fds[i] = -1;
 out:
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NOUT; i++)
 		if (fds[i] >= 0 && o->out_dir)
 			close(fds[i]);
 	lp_ring__free(ring);

@@ -435,10 +435,11 @@ const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr)
 
 /* ---- samples ------------------------------------------------------------ */
 
-static uint64_t hash_stack(const struct symb_state *s, uint32_t pid, const char *comm,
-			   const struct symb_frame *f, uint32_t n)
+static uint64_t hash_stack(const struct symb_state *s, uint32_t kind, uint32_t pid,
+			   const char *comm, const struct symb_frame *f, uint32_t n)
 {
-	uint64_t h = hash_bytes(symb_mix64(s->seed ^ pid), comm, strlen(comm));
+	uint64_t h =
+		hash_bytes(symb_mix64(s->seed ^ ((uint64_t)kind << 32 | pid)), comm, strlen(comm));
 
 	for (uint32_t i = 0; i < n; i++)
 		h = symb_mix64(h ^ ((uint64_t)f[i].kind << 32 | f[i].obj) ^ symb_mix64(f[i].addr));
@@ -446,10 +447,11 @@ static uint64_t hash_stack(const struct symb_state *s, uint32_t pid, const char 
 }
 
 static bool agg_matches(const struct symb_state *s, const struct symb_agg *a, uint64_t h,
-			uint32_t pid, const char *comm, const struct symb_frame *f, uint32_t n)
+			uint32_t kind, uint32_t pid, const char *comm, const struct symb_frame *f,
+			uint32_t n)
 {
-	return a->hash == h && a->pid == pid && a->nframes == n && strcmp(a->comm, comm) == 0 &&
-	       memcmp(&s->frames[a->first], f, n * sizeof(*f)) == 0;
+	return a->hash == h && a->kind == kind && a->pid == pid && a->nframes == n &&
+	       strcmp(a->comm, comm) == 0 && memcmp(&s->frames[a->first], f, n * sizeof(*f)) == 0;
 }
 
 static int agg_grow(struct symb_state *s)
@@ -477,23 +479,26 @@ static int agg_grow(struct symb_state *s)
 }
 
 /* The stack's slot: its aggregate, or the empty slot where it belongs. */
-static struct symb_agg *agg_slot(struct symb_state *s, uint64_t h, uint32_t pid, const char *comm,
-				 const struct symb_frame *f, uint32_t n)
+static struct symb_agg *agg_slot(struct symb_state *s, uint64_t h, uint32_t kind, uint32_t pid,
+				 const char *comm, const struct symb_frame *f, uint32_t n)
 {
 	for (uint32_t j = (uint32_t)h & (s->cap_aggs - 1);; j = (j + 1) & (s->cap_aggs - 1)) {
 		struct symb_agg *a = &s->aggs[j];
 
-		if (!a->count || agg_matches(s, a, h, pid, comm, f, n))
+		if (!a->count || agg_matches(s, a, h, kind, pid, comm, f, n))
 			return a;
 	}
 }
 
-/* Counts one sample of a stack: 0, -ENOSPC beyond the stack limits, or -ENOMEM. */
-static int aggregate(struct symb_state *s, uint32_t pid, const char *comm,
+/*
+ * Counts one sample of a stack of a kind (< SYMB_KIND__COUNT): 0, -ENOSPC
+ * beyond the stack limits (shared by all kinds), or -ENOMEM.
+ */
+static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const char *comm,
 		     const struct symb_frame *f, uint32_t n, uint64_t weight)
 {
-	uint64_t h = hash_stack(s, pid, comm, f, n);
-	struct symb_agg *a = s->cap_aggs ? agg_slot(s, h, pid, comm, f, n) : NULL;
+	uint64_t h = hash_stack(s, kind, pid, comm, f, n);
+	struct symb_agg *a = s->cap_aggs ? agg_slot(s, h, kind, pid, comm, f, n) : NULL;
 
 	if (a && a->count) {
 		a->count++;
@@ -505,7 +510,7 @@ static int aggregate(struct symb_state *s, uint32_t pid, const char *comm,
 	if ((s->naggs + 1) * 2 > s->cap_aggs) {
 		if (agg_grow(s))
 			return -ENOMEM;
-		a = agg_slot(s, h, pid, comm, f, n);
+		a = agg_slot(s, h, kind, pid, comm, f, n);
 	}
 	if (s->nframes + n > s->cap_frames) {
 		size_t ncap = s->cap_frames ? s->cap_frames * 2 : 4096;
@@ -521,11 +526,12 @@ static int aggregate(struct symb_state *s, uint32_t pid, const char *comm,
 	}
 	memcpy(&s->frames[s->nframes], f, n * sizeof(*f));
 	a->hash = h;
+	a->kind = kind;
 	a->pid = pid;
 	snprintf(a->comm, sizeof(a->comm), "%s", comm);
 	a->nframes = n;
 	a->first = (uint32_t)s->nframes; /* < SYMB_MAX_FRAMES */
-	a->seq = s->naggs;
+	a->seq = s->naggs_kind[kind]++;
 	a->count = 1;
 	a->weight = weight;
 	s->nframes += n;
@@ -633,6 +639,15 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	uint32_t n = 0;
 	int err;
 
+	/* a kind newer than this reader has its own meaning of weight: not mixed in */
+	if (smp->kind >= SYMB_KIND__COUNT) {
+		s->n.unknown_kinds++;
+		return 0;
+	}
+	if (smp->kind == SYMB_KIND_OFFCPU && !s->off_cpu) {
+		s->n.offcpu_ignored++;
+		return 0;
+	}
 	/* comm is bounded by the decoder; NULs inside would cut it short */
 	memcpy(comm, smp->comm.ptr, smp->comm.len);
 	comm[smp->comm.len] = '\0';
@@ -660,7 +675,7 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	}
 	err = note_pid_seen(s, smp->pid);
 	if (!err)
-		err = aggregate(s, smp->pid, comm, f, n, smp->weight);
+		err = aggregate(s, smp->kind, smp->pid, comm, f, n, smp->weight);
 	if (err == -ENOSPC) {
 		s->n.over_limit_samples++;
 		return 0;
@@ -668,14 +683,21 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < n; i++)
-		if (f[i].kind == SYMB_F_USER)
+		if (f[i].kind == SYMB_F_USER) {
 			s->objs[f[i].obj].used = true;
+			s->objs[f[i].obj].used_kinds |= 1u << smp->kind;
+		}
 	if ((smp->nustack || smp->ip) && (!p || !p->has_maps))
 		s->n.no_maps_samples++;
 	s->n.unmapped_frames += unmapped;
 	s->n.bad_offsets += bad_offsets;
-	s->n.samples++;
-	s->n.weight_ns += smp->weight;
+	if (smp->kind == SYMB_KIND_OFFCPU) {
+		s->n.offcpu_samples++;
+		s->n.offcpu_ns += smp->weight;
+	} else {
+		s->n.samples++;
+		s->n.weight_ns += smp->weight;
+	}
 	if (!s->first_ns || smp->time_ns < s->first_ns)
 		s->first_ns = smp->time_ns;
 	if (smp->time_ns > s->last_ns)
@@ -687,7 +709,8 @@ static void copy_str(char *dst, size_t cap, struct lps_str src)
 {
 	size_t n = src.len < cap - 1 ? src.len : cap - 1;
 
-	memcpy(dst, src.ptr, n);
+	if (n) /* an absent field (older stream) may have no pointer */
+		memcpy(dst, src.ptr, n);
 	dst[n] = '\0';
 }
 
@@ -721,6 +744,12 @@ int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 		s->start_real_ns = r.meta.start_real_ns;
 		copy_str(s->hostname, sizeof(s->hostname), r.meta.hostname);
 		copy_str(s->kernel_release, sizeof(s->kernel_release), r.meta.kernel_release);
+		s->bpf_mem_bytes = r.meta.bpf_mem_bytes;
+		s->offcpu_meta.on = r.meta.off_cpu;
+		copy_str(s->offcpu_meta.mode, sizeof(s->offcpu_meta.mode), r.meta.off_cpu_mode);
+		s->offcpu_meta.rate = r.meta.off_cpu_rate;
+		s->offcpu_meta.min_ns = r.meta.off_cpu_min_ns;
+		s->offcpu_meta.period_ns = r.meta.off_cpu_period_ns;
 		break;
 	case LPS_SAMPLE:
 		err = feed_sample(s, &r.sample);

@@ -5,7 +5,7 @@
  * Samples are normalized as they arrive: each user address becomes (object,
  * file offset) using the process's mappings at that moment, so later
  * exec/exit/dlopen cannot change what a sample meant. Identical normalized
- * stacks are aggregated. Names are resolved only once, per distinct frame,
+ * stacks of the same sample kind are aggregated. Names are resolved only once, per distinct frame,
  * when the profile is built.
  */
 #ifndef LOWPROF_SYMB_INT_H
@@ -89,8 +89,9 @@ struct symb_obj {
 	Elf *elf_h, *dbg_h;	  /* kept open for dwarf only */
 	int fd, dbg_fd;
 	char build_id[41 * 2 + 1];
-	uint32_t mapping; /* index into the built profile's mappings */
+	uint32_t mapping; /* index into the profile being built's mappings */
 	bool used;
+	uint8_t used_kinds; /* 1 << kind for each symb_kind with a frame in it */
 };
 
 struct symb_map {
@@ -111,22 +112,38 @@ struct symb_ksym {
 	uint32_t name; /* offset into ksym_names */
 };
 
-/* One aggregated stack: key (pid, comm, frames) -> values. */
+/*
+ * The profiles a stream feeds: samples of each kind are aggregated apart and
+ * built into a profile of their own. The values are those of enum
+ * lps_sample_kind, so a sample's kind indexes these directly.
+ */
+enum symb_kind {
+	SYMB_KIND_CPU = LPS_KIND_CPU,	    /* cpu.*: weight = CPU ns */
+	SYMB_KIND_OFFCPU = LPS_KIND_OFFCPU, /* offcpu.*: weight = blocked ns */
+	SYMB_KIND__COUNT,
+};
+
+/* One aggregated stack: key (kind, pid, comm, frames) -> values. */
 struct symb_agg {
 	uint64_t hash;
+	uint32_t kind; /* enum symb_kind */
 	uint32_t pid;
 	char comm[LPS_COMM_LEN + 1];
 	uint32_t nframes;
 	uint32_t first; /* index of its first frame in the frame arena */
-	uint32_t seq;	/* insertion order: the built profile's stack order */
+	uint32_t seq;	/* insertion order within its kind: the profile's stack order */
 	uint64_t count; /* 0 marks an empty slot */
 	uint64_t weight;
 };
 
 struct symb_counters {
 	uint64_t records;
-	uint64_t samples;
-	uint64_t weight_ns;
+	uint64_t samples;	  /* on-CPU samples aggregated */
+	uint64_t weight_ns;	  /* their CPU time */
+	uint64_t offcpu_samples;  /* off-CPU samples aggregated (state.off_cpu) */
+	uint64_t offcpu_ns;	  /* their estimated off-CPU time */
+	uint64_t offcpu_ignored;  /* off-CPU samples of a run without state.off_cpu */
+	uint64_t unknown_kinds;	  /* samples of newer kinds, skipped */
 	uint64_t bad_records;	  /* malformed: not decodable */
 	uint64_t unknown_records; /* newer record types, skipped */
 	uint64_t unmapped_frames; /* user addresses outside every known mapping */
@@ -158,6 +175,11 @@ struct symb_state {
 	 * file, so user frames are named "binary+0xoffset" (fuzzing, tests).
 	 */
 	bool offline;
+	/*
+	 * Set by the caller after symb_state_init: aggregate off-CPU samples
+	 * (else they are counted in n.offcpu_ignored and dropped).
+	 */
+	bool off_cpu;
 	uint64_t seed;		       /* of every hash a stream can steer (no flooding) */
 	struct symb_cache *cache;      /* set by the caller, may be NULL; not owned */
 	const char *const *debug_dirs; /* NULL-terminated; set by the caller */
@@ -173,6 +195,14 @@ struct symb_state {
 	char hostname[256];
 	char kernel_release[256];
 	char end_reason[32];
+	uint64_t bpf_mem_bytes; /* 0: not reported */
+	/* off-CPU settings of the collector (meta, since 1.2) */
+	struct {
+		bool on;
+		char mode[16]; /* "event" or "time"; "" when not reported */
+		double rate;
+		uint64_t min_ns, period_ns;
+	} offcpu_meta;
 
 	struct symb_obj *objs; /* in first-seen order */
 	uint32_t nobjs, cap_objs;
@@ -194,7 +224,8 @@ struct symb_state {
 
 	struct symb_agg *aggs; /* open-addressing hash */
 	uint32_t cap_aggs, naggs;
-	struct symb_frame *frames; /* frame arena */
+	uint32_t naggs_kind[SYMB_KIND__COUNT]; /* of naggs, per kind */
+	struct symb_frame *frames;	       /* frame arena */
 	size_t nframes, cap_frames;
 
 	struct symb_counters n;
@@ -228,10 +259,23 @@ void symb_obj_release(struct symb_obj *o);
 
 /* build.c: the model handed to the writers, and the summary. */
 struct symb_built;
-struct symb_built *symb_build(struct symb_state *s);
+/*
+ * The profile of the samples of one kind: only their stacks, and only the
+ * locations and mappings those use. Returns NULL with errno set on failure.
+ * Profiles of a state are built one after the other (a build records its
+ * mapping indices in the objects); each may be kept until the state is
+ * freed. Destructor: symb_built_free.
+ */
+struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind);
 const struct symb_profile *symb_built_profile(const struct symb_built *b);
 void symb_built_free(struct symb_built *b);
-void symb_print_summary(const struct symb_state *s, const struct symb_built *b, int fd);
+/*
+ * The end-of-run summary. cpu is the on-CPU profile, offcpu the off-CPU
+ * one; either may be NULL (not built, or building failed). The off-CPU part
+ * is printed when s->off_cpu is set.
+ */
+void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu,
+			const struct symb_built *offcpu, int fd);
 
 /*
  * Copies name into dst (cap >= SYMB_NAME_PRINT_MAX + 4) so that it is safe

@@ -3,8 +3,9 @@
  * lowprof-symbolizer: the unprivileged half of lowprof. Reads records from
  * the shared-memory ring, normalizes and aggregates stacks, symbolizes them
  * (ELF symbols, the kernel symbol snapshot) and writes pprof, folded stacks
- * and an HTML flame graph. Started as root it first becomes an unprivileged
- * user with no capabilities in any set and no_new_privs.
+ * and an HTML flame graph: of on-CPU samples, and with --off-cpu of
+ * off-CPU samples in files of their own. Started as root it first becomes
+ * an unprivileged user with no capabilities in any set and no_new_privs.
  */
 #ifndef LOWPROF_SYMBOLIZER_H
 #define LOWPROF_SYMBOLIZER_H
@@ -17,7 +18,7 @@ struct symb_opts {
 	size_t sz;	       /* sizeof(struct symb_opts) */
 	int ring_fd;	       /* inherited ring, or -1 */
 	const char *ring_path; /* or: attach to this ring file */
-	const char *out_dir;   /* write DIR/cpu.{pb.gz,folded,html} */
+	const char *out_dir;   /* write DIR/cpu.{pb.gz,folded,html} (and DIR/offcpu.*) */
 	int out_fds[3];	       /* or: pprof, folded, html fds given by lowprof record */
 	const char *user;      /* drop to this user when started as root */
 	bool exit_with_parent;
@@ -26,6 +27,13 @@ struct symb_opts {
 	const char *cache_path;	       /* SQLite symbol cache; NULL: none */
 	uint64_t cache_size;	       /* its byte budget; 0: the default */
 	const char *const *debug_dirs; /* separate debug files by build-id; NULL-terminated */
+	/*
+	 * Aggregate off-CPU samples into a second profile: DIR/offcpu.{pb.gz,
+	 * folded,html}, or offcpu_fds (pprof, folded, html) with out_fds.
+	 * Without it, off-CPU samples are counted and dropped.
+	 */
+	bool off_cpu;
+	int offcpu_fds[3];
 };
 
 #define SYMB_DEFAULT_CACHE     "/var/cache/lowprof/symbols.db"

@@ -3,9 +3,9 @@
  * The symbolizer's ingest on an arbitrary record stream: the input is a
  * sequence of [u32 little-endian length][record bytes] (so records up to
  * LPS_MAX_RECORD are reachable); every record goes through symb_state_feed,
- * then the profile is built offline (the stream names the files: the fuzzer
- * must not make us open them) and all three writers and the summary run (to
- * /dev/null). Ingest, aggregation and the writers must survive any stream;
+ * then the on- and off-CPU profiles are built offline (the stream names the
+ * files: the fuzzer must not make us open them) and all three writers and the
+ * summary run (to /dev/null). Ingest, aggregation and the writers must survive any stream;
  * they are compiled into the target so they are instrumented.
  */
 #include <fcntl.h>
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int devnull = -1;
 	struct symb_state s;
-	struct symb_built *b;
+	struct symb_built *b[SYMB_KIND__COUNT];
 
 	if (devnull < 0) {
 		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -30,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	symb_state_init(&s);
 	s.offline = true;
+	s.off_cpu = true; /* ignoring off-CPU samples is the trivial path */
 	while (size >= 4) {
 		size_t len = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 |
 			     (size_t)data[3] << 24;
@@ -49,16 +50,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (err)
 			break;
 	}
-	b = symb_build(&s);
-	if (b) {
-		const struct symb_profile *p = symb_built_profile(b);
+	for (int k = 0; k < SYMB_KIND__COUNT; k++) {
+		b[k] = symb_build(&s, (enum symb_kind)k);
+		if (b[k]) {
+			const struct symb_profile *p = symb_built_profile(b[k]);
 
-		symb_write_pprof(p, devnull);
-		symb_write_folded(p, devnull);
-		symb_write_flamegraph(p, devnull);
-		symb_print_summary(&s, b, devnull);
-		symb_built_free(b);
+			symb_write_pprof(p, devnull);
+			symb_write_folded(p, devnull);
+			symb_write_flamegraph(p, devnull);
+		}
 	}
+	symb_print_summary(&s, b[SYMB_KIND_CPU], b[SYMB_KIND_OFFCPU], devnull);
+	for (int k = 0; k < SYMB_KIND__COUNT; k++)
+		symb_built_free(b[k]);
 	symb_state_free(&s);
 	return 0;
 }

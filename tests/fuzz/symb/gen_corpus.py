@@ -68,3 +68,11 @@ big = [3, 160, 43, False, [[0x10000000 + i * 0x1000, 0x10001000 + i * 0x1000, 0,
                             "/usr/lib/x86_64-linux-gnu/lib%05d.so" % i] for i in range(2000)]]
 s3 = [2, 0, 220, 43, 43, 0, "big", 10101010, 0x10000010, 0, 0, b"", stack(0x10000010, 0x107CF010)]
 open("corpus/big-maps", "wb").write(frame(meta, big, s3, end))
+# off-CPU samples (kind 1, weight = blocked ns) between on-CPU ones: blocked
+# in the kernel below the scheduler, with the same user stack as s1
+oksyms = [6, 0, True, [[0xFFFFFFFF81000000, "__schedule", ""], [0xFFFFFFFF81001000, "futex_wait_queue", ""],
+                       [0xFFFFFFFF81002000, "do_syscall_64", ""]]]
+o1 = [2, 1, 230, 42, 44, 0, "true", 3000000, 0x400010, 0x7FFE0000, 0x7FFE0040,
+      stack(0xFFFFFFFF81000010, 0xFFFFFFFF81001010, 0xFFFFFFFF81002010), stack(0x400010, 0x7F0000000100)]
+o2 = [2, 1, 240, 42, 42, 1, "true", 500000, 0x400010, 0, 0, b"", stack(0x400010, 0x7F0000000100, 0x1234)]
+open("corpus/offcpu-stream", "wb").write(frame(meta, oksyms, maps, s1, o1, o2, o1, s2, loss, end))

@@ -84,16 +84,19 @@ static void feed(struct symb_state *s, struct lps_enc *e)
 	lps_enc_reset(e);
 }
 
-static void feed_sample(struct symb_state *s, struct lps_enc *e, uint32_t pid, const char *comm,
-			const uint64_t *k, uint32_t nk, const uint64_t *u, uint32_t nu)
+/* A sample of a kind: weight in ns (off-CPU: the blocked time it stands for). */
+static void feed_kind(struct symb_state *s, struct lps_enc *e, uint32_t kind, uint64_t weight,
+		      uint32_t pid, const char *comm, const uint64_t *k, uint32_t nk,
+		      const uint64_t *u, uint32_t nu)
 {
 	uint64_t kle[8], ule[8];
-	struct lps_sample smp = {.kind = LPS_KIND_CPU,
+	struct lps_sample smp = {.kind = kind,
 				 .time_ns = 1000,
 				 .pid = pid,
 				 .tid = pid,
 				 .comm = {comm, (uint32_t)strlen(comm)},
-				 .weight = 10000000,
+				 .weight = weight,
+				 .blocked_ns = kind == LPS_KIND_OFFCPU ? weight : 0,
 				 .kstack = (const uint8_t *)kle,
 				 .nkstack = nk,
 				 .ustack = (const uint8_t *)ule,
@@ -105,6 +108,12 @@ static void feed_sample(struct symb_state *s, struct lps_enc *e, uint32_t pid, c
 		ule[i] = htole64(u[i]);
 	lps_enc_sample(e, &smp);
 	feed(s, e);
+}
+
+static void feed_sample(struct symb_state *s, struct lps_enc *e, uint32_t pid, const char *comm,
+			const uint64_t *k, uint32_t nk, const uint64_t *u, uint32_t nu)
+{
+	feed_kind(s, e, LPS_KIND_CPU, 10000000, pid, comm, k, nk, u, nu);
 }
 
 static char *folded_of(const struct symb_profile *p)
@@ -119,13 +128,27 @@ static char *folded_of(const struct symb_profile *p)
 	return buf;
 }
 
-static char *summary_of(const struct symb_state *s, const struct symb_built *b)
+/* What a writer puts out for p, NUL-terminated. */
+static char *output_of(const struct symb_profile *p, int (*write)(const struct symb_profile *, int))
+{
+	int fd = memfd_create("output", 0);
+	char *buf = calloc(1, 1 << 20);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(p, fd), 0);
+	assert_true(pread(fd, buf, (1 << 20) - 1, 0) >= 0);
+	close(fd);
+	return buf;
+}
+
+static char *summary_of(const struct symb_state *s, const struct symb_built *cpu,
+			const struct symb_built *offcpu)
 {
 	int fd = memfd_create("summary", 0);
 	char *buf = calloc(1, 65536);
 
 	assert_true(fd >= 0);
-	symb_print_summary(s, b, fd);
+	symb_print_summary(s, cpu, offcpu, fd);
 	assert_true(pread(fd, buf, 65535, 0) >= 0);
 	close(fd);
 	return buf;
@@ -162,7 +185,7 @@ static char *fold_one(const struct lps_mapping *m, bool offline)
 	lps_enc_init_dynamic(&e);
 	feed_maps(&s, &e, 7, false, m, 1);
 	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
-	b = symb_build(&s);
+	b = symb_build(&s, SYMB_KIND_CPU);
 	assert_non_null(b);
 	folded = folded_of(symb_built_profile(b));
 	symb_built_free(b);
@@ -232,7 +255,7 @@ static void test_stream_to_profile(void **state)
 	assert_int_equal(s.nseen, 2);
 	assert_int_equal(s.n.bad_records, 0);
 
-	b = symb_build(&s);
+	b = symb_build(&s, SYMB_KIND_CPU);
 	assert_non_null(b);
 	p = symb_built_profile(b);
 	assert_int_equal(p->nstacks, 4);
@@ -245,7 +268,7 @@ static void test_stream_to_profile(void **state)
 	assert_non_null(strstr(folded, "worker;symb_test_leaf 1\n"));
 	assert_non_null(strstr(folded, "nomaps;[unknown] 1\n"));
 	free(folded);
-	symb_print_summary(&s, b, STDOUT_FILENO);
+	symb_print_summary(&s, b, NULL, STDOUT_FILENO);
 	symb_built_free(b);
 
 	/* after exec the old mappings are void */
@@ -276,7 +299,7 @@ static void test_wrong_inode_not_symbolized(void **state)
 	lps_enc_mapping(&e, &m);
 	feed(&s, &e);
 	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
-	b = symb_build(&s);
+	b = symb_build(&s, SYMB_KIND_CPU);
 	folded = folded_of(symb_built_profile(b));
 	snprintf(want, sizeof(want), "x;%s+0x%llx 1\n", strrchr(self_path, '/') + 1,
 		 (unsigned long long)(u[0] - m.start + m.offset));
@@ -344,7 +367,7 @@ static void test_maps_append(void **state)
 	feed_sample(&s, &e, 101, "late", NULL, 0, u, 1);
 	assert_int_equal(s.n.unmapped_frames, 0);
 
-	b = symb_build(&s);
+	b = symb_build(&s, SYMB_KIND_CPU);
 	folded = folded_of(symb_built_profile(b));
 	assert_string_equal(folded, "app;symb_test_caller;symb_test_leaf 1\n"
 				    "late;symb_test_leaf 1\n");
@@ -429,7 +452,7 @@ static void test_maps_limits(void **state)
 	/* pid 1's first file is known; pid 2's last one is past the limit */
 	feed_sample(&s, &e, 1, "a", NULL, 0, first, 1);
 	feed_sample(&s, &e, 2, "b", NULL, 0, last, 1);
-	b = symb_build(&s);
+	b = symb_build(&s, SYMB_KIND_CPU);
 	folded = folded_of(symb_built_profile(b));
 	assert_string_equal(folded, "a;lib0.so+0x800 1\nb;[unknown] 1\n");
 	free(folded);
@@ -579,7 +602,7 @@ static void test_bad_offsets(void **state)
 	assert_int_equal(s.n.unmapped_frames, 0);
 
 	s.offline = true;
-	b = symb_build(&s);
+	b = symb_build(&s, SYMB_KIND_CPU);
 	p = symb_built_profile(b);
 	folded = folded_of(p);
 	assert_non_null(strstr(folded, "y;[unknown] 1\n"));
@@ -652,8 +675,8 @@ static void test_summary_sanitized(void **state)
 	lps_enc_loss(&e, &loss);
 	feed(&s, &e);
 	feed_sample(&s, &e, 1, "\x1b[2J", k, 1, NULL, 0);
-	b = symb_build(&s);
-	out = summary_of(&s, b);
+	b = symb_build(&s, SYMB_KIND_CPU);
+	out = summary_of(&s, b, NULL);
 	printf("%s", out);
 	assert_null(strchr(out, '\x1b'));
 	assert_null(strchr(out, '\x07'));
@@ -661,6 +684,214 @@ static void test_summary_sanitized(void **state)
 	assert_non_null(strstr(out, ", 3 invalid ring positions\n"));
 	free(out);
 	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+}
+
+/* A stream of off-CPU samples between on-CPU ones, in a run with --off-cpu. */
+static void feed_offcpu_stream(struct symb_state *s, struct lps_enc *e)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf + 2;
+	uint64_t caller = (uint64_t)(uintptr_t)&symb_test_caller + 6;
+	uint64_t u[2] = {leaf, caller};
+	/* blocked in a futex: the scheduler's frames first, leaf first */
+	uint64_t k[4] = {0xffffffff81000110ull, 0xffffffff81000210ull, 0xffffffff81000310ull,
+			 0xffffffff81000410ull};
+	struct lps_meta meta = {.hostname = S("testhost"),
+				.kernel_release = S("6.1"),
+				.clock = S("CLOCK_MONOTONIC"),
+				.start_mono_ns = 500,
+				.freq_hz = 100,
+				.ncpus_online = 2,
+				.producer = S("test"),
+				.off_cpu = true,
+				.off_cpu_mode = S("time"),
+				.off_cpu_min_ns = 10000,
+				.off_cpu_period_ns = 1000000,
+				.bpf_mem_bytes = 5u << 20};
+	struct lps_loss loss = {.time_ns = 5,
+				.off_cpu_switches = 1000,
+				.off_cpu_sampled = 40,
+				.off_cpu_short = 900,
+				.off_cpu_lost = 2};
+
+	lps_enc_meta(e, &meta, NULL);
+	feed(s, e);
+	lps_enc_ksyms_begin(e, 0, true, 4);
+	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000100ull, S("__schedule"), S("")});
+	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000200ull, S("schedule"), S("")});
+	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000300ull, S("futex_wait_queue"), S("")});
+	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000400ull, S("do_syscall_64"), S("")});
+	feed(s, e);
+	feed_maps(s, e, 100, false, &self_text, 1);
+
+	feed_sample(s, e, 100, "app", NULL, 0, u, 2);
+	feed_kind(s, e, LPS_KIND_OFFCPU, 3000000, 100, "app", k, 4, u, 2);
+	feed_sample(s, e, 100, "app", NULL, 0, u, 2);
+	feed_kind(s, e, LPS_KIND_OFFCPU, 3000000, 100, "app", k, 4, u, 2);
+	feed_kind(s, e, LPS_KIND_OFFCPU, 1500000, 100, "worker", k, 4, u, 1);
+	/* the same stack as the on-CPU samples: aggregated apart from them */
+	feed_kind(s, e, LPS_KIND_OFFCPU, 500000, 100, "app", NULL, 0, u, 2);
+	lps_enc_loss(e, &loss);
+	feed(s, e);
+	/* the 1.2 meta and loss fields reached the state */
+	assert_string_equal(s->offcpu_meta.mode, "time");
+	assert_true(s->bpf_mem_bytes == meta.bpf_mem_bytes);
+	assert_true(s->n.loss.off_cpu_switches == loss.off_cpu_switches);
+}
+
+/*
+ * On- and off-CPU samples of the same process: each profile gets only its
+ * own stacks, locations and mappings; off-CPU values are the samples'
+ * weights in nanoseconds, and folded output and the flame graph use them.
+ */
+static void test_offcpu_profile(void **state)
+{
+	static const char want_offcpu[] =
+		"app;symb_test_caller;symb_test_leaf 500000\n"
+		"app;symb_test_caller;symb_test_leaf;do_syscall_64_[k];futex_wait_queue_[k];"
+		"schedule_[k];__schedule_[k] 6000000\n"
+		"worker;symb_test_leaf;do_syscall_64_[k];futex_wait_queue_[k];schedule_[k];"
+		"__schedule_[k] 1500000\n";
+	struct symb_built *cpu, *offcpu;
+	const struct symb_profile *p;
+	struct symb_state s;
+	struct lps_enc e;
+	int64_t count = 0, ns = 0;
+	char *out;
+
+	find_self();
+	symb_state_init(&s);
+	s.off_cpu = true;
+	lps_enc_init_dynamic(&e);
+	feed_offcpu_stream(&s, &e);
+	assert_int_equal(s.n.samples, 2);
+	assert_int_equal(s.n.weight_ns, 20000000);
+	assert_int_equal(s.n.offcpu_samples, 4);
+	assert_int_equal(s.n.offcpu_ns, 8000000);
+	assert_int_equal(s.n.offcpu_ignored, 0);
+
+	cpu = symb_build(&s, SYMB_KIND_CPU);
+	offcpu = symb_build(&s, SYMB_KIND_OFFCPU);
+	assert_non_null(cpu);
+	assert_non_null(offcpu);
+
+	/* on-CPU: as without off-CPU samples, not a frame of theirs */
+	p = symb_built_profile(cpu);
+	assert_int_equal(p->nstacks, 1);
+	assert_int_equal(p->nlocations, 2);
+	assert_int_equal(p->stacks[0].values[0], 2);
+	assert_int_equal(p->stacks[0].values[1], 20000000);
+	assert_string_equal(p->value_types[1].type, "cpu");
+	assert_int_equal(p->folded_value, 0);
+	assert_int_equal(p->period, 10000000);
+	out = folded_of(p);
+	assert_string_equal(out, "app;symb_test_caller;symb_test_leaf 2\n");
+	free(out);
+
+	/* off-CPU: its own stacks, values {samples, ns}, folded in ns */
+	p = symb_built_profile(offcpu);
+	assert_int_equal(p->nstacks, 3);
+	assert_int_equal(p->nlocations,
+			 7); /* the user leaf is 2 addresses: below a syscall, pc - 1 */
+	for (size_t i = 0; i < p->nstacks; i++) {
+		count += p->stacks[i].values[0];
+		ns += p->stacks[i].values[1];
+	}
+	assert_int_equal(count, 4);
+	assert_int_equal(ns, 8000000);
+	assert_string_equal(p->value_types[0].type, "samples");
+	assert_string_equal(p->value_types[1].type, "off_cpu");
+	assert_string_equal(p->value_types[1].unit, "nanoseconds");
+	assert_string_equal(p->period_type.type, "off_cpu");
+	assert_string_equal(p->period_type.unit, "nanoseconds");
+	assert_int_equal(p->period, 1000000);
+	assert_int_equal(p->folded_value, 1);
+	assert_non_null(strstr(p->title, "off-cpu"));
+	assert_true(p->ncomments >= 2);
+	assert_non_null(strstr(p->comments[0],
+			       "off-CPU time, mode time, period 1.00 ms, minimum 10.00 us"));
+	assert_non_null(strstr(p->comments[1], "1000 switches seen, 40 sampled, 900 shorter than "
+					       "the minimum, 2 lost"));
+	out = folded_of(p);
+	printf("%s", out);
+	assert_string_equal(out, want_offcpu);
+	free(out);
+	/* the flame graph shows time: the page formats nanoseconds as such */
+	out = output_of(p, symb_write_flamegraph);
+	assert_non_null(
+		strstr(out, "\"type\":\"off_cpu\",\"unit\":\"nanoseconds\",\"total\":8000000,"));
+	free(out);
+
+	out = summary_of(&s, cpu, offcpu);
+	printf("%s", out);
+	assert_non_null(strstr(out, "  samples         2 (0.020 s of CPU)\n"));
+	assert_non_null(strstr(out, "  off-CPU         8.00 ms in 4 samples (mode time, period "
+				    "1.00 ms, minimum 10.00 us)\n"));
+	assert_non_null(strstr(out, "  off-CPU blocks  1000 switches seen, 40 sampled, 900 shorter "
+				    "than the minimum, 2 lost\n"));
+	assert_non_null(strstr(out, "  BPF memory      5.0 MiB\n"));
+	assert_non_null(strstr(out, "Top functions by self:\n"
+				    "  100.00%         2  symb_test_leaf\n"));
+	assert_non_null(strstr(out,
+			       "Top blocking stacks by off-CPU time:\n"
+			       "   75.00%     6.00 ms  app: symb_test_caller > symb_test_leaf > "
+			       "futex_wait_queue [k]\n"
+			       "   18.75%     1.50 ms  worker: symb_test_leaf > futex_wait_queue "
+			       "[k]\n"
+			       "    6.25%   500.00 us  app: symb_test_caller > symb_test_leaf\n"));
+	free(out);
+	symb_built_free(cpu);
+	symb_built_free(offcpu);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+}
+
+/*
+ * Without --off-cpu, off-CPU samples are counted and dropped, and samples of
+ * kinds newer than the symbolizer are never mixed into the CPU profile.
+ */
+static void test_offcpu_ignored(void **state)
+{
+	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
+	struct symb_built *cpu, *offcpu;
+	struct symb_state s;
+	struct lps_enc e;
+	char *out;
+
+	find_self();
+	symb_state_init(&s);
+	lps_enc_init_dynamic(&e);
+	feed_offcpu_stream(&s, &e);
+	feed_kind(&s, &e, 7, 1000, 100, "newer", NULL, 0, u, 1);
+	assert_int_equal(s.n.samples, 2);
+	assert_int_equal(s.n.offcpu_samples, 0);
+	assert_int_equal(s.n.offcpu_ignored, 4);
+	assert_int_equal(s.n.unknown_kinds, 1);
+	assert_int_equal(s.naggs, 1);
+
+	cpu = symb_build(&s, SYMB_KIND_CPU);
+	offcpu = symb_build(&s, SYMB_KIND_OFFCPU);
+	assert_non_null(cpu);
+	assert_non_null(offcpu);
+	out = folded_of(symb_built_profile(cpu));
+	assert_string_equal(out, "app;symb_test_caller;symb_test_leaf 2\n");
+	free(out);
+	assert_int_equal(symb_built_profile(offcpu)->nstacks, 0);
+	out = folded_of(symb_built_profile(offcpu));
+	assert_string_equal(out, "");
+	free(out);
+
+	out = summary_of(&s, cpu, NULL);
+	printf("%s", out);
+	assert_non_null(strstr(out, "  off-CPU samples 4 ignored (the symbolizer was not started "
+				    "with --off-cpu)\n"));
+	assert_non_null(strstr(out, ", 1 samples of unknown kinds\n"));
+	assert_null(strstr(out, "Top blocking stacks"));
+	assert_non_null(strstr(out, "  BPF memory      5.0 MiB\n"));
+	free(out);
+	symb_built_free(cpu);
+	symb_built_free(offcpu);
 	lps_enc_free(&e);
 	symb_state_free(&s);
 }
@@ -677,6 +908,8 @@ int main(void)
 		cmocka_unit_test(test_open_refuses_odd_paths),
 		cmocka_unit_test(test_bad_offsets),
 		cmocka_unit_test(test_summary_sanitized),
+		cmocka_unit_test(test_offcpu_profile),
+		cmocka_unit_test(test_offcpu_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
