@@ -21,19 +21,21 @@ static const char usage[] =
 	"processes, kernel and user frames, symbolized.\n"
 	"\n"
 	"Commands:\n"
-	"  record    profile and write pprof, folded stacks and an HTML flame graph\n"
+	"  record    profile (on-CPU, and off-CPU with --off-cpu) and write pprof,\n"
+	"            folded stacks and an HTML flame graph\n"
 	"  help      this help; 'lowprof record --help' for the command's options\n"
 	"  version   print the version\n";
 
 static const char record_usage[] =
-	"Usage: lowprof record [-d SECONDS] [-F HZ] [-p PID]... [-o DIR] [--user USER]\n"
+	"Usage: lowprof record [-d SECONDS] [-F HZ] [-p PID]... [-o DIR] [--off-cpu] ...\n"
 	"\n"
 	"Samples on-CPU stacks (kernel and user) at HZ per CPU on every online CPU,\n"
 	"for SECONDS or until Ctrl-C / SIGTERM, then writes:\n"
 	"  DIR/cpu.pb.gz   gzip'd pprof profile:  go tool pprof -top DIR/cpu.pb.gz\n"
 	"  DIR/cpu.folded  folded stacks (comm;root;...;leaf COUNT), kernel frames _[k]\n"
 	"  DIR/cpu.html    interactive flame graph, opens offline in a browser\n"
-	"and prints a summary (samples, losses, top functions).\n"
+	"  DIR/offcpu.*    with --off-cpu: the same for time spent blocked (ns)\n"
+	"and prints a summary (samples, losses, top functions, blocking stacks).\n"
 	"\n"
 	"Runs as root. It starts lowprof-collector (BPF; keeps only CAP_SYS_PTRACE\n"
 	"after attaching) and lowprof-symbolizer (runs as USER with no capabilities),\n"
@@ -54,6 +56,18 @@ static const char record_usage[] =
 	"      --no-cache          parse every binary and store nothing\n"
 	"      --debug-dir DIR     separate debug files under DIR/.build-id/\n"
 	"                          (repeatable; default /usr/lib/debug)\n"
+	"      --off-cpu           also record where threads block (off-CPU time):\n"
+	"                          DIR/offcpu.{pb.gz,folded,html}, weights in ns\n"
+	"      --off-cpu-mode M    event: sample each block with probability P;\n"
+	"                          time: sample a block of d us with probability\n"
+	"                          min(1, d/T), so long blocks are always caught\n"
+	"                          (default time, T = 10000 us; event when only\n"
+	"                          --off-cpu-rate is given). Weights are scaled so\n"
+	"                          totals estimate the real blocked time.\n"
+	"      --off-cpu-rate P    event mode: 0 < P <= 1 (default 0.01; 1: all)\n"
+	"      --off-cpu-period-us T  time mode's T in microseconds (default 10000)\n"
+	"      --off-cpu-min-us N  blocks shorter than N us are counted, not recorded\n"
+	"                          (default 0: dropping them would bias the totals)\n"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -82,6 +96,11 @@ static int cmd_record(int argc, char **argv)
 		{"cache-size", required_argument, NULL, 'Z'},
 		{"no-cache", no_argument, NULL, 'X'},
 		{"debug-dir", required_argument, NULL, 'G'},
+		{"off-cpu", no_argument, NULL, 'Q'},
+		{"off-cpu-rate", required_argument, NULL, 1000},
+		{"off-cpu-min-us", required_argument, NULL, 1001},
+		{"off-cpu-mode", required_argument, NULL, 1002},
+		{"off-cpu-period-us", required_argument, NULL, 1003},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -161,6 +180,43 @@ static int cmd_record(int argc, char **argv)
 		case 'X':
 			o.cache_path = NULL;
 			break;
+		case 'Q':
+			o.off_cpu = true;
+			break;
+		case 1000: {
+			double p;
+
+			errno = 0;
+			p = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(p > 0 && p <= 1)) {
+				lp_err("--off-cpu-rate %s: give a probability, 0 < P <= 1", optarg);
+				return 2;
+			}
+			o.off_cpu_args[0] = optarg;
+			break;
+		}
+		case 1001:
+			if (parse_uint(optarg, 3600000000ull, &v)) {
+				lp_err("--off-cpu-min-us %s: give microseconds, 0 or more", optarg);
+				return 2;
+			}
+			o.off_cpu_args[1] = optarg;
+			break;
+		case 1002:
+			if (strcmp(optarg, "event") && strcmp(optarg, "time")) {
+				lp_err("--off-cpu-mode %s: give event or time", optarg);
+				return 2;
+			}
+			o.off_cpu_args[2] = optarg;
+			break;
+		case 1003:
+			if (parse_uint(optarg, 3600000000ull, &v) || v == 0) {
+				lp_err("--off-cpu-period-us %s: give microseconds, 1 or more",
+				       optarg);
+				return 2;
+			}
+			o.off_cpu_args[3] = optarg;
+			break;
 		case 'G':
 			if (ndebug == LP_RECORD_MAX_DEBUG_DIRS) {
 				lp_err("at most %d --debug-dir options", LP_RECORD_MAX_DEBUG_DIRS);
@@ -185,6 +241,12 @@ static int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	o.debug_dirs = ndebug ? debug_dirs : NULL;
+	for (int i = 0; i < 4; i++) {
+		if (o.off_cpu_args[i] && !o.off_cpu) {
+			lp_err("the --off-cpu-* options need --off-cpu");
+			return 2;
+		}
+	}
 	return lp_record(&o);
 }
 

@@ -40,7 +40,9 @@
 /* msgpack sample with 254 frames (2 KiB, rounded up) + the stack copy */
 #define MAX_SAMPLE_REC(stack_bytes) (4096 + (stack_bytes))
 
-static const char *const out_names[3] = {"cpu.pb.gz", "cpu.folded", "cpu.html"};
+/* on-CPU outputs, then (with --off-cpu) the off-CPU ones */
+static const char *const out_names[LP_RECORD_MAX_OUTPUTS] = {
+	"cpu.pb.gz", "cpu.folded", "cpu.html", "offcpu.pb.gz", "offcpu.folded", "offcpu.html"};
 
 /* Capabilities lowprof record needs in its effective set, and why. */
 static const struct {
@@ -81,7 +83,7 @@ static int check_privileges(void)
 	return missing ? -1 : 0;
 }
 
-static int open_outputs(const char *dir, int fds[3])
+static int open_outputs(const char *dir, int fds[], int nout)
 {
 	int dfd = lp_open_output_dir(dir);
 
@@ -90,7 +92,7 @@ static int open_outputs(const char *dir, int fds[3])
 		       dfd == -ENOTDIR ? "not a directory" : strerror(-dfd));
 		return -1;
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < nout; i++) {
 		fds[i] = lp_open_output_file(dfd, out_names[i]);
 		if (fds[i] < 0) {
 			lp_err("output directory %s is not writable: %s: %s", dir, out_names[i],
@@ -112,15 +114,17 @@ static int open_outputs(const char *dir, int fds[3])
  * folded file means none): a run that failed at start leaves nothing behind,
  * one that failed later keeps what it collected.
  */
-static void remove_empty_outputs(const char *dir)
+static void remove_empty_outputs(const char *dir, int nout)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, out_names[1]);
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-		return;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 1; i < nout; i += 3) {
+		snprintf(path, sizeof(path), "%s/%s", dir, out_names[i]);
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+			return;
+	}
+	for (int i = 0; i < nout; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, out_names[i]);
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
 			unlink(path);
@@ -289,7 +293,9 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **a
 
 	argv[n++] = path;
 	argv[n++] = "--ring-fd=3";
-	argv[n++] = "--output-fds=4,5,6";
+	argv[n++] = o->off_cpu ? "--output-fds=4,5,6,7,8,9" : "--output-fds=4,5,6";
+	if (o->off_cpu)
+		argv[n++] = "--off-cpu";
 	argv[n++] = "--user";
 	argv[n++] = (char *)o->user;
 	argv[n++] = "--exit-with-parent";
@@ -312,6 +318,10 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **a
 	argv[n] = NULL;
 }
 
+/* the collector's off-CPU options, in the order of lp_record_opts.off_cpu_args */
+static const char *const off_cpu_flags[4] = {"--off-cpu-rate", "--off-cpu-min-us", "--off-cpu-mode",
+					     "--off-cpu-period-us"};
+
 static void collector_argv(const struct lp_record_opts *o, char *path, char **argv, char *freq,
 			   char *dur, char *stack, char (*pidbuf)[16])
 {
@@ -325,6 +335,15 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
 	argv[n++] = "--stack-bytes";
 	argv[n++] = stack;
 	snprintf(stack, 16, "%u", o->stack_bytes);
+	if (o->off_cpu) {
+		argv[n++] = "--off-cpu";
+		for (int i = 0; i < 4; i++) {
+			if (!o->off_cpu_args[i])
+				continue;
+			argv[n++] = (char *)off_cpu_flags[i];
+			argv[n++] = (char *)o->off_cpu_args[i];
+		}
+	}
 	if (o->duration_s > 0) {
 		snprintf(dur, 32, "%g", o->duration_s);
 		argv[n++] = "-d";
@@ -450,12 +469,13 @@ fail:
 int lp_record(const struct lp_record_opts *o)
 {
 	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], stack[16], desc[64];
-	char *cargv[16 + 2 * LP_RECORD_MAX_PIDS], *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS], *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	struct lp_record_opts eff = *o;
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
 	struct child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
 				{.name = "lowprof-symbolizer", .out = {-1, -1}}};
-	int fds[3] = {-1, -1, -1}, ring_fd = -1, sfd = -1, rc = 1;
+	int fds[LP_RECORD_MAX_OUTPUTS] = {-1, -1, -1, -1, -1, -1}, ring_fd = -1, sfd = -1, rc = 1;
+	int nout = o->off_cpu ? 6 : 3;
 	struct lp_ring *ring = NULL;
 	size_t ring_size = 0;
 	void *ring_mem = NULL;
@@ -474,7 +494,7 @@ int lp_record(const struct lp_record_opts *o)
 			return 1;
 		}
 	}
-	if (open_outputs(o->out_dir, fds))
+	if (open_outputs(o->out_dir, fds, nout))
 		return 1;
 	if (eff.cache_path && prepare_cache_dir(eff.cache_path, eff.user))
 		eff.cache_path = NULL; /* warned: the run goes on without the cache */
@@ -509,9 +529,10 @@ int lp_record(const struct lp_record_opts *o)
 
 	/* the symbolizer first: it is ready to drain when the collector starts */
 	symbolizer_argv(o, symb_path, sargv);
-	int sfds[4] = {ring_fd, fds[0], fds[1], fds[2]};
+	int sfds[1 + LP_RECORD_MAX_OUTPUTS] = {ring_fd, fds[0], fds[1], fds[2],
+					       fds[3],	fds[4], fds[5]};
 
-	if (spawn(&kids[1], symb_path, sargv, sfds, 4, true))
+	if (spawn(&kids[1], symb_path, sargv, sfds, 1 + nout, true))
 		goto out;
 	collector_argv(o, coll_path, cargv, freq, dur, stack, pidbuf);
 	if (spawn(&kids[0], coll_path, cargv, &ring_fd, 1, false)) {
@@ -521,7 +542,7 @@ int lp_record(const struct lp_record_opts *o)
 		lp_ring__close(ring);
 	}
 	/* the children have their copies; ours would keep files open */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < nout; i++) {
 		close(fds[i]);
 		fds[i] = -1;
 	}
@@ -537,8 +558,8 @@ int lp_record(const struct lp_record_opts *o)
 		lp_err("lowprof-symbolizer failed (%s)",
 		       exit_desc(kids[1].status, desc, sizeof(desc)));
 	else
-		printf("\nOutputs in %s/: %s %s %s\n", o->out_dir, out_names[0], out_names[1],
-		       out_names[2]);
+		printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, out_names[0], out_names[1],
+		       out_names[2], o->off_cpu ? " offcpu.pb.gz offcpu.folded offcpu.html" : "");
 	rc = child_ok(&kids[0]) && child_ok(&kids[1]) ? 0 : 1;
 out:
 	if (kids[1].pid > 0 && !kids[1].done) {
@@ -547,7 +568,7 @@ out:
 		while (waitpid(kids[1].pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < nout; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	for (int i = 0; i < 2; i++)
@@ -561,6 +582,6 @@ out:
 	if (ring_mem)
 		munmap(ring_mem, ring_size);
 	if (rc)
-		remove_empty_outputs(o->out_dir);
+		remove_empty_outputs(o->out_dir, nout);
 	return rc;
 }

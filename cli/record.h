@@ -22,7 +22,12 @@ struct lp_record_opts {
 	const char *cache_path;	       /* symbol cache; NULL: none */
 	const char *cache_size;	       /* passed through as given; NULL: default */
 	const char *const *debug_dirs; /* NULL-terminated, may be empty */
+	bool off_cpu;
+	/* --off-cpu-rate, -min-us, -mode, -period-us as given (checked); NULL: default */
+	const char *off_cpu_args[4];
 };
+
+#define LP_RECORD_MAX_OUTPUTS 6
 
 #define LP_RECORD_DEFAULT_CACHE	 "/var/cache/lowprof/symbols.db"
 #define LP_RECORD_MAX_DEBUG_DIRS 16

@@ -55,7 +55,7 @@ leftovers() {
 leftovers_now() {
 	pgrep -a -f 'lowprof-(collector|symbolizer)' || true
 	if command -v bpftool >/dev/null; then
-		bpftool prog show 2>/dev/null | grep -E 'on_cpu_sample|on_exec|on_exit' || true
+		bpftool prog show 2>/dev/null | grep -E 'on_cpu_sample|on_exec|on_exit|offcpu_' || true
 	fi
 	ls /dev/shm 2>/dev/null | grep -i lowprof || true
 }

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Off-CPU profiling the way a user checks it: a program the project has never
+# seen alternates between two blocking functions (one sleeps, one waits in
+# poll) while a second thread keeps moving it between the CPUs, so that its
+# blocks start on one CPU and end on the other.
+# It measures its own blocked time per function. lowprof record --off-cpu
+# must attribute each function's off-CPU time within 15% at --off-cpu-rate 1
+# (25% at 0.1 over a longer run), with the ratio right; during the run no BPF
+# map may be sized by possible CPUs, and the summary reports BPF memory.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+cat >"$TMP/waiter.c" <<'C'
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+static pid_t waiter_tid;
+/* moves the waiting thread to the other CPU every 7 ms, mostly while it is blocked */
+static void *mover(void *arg)
+{
+	for (int i = 0;; i++) {
+		cpu_set_t s;
+		CPU_ZERO(&s);
+		CPU_SET(i % 2, &s);
+		sched_setaffinity(waiter_tid, sizeof(s), &s);
+		usleep(7000);
+	}
+	return arg;
+}
+static double slept, polled;
+__attribute__((noinline)) void wait_sleeping(int us)
+{
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+	double t0 = now();
+	nanosleep(&ts, NULL);
+	slept += now() - t0;
+}
+__attribute__((noinline)) void wait_polling(int us)
+{
+	double t0 = now();
+	poll(NULL, 0, us / 1000);
+	polled += now() - t0;
+}
+/* waiter SECONDS TRUTH-FILE SLEEP-US POLL-US */
+int main(int argc, char **argv)
+{
+	double end = now() + atof(argv[1]);
+	int sleep_us = atoi(argv[3]), poll_us = atoi(argv[4]);
+	pthread_t t;
+	waiter_tid = (pid_t)syscall(SYS_gettid);
+	pthread_create(&t, NULL, mover, NULL);
+	/* the totals are rewritten after each pair of blocks */
+	while (now() < end) {
+		wait_sleeping(sleep_us);
+		wait_polling(poll_us);
+		FILE *f = fopen(argv[2], "w");
+		if (f) {
+			fprintf(f, "%.0f %.0f\n", slept * 1e9, polled * 1e9);
+			fclose(f);
+		}
+	}
+	return 0;
+}
+C
+gcc -O2 -pthread -o "$TMP/waiter" "$TMP/waiter.c" || fail "gcc waiter"
+
+# offcpu_run NAME SECONDS SLEEP-US POLL-US LOWPROF-OPTIONS...: profiles the waiter; sets
+# SLEPT/POLLED (true ns during the profile) and GOT_SLEEP/GOT_POLL (ns in offcpu.folded)
+offcpu_run() {
+	local name=$1 secs=$2 sleep_us=$3 poll_us=$4; shift 4
+	"$TMP/waiter" $((secs + 30)) "$TMP/$name.truth" "$sleep_us" "$poll_us" &
+	local wpid=$!
+	KIDS+=("$wpid")
+	sleep 0.5
+	local before
+	before=$(cat "$TMP/$name.truth")
+	"$BIN/lowprof" record -d "$secs" -p "$wpid" -o "$TMP/out-$name" --no-cache "$@" \
+		>"$TMP/$name.txt" 2>&1 &
+	local rec=$!
+	KIDS+=("$rec")
+	sleep 2
+	bpftool map show >"$TMP/$name.maps" 2>&1
+	wait "$rec"; local rc=$?
+	local after
+	after=$(cat "$TMP/$name.truth")
+	kill "$wpid" 2>/dev/null
+	check "$name: lowprof record exits 0 (got $rc)" test "$rc" -eq 0
+	# the truth file is written after each pair of blocks: the profile covers
+	# the run between the two readings, within one pair at each end
+	SLEPT=$(( $(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before") ))
+	POLLED=$(( $(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before") ))
+	local F="$TMP/out-$name/offcpu.folded"
+	# (%.0f: nanosecond sums overflow awk's %d)
+	GOT_SLEEP=$(awk '/;wait_sleeping;/ { s += $NF } END { printf "%.0f", s }' "$F")
+	GOT_POLL=$(awk '/;wait_polling;/ { s += $NF } END { printf "%.0f", s }' "$F")
+	echo "--- $name: top off-CPU stacks"; sort -t' ' -k2 -nr "$F" | head -3 | cut -c1-220
+	echo "    truth: sleeping $((SLEPT / 1000000)) ms, polling $((POLLED / 1000000)) ms;" \
+		"recorded: $((GOT_SLEEP / 1000000)) ms, $((GOT_POLL / 1000000)) ms"
+}
+
+# within PCT GOT WANT: |GOT - WANT| <= PCT% of WANT
+within() { awk -v p="$1" -v g="$2" -v w="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(w > 0 && d <= w * p / 100) }'; }
+
+# 30 ms sleeps, 10 ms polls: every block recorded
+offcpu_run rate1 6 30000 10000 --off-cpu --off-cpu-rate 1
+check "rate 1: wait_sleeping's off-CPU time within 15% of its blocked time" within 15 "$GOT_SLEEP" "$SLEPT"
+check "rate 1: wait_polling's off-CPU time within 15% of its blocked time" within 15 "$GOT_POLL" "$POLLED"
+check "rate 1: the sleeping/polling ratio within 15%" \
+	within 15 "$((GOT_SLEEP * 1000 / (GOT_POLL + 1)))" "$((SLEPT * 1000 / (POLLED + 1)))"
+check "rate 1: stacks run from main to the blocking function and the kernel" \
+	grep -Eq ';main;wait_sleeping;[^ ]*nanosleep[^ ]*;.*_\[k\] [0-9]+$' "$TMP/out-rate1/offcpu.folded"
+check "rate 1: the summary shows total off-CPU time" grep -Eq 'off-CPU' "$TMP/rate1.txt"
+check "rate 1: the summary reports the BPF memory in use" grep -Eq 'BPF memory' "$TMP/rate1.txt"
+check "rate 1: offcpu.pb.gz written" test -s "$TMP/out-rate1/offcpu.pb.gz"
+check "rate 1: cpu.folded written beside it" test -e "$TMP/out-rate1/cpu.folded"
+export HOME=$TMP
+check "rate 1: go tool pprof reads offcpu.pb.gz with off_cpu/nanoseconds" \
+	bash -c "go tool pprof -raw '$TMP/out-rate1/offcpu.pb.gz' 2>/dev/null | grep -q 'off_cpu/nanoseconds'"
+grep -E 'off-CPU|BPF memory|blocking' -A3 "$TMP/rate1.txt" | head -12
+
+# no map sized by possible CPUs: per-CPU maps have max_entries = highest online id + 1
+possible=$(cat /sys/devices/system/cpu/possible)
+online_max=$(sed 's/.*[-,]//' /sys/devices/system/cpu/online)
+echo "    possible CPUs: $possible; highest online CPU: $online_max"
+grep -E 'percpu|name (scratch|counts)' -A1 "$TMP/rate1.maps" | head -12
+bad=$(awk -v lim=$((online_max + 1)) '/type (percpu_array|percpu_hash|array)/ && /name (scratch|counts)/ {
+	for (i = 1; i <= NF; i++) if ($i == "max_entries" && $(i + 1) > lim) print }' "$TMP/rate1.maps")
+check "no per-CPU map sized beyond the online CPUs: '$bad'" test -z "$bad"
+
+# one block in ten: 3 ms sleeps and 1 ms polls give ~370 samples of each in
+# 15 s, so 25% is ~5 standard deviations of the estimate
+offcpu_run rate01 15 3000 1000 --off-cpu --off-cpu-rate 0.1
+check "rate 0.1: wait_sleeping's off-CPU time within 25%" within 25 "$GOT_SLEEP" "$SLEPT"
+check "rate 0.1: wait_polling's off-CPU time within 25%" within 25 "$GOT_POLL" "$POLLED"
+
+# T = 20 ms: the 30 ms sleeps always kept, the 10 ms polls half the time
+offcpu_run timemode 6 30000 10000 --off-cpu --off-cpu-mode time --off-cpu-period-us 20000
+check "time mode: wait_sleeping's off-CPU time within 15% (blocks longer than the period always kept)" \
+	within 15 "$GOT_SLEEP" "$SLEPT"
+check "time mode: wait_polling's off-CPU time within 25%" within 25 "$GOT_POLL" "$POLLED"
+
+left=$(leftovers)
+check "nothing left behind: '$left'" test -z "$left"
+finish
