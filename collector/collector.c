@@ -29,6 +29,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 
+#include "btf.h"
 #include "collector.h"
 #include "collector_int.h"
 #include "lowprof/cpus.h"
@@ -44,6 +45,8 @@
 
 #define KSYMS_PER_RECORD  4096
 #define KALLSYMS_MAX	  (256u << 20)
+#define KSYMS_READ_BUF	  (64u << 10)
+#define KSYM_NAME_MAX	  512 /* kernel KSYM_NAME_LEN is 512 since 6.1 */
 #define MAPS_REFRESH_NS	  1000000000ull
 #define LOSS_EVERY_NS	  1000000000ull
 #define WAIT_START_MS	  5000 /* start-up records: the symbolizer is starting */
@@ -59,6 +62,7 @@ struct coll {
 	const struct coll_opts *o;
 	struct profile_bpf *skel;
 	struct offcpu_bpf *off; /* --off-cpu only */
+	struct coll_btf btf;	/* the kernel BTF libbpf relocates against */
 	struct ring_buffer *rb;
 	int *pfds;
 	struct bpf_link **links;
@@ -630,52 +634,103 @@ static void send_meta(struct coll *c)
 }
 
 /* Kernel symbol snapshot: text symbols of /proc/kallsyms in chunks. */
+/*
+ * One record's worth of kernel symbols, with their names copied: kallsyms is
+ * read in pieces, so names cannot point into the read buffer.
+ */
+struct ksym_chunk {
+	struct lps_ksym k[KSYMS_PER_RECORD];
+	char names[KSYMS_PER_RECORD * 2 * (KSYM_NAME_MAX + 1)];
+	size_t used;
+	uint32_t n;
+};
+
+static void ksym_chunk_add(struct ksym_chunk *ch, const struct lps_ksym *k)
+{
+	struct lps_ksym *d = &ch->k[ch->n++];
+
+	d->addr = k->addr;
+	memcpy(ch->names + ch->used, k->name.ptr, k->name.len);
+	d->name = (struct lps_str){ch->names + ch->used, k->name.len};
+	ch->used += k->name.len;
+	memcpy(ch->names + ch->used, k->module.ptr, k->module.len);
+	d->module = (struct lps_str){ch->names + ch->used, k->module.len};
+	ch->used += k->module.len;
+}
+
+static void ksym_chunk_send(struct coll *c, struct ksym_chunk *ch, uint32_t seq, bool last)
+{
+	lps_enc_reset(&c->dyn);
+	lps_enc_ksyms_begin(&c->dyn, seq, last, ch->n);
+	for (uint32_t i = 0; i < ch->n; i++)
+		lps_enc_ksym(&c->dyn, &ch->k[i]);
+	if (write_enc(c, &c->dyn, WAIT_START_MS))
+		lp_warn("kallsyms: chunk %u did not fit in the ring", seq);
+	ch->n = 0;
+	ch->used = 0;
+}
+
+/*
+ * The kernel symbol snapshot, streamed: kallsyms (~5 MB with modules) is
+ * read 64 KiB at a time and sent KSYMS_PER_RECORD symbols per record, so
+ * the collector's peak memory does not grow with it.
+ */
 static void send_ksyms(struct coll *c)
 {
-	const char *cur, *end, *nl;
+	struct ksym_chunk *ch = calloc(1, sizeof(*ch));
 	uint32_t seq = 0, total = 0, nonzero = 0;
-	char *buf;
-	size_t len;
-	int err;
+	size_t have = 0, read_total = 0;
+	char *buf = malloc(KSYMS_READ_BUF);
+	bool eof = false;
+	int fd = -1;
 
-	err = coll_read_file("/proc/kallsyms", KALLSYMS_MAX, &buf, &len);
-	if (err) {
-		lp_warn("kallsyms: %s; kernel frames will be shown as addresses", strerror(-err));
-		buf = NULL;
-		len = 0;
+	if (!ch || !buf)
+		goto out;
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		lp_warn("kallsyms: %m; kernel frames will be shown as addresses");
+	while (fd >= 0 && !eof) {
+		ssize_t r = read(fd, buf + have, KSYMS_READ_BUF - have);
+		const char *p = buf, *end, *nl;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			lp_warn("kallsyms: %m; the snapshot is incomplete");
+			break;
+		}
+		eof = r == 0 || (read_total += (size_t)r) > KALLSYMS_MAX;
+		end = buf + have + r;
+		while (p < end) {
+			const char *line = p;
+			struct lps_ksym k;
+
+			nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl && !eof && (p > buf || end < buf + KSYMS_READ_BUF))
+				break; /* a partial line: read the rest first */
+			p = nl ? nl + 1 : end;
+			if (!nl && !eof)
+				continue; /* longer than the buffer: not a symbol line, dropped */
+			if (coll_ksym_parse_line(line, (size_t)((nl ? nl : end) - line), &k) != 1 ||
+			    k.name.len > KSYM_NAME_MAX || k.module.len > KSYM_NAME_MAX)
+				continue;
+			ksym_chunk_add(ch, &k);
+			total++;
+			nonzero += k.addr != 0;
+			if (ch->n == KSYMS_PER_RECORD)
+				ksym_chunk_send(c, ch, seq++, false);
+		}
+		have = (size_t)(end - p);
+		memmove(buf, p, have);
 	}
-	cur = buf;
-	end = buf + len;
-	do {
-		const char *chunk = cur;
-		uint32_t n = 0;
-		struct lps_ksym k;
-
-		/* first pass over the chunk: count its text symbols */
-		for (const char *p = chunk; p < end && n < KSYMS_PER_RECORD; p = nl + 1) {
-			nl = memchr(p, '\n', end - p);
-			if (!nl)
-				nl = end;
-			if (coll_ksym_parse_line(p, nl - p, &k) == 1)
-				n++;
-			cur = nl < end ? nl + 1 : end;
-		}
-		lps_enc_reset(&c->dyn);
-		lps_enc_ksyms_begin(&c->dyn, seq++, cur >= end, n);
-		for (const char *p = chunk; p < cur; p = nl + 1) {
-			nl = memchr(p, '\n', cur - p);
-			if (!nl)
-				nl = cur;
-			if (coll_ksym_parse_line(p, nl - p, &k) == 1) {
-				lps_enc_ksym(&c->dyn, &k);
-				nonzero += k.addr != 0;
-			}
-		}
-		total += n;
-		if (write_enc(c, &c->dyn, WAIT_START_MS))
-			lp_warn("kallsyms: chunk %u did not fit in the ring", seq - 1);
-	} while (cur < end);
+out:
+	/* the last chunk (possibly empty) completes the snapshot */
+	if (ch)
+		ksym_chunk_send(c, ch, seq++, true);
+	if (fd >= 0)
+		close(fd);
 	free(buf);
+	free(ch);
 	if (total && !nonzero)
 		lp_warn("kallsyms: all addresses are hidden (kernel.kptr_restrict, needs "
 			"CAP_SYSLOG); kernel frames will be shown as addresses");
@@ -698,12 +753,15 @@ static int open_perf_event(uint32_t cpu, uint32_t freq)
 /* Opens and loads the skeleton, with BTF-enabled or raw exec/exit tracepoints. */
 static int load_skel(struct coll *c, bool raw)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = coll_btf__path(&c->btf));
 	const struct coll_opts *o = c->o;
+	int err;
 
-	c->skel = profile_bpf__open();
+	c->skel = profile_bpf__open_opts(&oo);
 	if (!c->skel) {
-		lp_err("bpf: opening the BPF object: %m");
-		return -errno;
+		err = -errno;
+		lp_err("bpf: opening the BPF object: %s", strerror(-err));
+		return err;
 	}
 	c->skel->rodata->filter_pids = o->npids > 0;
 	c->skel->rodata->stack_bytes = o->stack_bytes;
@@ -717,6 +775,8 @@ static int load_skel(struct coll *c, bool raw)
 	bpf_program__set_autoload(c->skel->progs.on_exit, !raw);
 	bpf_program__set_autoload(c->skel->progs.on_exec_raw, raw);
 	bpf_program__set_autoload(c->skel->progs.on_exit_raw, raw);
+	if ((err = coll_btf__prepare(&c->btf, c->skel->obj)))
+		return err;
 	return profile_bpf__load(c->skel);
 }
 
@@ -726,17 +786,19 @@ static int load_skel(struct coll *c, bool raw)
  * off-CPU path needs BTF task pointers (task storage of next,
  * bpf_get_task_stack) that a raw tracepoint's arguments are not.
  */
-static int load_offcpu(struct coll *c)
+static int load_offcpu_with(struct coll *c)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = coll_btf__path(&c->btf));
 	const struct coll_opts *o = c->o;
 	uint32_t max_id = c->cpus[c->ncpus - 1] + 1;
 	struct offcpu_bpf *off;
 	int err;
 
-	c->off = off = offcpu_bpf__open();
+	c->off = off = offcpu_bpf__open_opts(&oo);
 	if (!off) {
-		lp_err("bpf: opening the off-CPU BPF object: %m");
-		return -errno;
+		err = -errno;
+		lp_err("bpf: opening the off-CPU BPF object: %s", strerror(-err));
+		return err;
 	}
 	off->rodata->filter_pids = o->npids > 0;
 	off->rodata->stack_bytes = o->stack_bytes;
@@ -757,12 +819,46 @@ static int load_offcpu(struct coll *c)
 		       strerror(-err));
 		return err;
 	}
-	err = offcpu_bpf__load(off);
-	if (err)
-		lp_err("bpf: loading the off-CPU programs: %s%s", strerror(-err),
+	if ((err = coll_btf__prepare(&c->btf, off->obj)) || (err = offcpu_bpf__load(off)))
+		/* with the minimal BTF, load_offcpu tries again with the full one */
+		lp_log(coll_btf__path(&c->btf) ? LP_LOG_DEBUG : LP_LOG_ERROR,
+		       "bpf: loading the off-CPU programs: %s%s", strerror(-err),
 		       err == -EINVAL
 			       ? " (needs tp_btf, task storage and kernel BTF: Linux >= 5.15)"
 			       : "");
+	return err;
+}
+
+static bool perm_error(int err)
+{
+	return err == -EPERM || err == -EACCES || err == -ENOSYS;
+}
+
+/*
+ * Loading with the minimal BTF failed (a kernel that the identity check
+ * let through, a libbpf that treats our tp_btf handler differently): once
+ * more with the full kernel BTF, for this object and the ones after it.
+ */
+static bool retry_full_btf(struct coll *c, int err, const char *what)
+{
+	if (!err || perm_error(err) || !coll_btf__path(&c->btf))
+		return false;
+	lp_debug("btf: loading the %s with the minimal kernel BTF failed (%s); using the full "
+		 "kernel BTF",
+		 what, strerror(-err));
+	coll_btf__use_full(&c->btf);
+	return true;
+}
+
+static int load_offcpu(struct coll *c)
+{
+	int err = load_offcpu_with(c);
+
+	if (retry_full_btf(c, err, "off-CPU programs")) {
+		offcpu_bpf__destroy(c->off);
+		c->off = NULL;
+		err = load_offcpu_with(c);
+	}
 	return err;
 }
 
@@ -819,12 +915,18 @@ static int load_bpf(struct coll *c)
 	const struct coll_opts *o = c->o;
 	int err;
 
+	coll_btf__init(&c->btf, o->full_btf);
 	/*
 	 * tp_btf first; where the kernel refuses BTF-enabled tracepoints (but
 	 * still relocates CO-RE), the raw tracepoints do the same job.
 	 */
 	err = load_skel(c, false);
-	if (err && err != -EPERM && err != -EACCES && err != -ENOSYS && c->skel) {
+	if (retry_full_btf(c, err, "BPF programs")) {
+		profile_bpf__destroy(c->skel);
+		c->skel = NULL;
+		err = load_skel(c, false);
+	}
+	if (err && !perm_error(err) && c->skel) {
 		lp_debug("bpf: tp_btf programs refused (%s); trying raw_tp", strerror(-err));
 		profile_bpf__destroy(c->skel);
 		c->skel = NULL;
@@ -844,8 +946,9 @@ static int load_bpf(struct coll *c)
 	if (o->off_cpu && (err = load_offcpu(c)))
 		return err;
 	c->bpf_mem_bytes = bpf_mem(c);
-	lp_debug("bpf: %llu bytes of BPF memory (maps and programs)",
-		 (unsigned long long)c->bpf_mem_bytes);
+	lp_debug("bpf: %llu bytes of BPF memory (maps and programs); peak RSS after loading %lu "
+		 "KiB",
+		 (unsigned long long)c->bpf_mem_bytes, coll_peak_rss_kib());
 	for (size_t i = 0; i < o->npids; i++) {
 		uint32_t pid = (uint32_t)o->pids[i];
 		uint8_t one = 1;
@@ -970,6 +1073,7 @@ static void coll_cleanup(struct coll *c)
 	ring_buffer__free(c->rb);
 	offcpu_bpf__destroy(c->off);
 	profile_bpf__destroy(c->skel);
+	coll_btf__free(&c->btf); /* after the objects: they point at its tp_btf handler */
 	lp_ring__free(c->ring);
 	if (c->ring_mem)
 		munmap(c->ring_mem, c->ring_mem_size);
@@ -1025,7 +1129,7 @@ static const char *drain_loop(struct coll *c)
 
 int coll_run(const struct coll_opts *o)
 {
-	struct coll c = {.o = o, .ring_fd = -1, .listen_fd = -1};
+	struct coll c = {.o = o, .ring_fd = -1, .listen_fd = -1, .btf = {.fd = -1}};
 	struct lps_end end;
 	const char *reason;
 	int err;
@@ -1121,6 +1225,7 @@ int coll_run(const struct coll_opts *o)
 	}
 	lp_debug("collector: %llu maps records, %llu maps errors", (unsigned long long)c.maps_sent,
 		 (unsigned long long)c.maps_errors);
+	lp_debug("collector: peak RSS %lu KiB (VmHWM)", coll_peak_rss_kib());
 	coll_cleanup(&c);
 	return 0;
 err_out:

@@ -69,6 +69,8 @@ struct coll_opts {
 	double off_cpu_rate;	    /* event mode: 0 < rate <= 1 */
 	uint64_t off_cpu_min_ns;    /* shorter blocks are counted, not recorded */
 	uint64_t off_cpu_period_ns; /* time mode: 0 < period <= COLL_MAX_OFFCPU_PERIOD_NS */
+	/* relocate against the full kernel BTF even where the minimal one fits (btf.h) */
+	bool full_btf;
 };
 
 /* Runs until the duration elapses or a signal arrives; returns an exit code. */

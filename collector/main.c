@@ -58,6 +58,10 @@ static const char usage[] =
 	"                         block)\n"
 	"      --off-cpu-min-us N blocks shorter than N microseconds are counted, not\n"
 	"                         recorded (default 0)\n"
+	"      --full-btf         relocate the BPF programs against the full kernel BTF\n"
+	"                         (/sys/kernel/btf/vmlinux, parsed whole by libbpf: ~11 MB\n"
+	"                         more memory while loading) even when the minimal BTF\n"
+	"                         built in fits this kernel; also LOWPROF_FULL_BTF=1\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --keep-caps        do not drop capabilities after attaching\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
@@ -91,6 +95,7 @@ int main(int argc, char **argv)
 		{"off-cpu-period-us", required_argument, NULL, 'T'},
 		{"off-cpu-rate", required_argument, NULL, 'A'},
 		{"off-cpu-min-us", required_argument, NULL, 'm'},
+		{"full-btf", no_argument, NULL, 'b'},
 		{"exit-with-parent", no_argument, NULL, 'P'},
 		{"keep-caps", no_argument, NULL, 'K'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -117,6 +122,11 @@ int main(int argc, char **argv)
 
 	lp_log_init(argv[0], level);
 	o.parent = getppid();
+	{
+		const char *e = getenv("LOWPROF_FULL_BTF");
+
+		o.full_btf = e && *e && strcmp(e, "0");
+	}
 	{
 		struct passwd *nobody = getpwnam("nobody");
 
@@ -214,6 +224,9 @@ int main(int argc, char **argv)
 				goto bad_value;
 			o.off_cpu_min_ns = v * 1000;
 			off_cpu_opts = true;
+			break;
+		case 'b':
+			o.full_btf = true;
 			break;
 		case 'P':
 			o.exit_with_parent = true;

@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The minimal kernel BTF (see btf.h): identity check, memfd, and the tp_btf
+ * SEC() handler that keeps libbpf from parsing the full kernel BTF.
+ *
+ * Why a handler: libbpf 1.1 loads the whole vmlinux BTF in bpf_object__load
+ * when obj_needs_vmlinux_btf() says so, which is true for CO-RE relocations
+ * without btf_custom_path, and for any BPF_PROG_TYPE_TRACING program with no
+ * attach_prog_fd (prog_needs_vmlinux_btf), because libbpf_prepare_prog_load
+ * resolves the attach target (btf_trace_<name>) in it. Nothing else in our
+ * objects needs it. The handler registers "tp_btf+" ahead of libbpf's own
+ * (custom handlers are matched first) with the same type and attach type;
+ * for each tp_btf program coll_btf__prepare() sets a placeholder
+ * attach_prog_fd, which makes prog_needs_vmlinux_btf() false, and at load
+ * time the handler replaces it with the kernel BTF id recorded at build
+ * time (valid because the kernel BTF is byte-identical). If the collector
+ * falls back to the full BTF while the handler is registered, prepare
+ * resolves the target with bpf_program__set_attach_target(), which is what
+ * libbpf does itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "btf.h"
+#include "lowprof/log.h"
+#include "min_btf.h"
+
+#define KERNEL_BTF    "/sys/kernel/btf/vmlinux"
+#define HASH_CHUNK    65536 /* read in chunks: hashing must not cost the RSS it saves */
+#define TP_BTF_PREFIX "tp_btf/"
+
+/* SHA-256 (FIPS 180-4), streaming: the build records CMake's file(SHA256). */
+struct sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	uint8_t buf[64];
+	size_t nbuf;
+};
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+	0xc67178f2,
+};
+
+static uint32_t ror(uint32_t x, int n)
+{
+	return (x >> n) | (x << (32 - n));
+}
+
+static void sha256_block(struct sha256 *s, const uint8_t *p)
+{
+	uint32_t w[64], a, b, c, d, e, f, g, h;
+
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 64; i++)
+		w[i] = w[i - 16] + (ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
+		       w[i - 7] + (ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10));
+	a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
+	e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+	for (int i = 0; i < 64; i++) {
+		uint32_t t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) +
+			      sha256_k[i] + w[i];
+		uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+
+		h = g, g = f, f = e, e = d + t1;
+		d = c, c = b, b = a, a = t1 + t2;
+	}
+	s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
+	s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+static void sha256_init(struct sha256 *s)
+{
+	static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+	memcpy(s->h, h0, sizeof(h0));
+	s->len = 0;
+	s->nbuf = 0;
+}
+
+static void sha256_update(struct sha256 *s, const uint8_t *p, size_t n)
+{
+	s->len += n;
+	while (n) {
+		size_t k = 64 - s->nbuf < n ? 64 - s->nbuf : n;
+
+		memcpy(s->buf + s->nbuf, p, k);
+		s->nbuf += k, p += k, n -= k;
+		if (s->nbuf == 64) {
+			sha256_block(s, s->buf);
+			s->nbuf = 0;
+		}
+	}
+}
+
+static void sha256_hex(struct sha256 *s, char out[65])
+{
+	uint64_t bits = s->len * 8;
+	uint8_t pad = 0x80, len[8];
+
+	sha256_update(s, &pad, 1);
+	pad = 0;
+	while (s->nbuf != 56)
+		sha256_update(s, &pad, 1);
+	for (int i = 0; i < 8; i++)
+		len[i] = (uint8_t)(bits >> (56 - 8 * i));
+	sha256_update(s, len, 8);
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 8 * i, 9, "%08x", s->h[i]);
+}
+
+/* Hashes the kernel BTF in HASH_CHUNK reads; checks the size first (cheap). */
+static int kernel_btf_sha256(char out[65], const char **why)
+{
+	struct sha256 s;
+	struct stat st;
+	uint8_t *buf;
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(KERNEL_BTF, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*why = "no " KERNEL_BTF;
+		return -errno;
+	}
+	if (fstat(fd, &st) || (unsigned long long)st.st_size != lp_min_btf_vmlinux_size) {
+		*why = "the kernel BTF's size differs";
+		close(fd);
+		return -ESTALE;
+	}
+	buf = malloc(HASH_CHUNK);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	sha256_init(&s);
+	while ((n = read(fd, buf, HASH_CHUNK)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			*why = "reading " KERNEL_BTF " failed";
+			break;
+		}
+		sha256_update(&s, buf, (size_t)n);
+	}
+	free(buf);
+	close(fd);
+	if (!err)
+		sha256_hex(&s, out);
+	return err;
+}
+
+/* 0 when the running kernel's BTF is the one the minimal BTF was made from. */
+static int kernel_btf_matches(const char **why)
+{
+	struct utsname u;
+	char sha[65];
+	int err;
+
+	if (!lp_min_btf_len) {
+		*why = "built without one";
+		return -ENOENT;
+	}
+	if (uname(&u) || strcmp(u.release, lp_min_btf_release)) {
+		*why = "built for another kernel release";
+		return -ESTALE;
+	}
+	err = kernel_btf_sha256(sha, why);
+	if (err)
+		return err;
+	if (strcmp(sha, lp_min_btf_sha256)) {
+		*why = "the kernel BTF's SHA-256 differs";
+		return -ESTALE;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w, n -= (size_t)w;
+	}
+	return 0;
+}
+
+static const struct lp_min_btf_attach *attach_target(const struct bpf_program *prog)
+{
+	const char *sec = bpf_program__section_name(prog);
+
+	if (strncmp(sec, TP_BTF_PREFIX, strlen(TP_BTF_PREFIX)))
+		return NULL;
+	sec += strlen(TP_BTF_PREFIX);
+	for (size_t i = 0; i < lp_min_btf_nattach; i++)
+		if (!strcmp(sec, lp_min_btf_attach[i].name))
+			return &lp_min_btf_attach[i];
+	return NULL;
+}
+
+/*
+ * Load time: a placeholder attach_prog_fd (minimal BTF) is replaced by the
+ * recorded kernel BTF id; a target resolved against the full BTF
+ * (attach_btf_id already set) is left alone.
+ */
+static int tp_btf_prepare_load(struct bpf_program *prog, struct bpf_prog_load_opts *opts,
+			       long cookie)
+{
+	const struct lp_min_btf_attach *t;
+
+	(void)cookie;
+	if (opts->attach_btf_id)
+		return 0;
+	t = attach_target(prog);
+	if (!t)
+		return -ESRCH;
+	opts->attach_prog_fd = 0;
+	opts->attach_btf_obj_fd = 0;
+	opts->attach_btf_id = t->btf_id;
+	return 0;
+}
+
+/* What libbpf's own tp_btf handler does (attach_trace). */
+static int tp_btf_attach(const struct bpf_program *prog, long cookie, struct bpf_link **link)
+{
+	(void)cookie;
+	*link = bpf_program__attach_trace(prog);
+	return *link ? 0 : -errno;
+}
+
+static int register_tp_btf(struct coll_btf *b)
+{
+	LIBBPF_OPTS(libbpf_prog_handler_opts, ho, .prog_prepare_load_fn = tp_btf_prepare_load,
+		    .prog_attach_fn = tp_btf_attach);
+	int id = libbpf_register_prog_handler("tp_btf+", BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP,
+					      &ho);
+
+	if (id < 0)
+		return id;
+	b->handler_id = id;
+	return 0;
+}
+
+void coll_btf__init(struct coll_btf *b, bool force_full)
+{
+	const char *why = "--full-btf";
+	struct timespec t0, t1;
+	int err;
+
+	b->minimal = false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!force_full && (err = kernel_btf_matches(&why)) == 0) {
+		b->fd = memfd_create("lowprof-min-btf", MFD_CLOEXEC);
+		if (b->fd < 0 || write_all(b->fd, lp_min_btf, lp_min_btf_len)) {
+			why = "memfd failed";
+		} else if (register_tp_btf(b)) {
+			why = "registering the tp_btf handler failed";
+		} else {
+			snprintf(b->path, sizeof(b->path), "/proc/self/fd/%d", b->fd);
+			b->minimal = true;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (b->minimal)
+		lp_debug("btf: using the minimal kernel BTF (%zu bytes, built for %s; kernel BTF "
+			 "identity checked in %.1f ms)",
+			 lp_min_btf_len, lp_min_btf_release,
+			 (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	else
+		lp_debug("btf: using the full kernel BTF (minimal BTF: %s)", why);
+}
+
+const char *coll_btf__path(const struct coll_btf *b)
+{
+	return b->minimal ? b->path : NULL;
+}
+
+int coll_btf__prepare(struct coll_btf *b, struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+
+	if (!b->handler_id)
+		return 0; /* libbpf's own tp_btf handler */
+	bpf_object__for_each_program(prog, obj)
+	{
+		const char *sec = bpf_program__section_name(prog);
+		int err;
+
+		if (!bpf_program__autoload(prog) ||
+		    strncmp(sec, TP_BTF_PREFIX, strlen(TP_BTF_PREFIX)))
+			continue;
+		if (b->minimal) {
+			if (!attach_target(prog))
+				return -ESRCH;
+			/* any fd > 0: only stored, replaced in tp_btf_prepare_load */
+			err = bpf_program__set_attach_target(prog, b->fd, NULL);
+		} else {
+			err = bpf_program__set_attach_target(prog, 0, sec + strlen(TP_BTF_PREFIX));
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void coll_btf__use_full(struct coll_btf *b)
+{
+	b->minimal = false;
+}
+
+void coll_btf__free(struct coll_btf *b)
+{
+	if (b->handler_id > 0)
+		libbpf_unregister_prog_handler(b->handler_id);
+	b->handler_id = 0;
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
+	b->minimal = false;
+}
+
+unsigned long coll_peak_rss_kib(void)
+{
+	char line[256];
+	unsigned long kib = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %lu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
