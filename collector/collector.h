@@ -45,7 +45,7 @@ enum coll_off_cpu_mode {
 #define COLL_DEFAULT_OFFCPU_MODE      COLL_OFFCPU_TIME
 #define COLL_DEFAULT_OFFCPU_RATE      0.01
 #define COLL_DEFAULT_OFFCPU_MIN_NS    0
-#define COLL_DEFAULT_OFFCPU_PERIOD_NS 1000000ull    /* 1 ms */
+#define COLL_DEFAULT_OFFCPU_PERIOD_NS 10000000ull   /* 10 ms: about one on-CPU period at 99 Hz */
 #define COLL_MAX_OFFCPU_PERIOD_NS     4000000000ull /* < 2^32 ns, see offcpu.h */
 
 struct coll_opts {
