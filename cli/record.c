@@ -34,11 +34,10 @@
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
+#include "lowprof/schema.h"
 #include "record.h"
 
 #define RING_FD 3
-/* msgpack sample with 254 frames (2 KiB, rounded up) + the stack copy */
-#define MAX_SAMPLE_REC(stack_bytes) (4096 + (stack_bytes))
 
 /* on-CPU outputs, then (with --off-cpu) the off-CPU ones */
 static const char *const out_names[LP_RECORD_MAX_OUTPUTS] = {
@@ -501,7 +500,7 @@ int lp_record(const struct lp_record_opts *o)
 	o = &eff;
 	ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
 	ring_fd = lp_ring_create_memfd(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz,
-							MAX_SAMPLE_REC(o->stack_bytes)));
+							LPS_SAMPLE_RECORD_MAX(o->stack_bytes)));
 	if (ring_fd < 0) {
 		lp_err("ring: creating shared memory: %s", strerror(-ring_fd));
 		goto out;

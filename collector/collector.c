@@ -116,7 +116,9 @@ _Static_assert(COLL_MAX_STACK_BYTES == LP_BPF_MAX_STACK_COPY &&
 
 uint32_t coll_max_sample_record(uint32_t stack_bytes)
 {
-	return SAMPLE_ENC_SLACK + LP_EV_FRAMES_BYTES + stack_bytes;
+	_Static_assert(SAMPLE_ENC_SLACK + LP_EV_FRAMES_BYTES == LPS_SAMPLE_RECORD_MAX(0),
+		       "sample record bound disagrees with the schema's");
+	return LPS_SAMPLE_RECORD_MAX(stack_bytes);
 }
 
 uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms,

@@ -38,6 +38,12 @@
 #define LPS_MAX_STACK_COPY (64u * 1024) /* user stack bytes in one sample */
 #define LPS_MAX_PATH	   4096
 #define LPS_MAX_RECORD	   (1u << 20) /* larger content is split (maps, ksyms) */
+/*
+ * Largest encoded sample: msgpack overhead and fixed fields (at most 128
+ * bytes), 2 x LPS_MAX_FRAMES frames, and a stack copy of copy_bytes. Ring
+ * sizes are computed from it.
+ */
+#define LPS_SAMPLE_RECORD_MAX(copy_bytes) (128u + 2u * LPS_MAX_FRAMES * 8u + (copy_bytes))
 #define LPS_MAX_MODE	   16	      /* meta off_cpu_mode */
 
 enum lps_type {
