@@ -43,14 +43,14 @@ enum symb_lookup {
 typedef enum symb_lookup (*symb_delta_lookup_fn)(void *ctx, uint64_t addr, struct symb_delta *row);
 
 enum symb_unwind_stop {
-	SYMB_STOP_END = 0,	  /* clean: the outermost frame (RA undefined, or 0) */
-	SYMB_STOP_MAX_FRAMES,	  /* the output was full */
-	SYMB_STOP_SHORT_STACK,	  /* a value needed lies beyond the stack copy */
-	SYMB_STOP_NO_CFI,	  /* no CFI, and frame pointers did not lead on */
-	SYMB_STOP_UNMAPPED,	  /* a return address outside every mapping */
-	SYMB_STOP_BAD_CFA,	  /* CFA not above the previous sp, or misaligned */
-	SYMB_STOP_INVALID_CFI,	  /* a SYMB_CFA_INVALID row */
-	SYMB_STOP_NO_REGS,	  /* the sample has no user registers (ip == 0) */
+	SYMB_STOP_END = 0,     /* clean: the outermost frame (RA undefined, or 0) */
+	SYMB_STOP_MAX_FRAMES,  /* the output was full */
+	SYMB_STOP_SHORT_STACK, /* a value needed lies beyond the stack copy */
+	SYMB_STOP_NO_CFI,      /* no CFI, and frame pointers did not lead on */
+	SYMB_STOP_UNMAPPED,    /* a return address outside every mapping */
+	SYMB_STOP_BAD_CFA,     /* CFA not above the previous sp, or misaligned */
+	SYMB_STOP_INVALID_CFI, /* a SYMB_CFA_INVALID row */
+	SYMB_STOP_NO_REGS,     /* the sample has no user registers (ip == 0) */
 	SYMB_STOP__COUNT
 };
 

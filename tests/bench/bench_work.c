@@ -93,10 +93,18 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "t:n:s:w")) != -1) {
 		switch (opt) {
-		case 't': nthreads = atol(optarg); break;
-		case 'n': units = strtoull(optarg, NULL, 10); break;
-		case 's': run_secs = atof(optarg); break;
-		case 'w': wait_start = 1; break;
+		case 't':
+			nthreads = atol(optarg);
+			break;
+		case 'n':
+			units = strtoull(optarg, NULL, 10);
+			break;
+		case 's':
+			run_secs = atof(optarg);
+			break;
+		case 'w':
+			wait_start = 1;
+			break;
 		default:
 			fprintf(stderr, "usage: %s [-t THREADS] [-n UNITS] [-s SECONDS] [-w]\n",
 				argv[0]);

@@ -44,7 +44,7 @@
  * sizes are computed from it.
  */
 #define LPS_SAMPLE_RECORD_MAX(copy_bytes) (128u + 2u * LPS_MAX_FRAMES * 8u + (copy_bytes))
-#define LPS_MAX_MODE	   16	      /* meta off_cpu_mode */
+#define LPS_MAX_MODE			  16 /* meta off_cpu_mode */
 
 enum lps_type {
 	LPS_META = 1,	/* run metadata; first record of every stream */
