@@ -257,16 +257,29 @@ static int tp_btf_attach(const struct bpf_program *prog, long cookie, struct bpf
 	return *link ? 0 : -errno;
 }
 
+/*
+ * The handler is registered once per process and never unregistered: its
+ * callbacks use only the embedded tables, and libbpf 1.1.2's
+ * libbpf_unregister_prog_handler leaves a dangling array behind when it
+ * removes the last handler (realloc(p, 0) frees p and returns NULL, which
+ * libbpf ignores), so a later registration would free it twice.
+ */
+static int tp_btf_handler_id;
+
 static int register_tp_btf(struct coll_btf *b)
 {
 	LIBBPF_OPTS(libbpf_prog_handler_opts, ho, .prog_prepare_load_fn = tp_btf_prepare_load,
 		    .prog_attach_fn = tp_btf_attach);
-	int id = libbpf_register_prog_handler("tp_btf+", BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP,
-					      &ho);
+	int id;
 
-	if (id < 0)
-		return id;
-	b->handler_id = id;
+	if (!tp_btf_handler_id) {
+		id = libbpf_register_prog_handler("tp_btf+", BPF_PROG_TYPE_TRACING,
+						  BPF_TRACE_RAW_TP, &ho);
+		if (id < 0)
+			return id;
+		tp_btf_handler_id = id;
+	}
+	b->handler_id = tp_btf_handler_id;
 	return 0;
 }
 
@@ -277,6 +290,8 @@ void coll_btf__init(struct coll_btf *b, bool force_full)
 	int err;
 
 	b->minimal = false;
+	/* registered earlier in this process: it handles every tp_btf program */
+	b->handler_id = tp_btf_handler_id;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!force_full && (err = kernel_btf_matches(&why)) == 0) {
 		b->fd = memfd_create("lowprof-min-btf", MFD_CLOEXEC);
@@ -340,8 +355,7 @@ void coll_btf__use_full(struct coll_btf *b)
 
 void coll_btf__free(struct coll_btf *b)
 {
-	if (b->handler_id > 0)
-		libbpf_unregister_prog_handler(b->handler_id);
+	/* the handler stays registered: see register_tp_btf */
 	b->handler_id = 0;
 	if (b->fd >= 0)
 		close(b->fd);
