@@ -409,7 +409,12 @@ static void test_time_mode(void **state)
 
 	run(&cfg, &s, &res, &tot);
 	assert_int_equal(s.bad_pid, 0);
-	assert_true(s.records[K_SLEEP] >= (int)res.calls[K_SLEEP] - 1);
+	/*
+	 * nearly every sleep: a sleep the mover's affinity change splits into
+	 * two blocks shorter than the period is sampled with probability < 1
+	 * (its weight stays unbiased, checked below)
+	 */
+	assert_true(s.records[K_SLEEP] >= (int)res.calls[K_SLEEP] * 97 / 100);
 	assert_true(s.weight_min >= 5000000);
 	assert_within((double)s.weight[K_SLEEP], (double)res.ns[K_SLEEP], 0.15);
 	assert_within((double)s.weight[K_POLL], (double)res.ns[K_POLL], 0.25);

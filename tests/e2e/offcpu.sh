@@ -65,10 +65,14 @@ int main(int argc, char **argv)
 	while (now() < end) {
 		wait_sleeping(sleep_us);
 		wait_polling(poll_us);
-		FILE *f = fopen(argv[2], "w");
+		/* written aside and renamed: a reader never sees a half-written file */
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", argv[2]);
+		FILE *f = fopen(tmp, "w");
 		if (f) {
 			fprintf(f, "%.0f %.0f\n", slept * 1e9, polled * 1e9);
 			fclose(f);
+			rename(tmp, argv[2]);
 		}
 	}
 	return 0;
