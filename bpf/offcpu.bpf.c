@@ -37,6 +37,7 @@
 
 #include "profile.h"
 #include "offcpu.h"
+#include "shared.bpf.h"
 #include "ustack.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -44,26 +45,11 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define TASK_RUNNING 0x0000
 #define TASK_DEAD    0x0080 /* include/linux/sched.h, stable since 2.6 */
 
-/* Set through the skeleton's rodata before load. */
-const volatile bool filter_pids = false;
-const volatile __u32 stack_bytes = 0; /* as profile.bpf.c's; 0: FP walk */
+/* Set through the skeleton's rodata before load (and shared.bpf.h's). */
 const volatile __u32 mode = LP_OFFCPU_EVENT;
 const volatile __u64 rate_threshold = LP_OFFCPU_ALWAYS; /* event: rate * 2^32 */
 const volatile __u64 min_ns = 0;
 const volatile __u64 period_ns = 10000000; /* time mode, <= LP_OFFCPU_MAX_PERIOD_NS */
-
-/* Shared with profile.bpf.c: the collector reuses its fds before load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u8);
-} pids SEC(".maps");
 
 /*
  * Switch-out time of each blocked task: storage attached to the task, freed
@@ -116,21 +102,6 @@ struct {
 	__type(value, struct lp_offcpu_counts);
 } counts SEC(".maps");
 
-static __always_inline bool wanted(__u32 tgid)
-{
-	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
-}
-
-/* Reads the user-mode registers saved at the top of task's kernel stack. */
-static __always_inline int user_regs(struct task_struct *task, struct pt_regs *ur)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-
-	if (!regs)
-		return -1;
-	return bpf_probe_read_kernel(ur, sizeof(*ur), regs);
-}
-
 /*
  * Emits task's pending block (task is current) and clears it. ctx is the
  * sys_exit raw_tp context when the task is returning from the syscall it
@@ -176,7 +147,7 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task,
 		struct pt_regs ur;
 
 		/* the same kernel entry: the syscall it blocked in is returning */
-		same = user_regs(task, &ur) == 0 && ur.rip == p->ip && ur.rsp == p->sp;
+		same = lp_user_regs(task, &ur) == 0 && ur.rip == p->ip && ur.rsp == p->sp;
 	}
 	bpf_map_delete_elem(&pending, &tid);
 	if (same && stack_bytes) {
@@ -232,7 +203,7 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 
 	if (preempt || prev_state == TASK_RUNNING)
 		return; /* still runnable: not a block */
-	if ((prev->flags & PF_KTHREAD) || !prev->pid || !wanted(prev->tgid))
+	if ((prev->flags & PF_KTHREAD) || !prev->pid || !lp_wanted(prev->tgid))
 		return;
 	cnt = bpf_map_lookup_elem(&counts, &cpu);
 	if (!cnt)
@@ -285,7 +256,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 	p->blocked_ns = d;
 	p->cpu = cpu;
 	p->ip = p->sp = p->bp = 0;
-	if (user_regs(next, &ur) == 0) {
+	if (lp_user_regs(next, &ur) == 0) {
 		p->ip = ur.rip;
 		p->sp = ur.rsp;
 		p->bp = ur.rbp;

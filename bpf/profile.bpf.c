@@ -15,34 +15,12 @@
 #include <bpf/bpf_core_read.h>
 
 #include "profile.h"
+#include "shared.bpf.h"
 #include "ustack.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* Set through the skeleton's rodata before load. */
-const volatile bool filter_pids = false;
-/* user stack bytes to copy per sample (--stack-bytes), <= LP_BPF_MAX_STACK_COPY; 0: off */
-const volatile __u32 stack_bytes = 0;
-
 struct lp_bpf_stats stats = {};
-
-/*
- * Sized by the collector before load (bpf_map__set_max_entries):
- * roundup_pow2(online_cpus * freq_hz * drain_interval_s * max_record * 2),
- * see collector/bpf_sizing.c.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
-/* Processes to profile when filter_pids is set: tgid -> 1. Resized to -p count. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u8);
-} pids SEC(".maps");
 
 /*
  * Scratch space for one sample per CPU, indexed by CPU id: the record is
@@ -69,11 +47,6 @@ static __always_inline void fill_hdr(struct lp_ev_hdr *h, __u32 type, __u64 pid_
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
-static __always_inline bool wanted(__u32 tgid)
-{
-	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
-}
-
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -89,7 +62,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(&stats.idle, 1);
 		return 0;
 	}
-	if (!wanted(pid_tgid >> 32)) {
+	if (!lp_wanted(pid_tgid >> 32)) {
 		__sync_fetch_and_add(&stats.filtered, 1);
 		return 0;
 	}
@@ -116,10 +89,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		 * The user-mode registers: at the top of the task's kernel
 		 * stack whether the sample hit in user or kernel mode.
 		 */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		struct pt_regs ur;
 
-		if (regs && bpf_probe_read_kernel(&ur, sizeof(ur), regs) == 0) {
+		if (lp_user_regs(task, &ur) == 0) {
 			e->ip = ur.rip;
 			e->sp = ur.rsp;
 			e->bp = ur.rbp;
@@ -162,7 +134,7 @@ static __always_inline int emit_task(__u32 type, struct task_struct *p)
 	struct lp_ev_task *e;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
-	if (!wanted(tgid))
+	if (!lp_wanted(tgid))
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0); /* flags must be 0 */
 	if (!e) {
