@@ -108,7 +108,8 @@ struct seen {
 	uint32_t stack_bytes;
 	int records[K_N], bad_pid, with_copy[K_N], no_ustack;
 	uint64_t blocked[K_N], weight[K_N];
-	uint64_t weight_min; /* smallest weight of a sleep record */
+	uint64_t weight_min;  /* smallest weight of a sleep record */
+	uint64_t blocked_min; /* shortest block of any record */
 };
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -136,6 +137,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		s->no_ustack++;
 	if (kind == K_SLEEP && (!s->weight_min || e->weight_ns < s->weight_min))
 		s->weight_min = e->weight_ns;
+	if (!s->blocked_min || e->blocked_ns < s->blocked_min)
+		s->blocked_min = e->blocked_ns;
 	return 0;
 }
 
@@ -436,9 +439,16 @@ static void test_min_ns(void **state)
 	struct seen s = {0};
 
 	run(&cfg, &s, &res, &tot);
-	assert_int_equal(s.records[K_POLL], 0);
+	/*
+	 * The rule itself: no record of a block under the minimum. A 1 ms
+	 * poll can block longer than 5 ms on a loaded machine, and is then
+	 * rightly recorded, so polls are allowed, each counted against the
+	 * short ones.
+	 */
+	assert_true(s.blocked_min >= cfg.min_ns);
+	assert_true(s.records[K_POLL] <= (int)res.calls[K_POLL] / 10);
 	assert_true(s.records[K_SLEEP] >= (int)res.calls[K_SLEEP] - 1);
-	assert_true(tot.short_blocks >= res.calls[K_POLL] - 1);
+	assert_true(tot.short_blocks + (uint64_t)s.records[K_POLL] >= res.calls[K_POLL] - 1);
 }
 
 int main(void)
