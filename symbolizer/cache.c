@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +35,7 @@
 #include <sqlite3.h>
 
 #include "cache.h"
+#include "lowprof/crc32c.h"
 #include "lowprof/log.h"
 
 /* schema/cache.sql, embedded by cache.cmake; NUL-terminated. */
@@ -91,63 +91,8 @@ struct symb_cache {
 	char msg[256]; /* SQLite's message for a failed open, kept past the ROLLBACK */
 };
 
-/*
- * The checksum column: CRC-32C (Castagnoli; the iSCSI/ext4 polynomial),
- * init and final xor ~0, so crc("123456789") = 0xe3069283. Chosen over
- * zlib's crc32 for speed: on x86-64 the SSE4.2 instruction checks a 16 MB
- * blob in about 2 ms where zlib needs 11, and the check is on every hit.
- * Elsewhere a table gives the same values.
- */
-static uint32_t cache_crc_tab[256];
-static pthread_once_t cache_crc_once = PTHREAD_ONCE_INIT;
-
-static void cache_crc_init(void)
-{
-	uint32_t i, k, c;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78 : c >> 1;
-		cache_crc_tab[i] = c;
-	}
-}
-
-static uint32_t cache_crc_sw(uint32_t crc, const uint8_t *p, size_t n)
-{
-	pthread_once(&cache_crc_once, cache_crc_init);
-	while (n--)
-		crc = cache_crc_tab[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t cache_crc_hw(uint32_t crc, const uint8_t *p,
-							       size_t n)
-{
-	uint64_t c = crc, w;
-
-	for (; n >= 8; n -= 8, p += 8) {
-		memcpy(&w, p, 8);
-		c = __builtin_ia32_crc32di(c, w);
-	}
-	crc = (uint32_t)c;
-	while (n--)
-		crc = __builtin_ia32_crc32qi(crc, *p++);
-	return crc;
-}
-#endif
-
-static uint32_t cache_crc(const void *buf, size_t n)
-{
-	const uint8_t *p = n ? buf : NULL;
-
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2"))
-		return ~cache_crc_hw(~0u, p, n);
-#endif
-	return ~cache_crc_sw(~0u, p, n);
-}
+/* The checksum column: CRC-32C (lowprof/crc32c.h). */
+#define cache_crc lp_crc32c
 
 static bool cache_rc_corrupt(int rc)
 {
