@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -166,20 +167,15 @@ int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k)
 	return (type == 't' || type == 'T' || type == 'w' || type == 'W') ? 1 : 0;
 }
 
-int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
+int coll_read_fd(int fd, size_t max, char **bufp, size_t *lenp)
 {
 	size_t cap = max < 65536 ? max : 65536, len = 0;
-	char *buf = NULL;
-	int fd, err;
+	char *buf;
+	int err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	buf = malloc(cap + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto err_out;
-	}
+	if (!buf)
+		return -ENOMEM;
 	for (;;) {
 		ssize_t n;
 
@@ -214,13 +210,55 @@ int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
 			goto err_out;
 		}
 	}
-	close(fd);
 	buf[len] = '\0';
 	*bufp = buf;
 	*lenp = len;
 	return 0;
 err_out:
 	free(buf);
+	return err;
+}
+
+int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = coll_read_fd(fd, max, bufp, lenp);
 	close(fd);
 	return err;
+}
+
+int coll_maps_build_id(int maps_fd, const struct lps_mapping *m, uint8_t *out)
+{
+	uint8_t id[LPS_MAX_BUILD_ID];
+	struct procmap_query q = {
+		.size = sizeof(q),
+		/*
+		 * Without COVERING_OR_NEXT: the mapping that holds start or
+		 * none, never the next one.
+		 */
+		.query_flags = PROCMAP_QUERY_VMA_EXECUTABLE | PROCMAP_QUERY_FILE_BACKED_VMA,
+		.query_addr = m->start,
+		.build_id_addr = (uintptr_t)id,
+		.build_id_size = sizeof(id),
+	};
+
+	if (ioctl(maps_fd, PROCMAP_QUERY, &q) < 0) {
+		int err = -errno;
+
+		if (err == -ENOTTY || err == -EINVAL || err == -EOPNOTSUPP)
+			return -EOPNOTSUPP;
+		return err;
+	}
+	/* the maps were read earlier: the answer must be about the same mapping */
+	if (q.vma_start != m->start || q.vma_end != m->end || q.inode != m->inode ||
+	    q.dev_major != m->dev_major || q.dev_minor != m->dev_minor)
+		return -ESTALE;
+	if (q.build_id_size > LPS_MAX_BUILD_ID)
+		return -EBADMSG; /* the kernel writes at most the size it was given */
+	memcpy(out, id, q.build_id_size);
+	return (int)q.build_id_size;
 }

@@ -13,7 +13,45 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <linux/fs.h>
+
 #include "lowprof/schema.h"
+
+/*
+ * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h): an ioctl on an open
+ * /proc/PID/maps that describes the mapping at an address, with the build-id
+ * of its file if asked. Defined here for headers older than 6.11 (Debian 12
+ * ships 6.1's); the ABI is fixed: the struct only grows, with its size in
+ * its first field.
+ */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+	__u64 size;
+	__u64 query_flags;
+	__u64 query_addr;
+	__u64 vma_start;
+	__u64 vma_end;
+	__u64 vma_flags;
+	__u64 vma_page_size;
+	__u64 vma_offset;
+	__u64 inode;
+	__u32 dev_major;
+	__u32 dev_minor;
+	__u32 vma_name_size;
+	__u32 build_id_size;
+	__u64 vma_name_addr;
+	__u64 build_id_addr;
+};
+
+#define PROCFS_IOCTL_MAGIC		   'f'
+#define PROCMAP_QUERY			   _IOWR(PROCFS_IOCTL_MAGIC, 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_READABLE	   0x01
+#define PROCMAP_QUERY_VMA_WRITABLE	   0x02
+#define PROCMAP_QUERY_VMA_EXECUTABLE	   0x04
+#define PROCMAP_QUERY_VMA_SHARED	   0x08
+#define PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
+#define PROCMAP_QUERY_FILE_BACKED_VMA	   0x20
+#endif
 
 /*
  * One line of /proc/PID/maps:
@@ -40,8 +78,30 @@ int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k);
  * Reads a whole /proc file into a malloc'd, NUL-terminated buffer
  * (procfs files report size 0, so it reads until EOF, up to max bytes).
  * Returns 0 and sets *buf, *len; or a negative errno (-EFBIG over max).
- * The caller frees *buf.
+ * The caller frees *buf. coll_read_fd reads from fd's current position and
+ * leaves fd open (the caller closes it); coll_read_file opens path itself.
  */
+int coll_read_fd(int fd, size_t max, char **buf, size_t *len);
 int coll_read_file(const char *path, size_t max, char **buf, size_t *len);
+
+/*
+ * Build-id of the file behind m, a file-backed executable mapping parsed
+ * from the /proc/PID/maps open as maps_fd, through PROCMAP_QUERY. Copies at
+ * most LPS_MAX_BUILD_ID bytes to out.
+ *
+ * Why the kernel and not the file: the kernel parses the ELF note (from the
+ * page cache) of the file it mapped, so the collector parses nothing that a
+ * profiled process controls and opens none of its files; the answer is
+ * bytes copied out of a fixed-size struct. One ioctl per call.
+ *
+ * Returns the length (1..LPS_MAX_BUILD_ID); 0 when the kernel found no
+ * build-id note; -ESTALE when the mapping at m->start is no longer m (the
+ * maps changed since the read: other range, inode or device); -EOPNOTSUPP
+ * when the kernel has no PROCMAP_QUERY (before 6.11: ENOTTY, EINVAL,
+ * EOPNOTSUPP); or another negative errno from the ioctl (-ENOENT: no
+ * executable file mapping at m->start any more; -ESRCH: the process's
+ * memory is gone).
+ */
+int coll_maps_build_id(int maps_fd, const struct lps_mapping *m, uint8_t *out);
 
 #endif /* LOWPROF_COLL_PROCFS_H */

@@ -6,11 +6,14 @@
  * re-read of /proc/PID/maps, rate-limited per process.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector_int.h"
+#include "lowprof/log.h"
 #include "procfs.h"
 
 #define PROCS_MIN_CAP	 256
@@ -130,10 +133,119 @@ bool coll_proc_covers(const struct coll_proc *p, uint64_t ip)
 }
 
 /*
+ * Build-ids of mapped files, without parsing ELF. The collector never reads
+ * a file a profiled process controls; instead it asks the kernel, with the
+ * PROCMAP_QUERY ioctl on the /proc/PID/maps it has just read: the kernel
+ * parses the file's GNU build-id note (from the page cache, the file it
+ * mapped) and copies out at most LPS_MAX_BUILD_ID bytes. One ioctl per
+ * executable file mapping per maps read, at most: a file mapped several
+ * times is asked about once. The answer is used only if it still describes
+ * the mapping that was read (same range, inode and device); the maps may
+ * have changed in between. Kernels before 6.11 lack the ioctl: then
+ * build-ids stay empty for the whole run.
+ */
+static bool procmap_query_missing;
+
+/* Open-addressing table (dev, inode) -> index of the mapping that holds the
+ * file's answer, sized for count entries at load factor 1/2. */
+struct file_ids {
+	uint32_t *slot; /* mapping index + 1; 0 = empty */
+	uint32_t mask;
+};
+
+static int file_ids_init(struct file_ids *t, uint32_t count)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * count)
+		cap *= 2;
+	t->slot = calloc(cap, sizeof(*t->slot));
+	t->mask = cap - 1;
+	return t->slot ? 0 : -ENOMEM;
+}
+
+static bool same_file(const struct lps_mapping *a, const struct lps_mapping *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor;
+}
+
+/* The slot for maps[i]'s file: empty, or holding an earlier mapping of it. */
+static uint32_t *file_ids_slot(struct file_ids *t, const struct lps_mapping *maps, uint32_t i)
+{
+	const struct lps_mapping *m = &maps[i];
+	uint64_t h = (m->inode ^ ((uint64_t)m->dev_major << 40) ^ ((uint64_t)m->dev_minor << 20)) *
+		     0x9e3779b97f4a7c15ull;
+
+	for (uint32_t s = (uint32_t)(h >> 32) & t->mask;; s = (s + 1) & t->mask)
+		if (!t->slot[s] || same_file(&maps[t->slot[s] - 1], m))
+			return &t->slot[s];
+}
+
+static bool has_file(const struct lps_mapping *m)
+{
+	return m->inode != 0 && m->path.len && m->path.ptr[0] != '[';
+}
+
+/*
+ * Fills maps[i].build_id (pointing into ids, LPS_MAX_BUILD_ID bytes per
+ * mapping) for the file mappings of maps[0..count), through maps_fd. Best
+ * effort: a build-id that cannot be learned stays empty.
+ */
+static int query_build_ids(int maps_fd, struct lps_mapping *maps, uint32_t count, uint8_t *ids)
+{
+	struct file_ids t;
+	int err;
+
+	if (procmap_query_missing)
+		return 0;
+	err = file_ids_init(&t, count);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < count; i++) {
+		uint8_t *id = ids + (size_t)i * LPS_MAX_BUILD_ID;
+		uint32_t *slot;
+		int n;
+
+		if (!has_file(&maps[i]))
+			continue;
+		slot = file_ids_slot(&t, maps, i);
+		if (*slot) {
+			maps[i].build_id = maps[*slot - 1].build_id;
+			continue;
+		}
+		n = coll_maps_build_id(maps_fd, &maps[i], id);
+		if (n == -EOPNOTSUPP) {
+			lp_info("maps: no PROCMAP_QUERY in this kernel (Linux < 6.11): mappings "
+				"are sent without build-ids");
+			procmap_query_missing = true;
+			break;
+		}
+		if (n == -ESRCH)
+			break; /* the process's memory is gone: every query fails */
+		if (n < 0)
+			continue; /* this mapping changed or went: a later one may answer */
+		maps[i].build_id = (struct lps_str){(const char *)id, (uint32_t)n};
+		*slot = i + 1;
+	}
+	free(t.slot);
+	return 0;
+}
+
+/*
+ * Bound on a mapping's encoded size: its path and build-id, plus 64 bytes for
+ * the msgpack headers and fixed fields (57 at most).
+ */
+static size_t mapping_bytes(const struct lps_mapping *m)
+{
+	return (size_t)m->path.len + m->build_id.len + 64;
+}
+
+/*
  * Reads /proc/PID/maps and emits its executable mappings as one or more
  * LPS_MAPS records (the first replaces, the others append; each stays well
- * under LPS_MAX_RECORD), through emit(ctx, enc). p's ranges are replaced
- * only when every record was emitted, so a dropped record is sent again.
+ * under LPS_MAX_RECORD), through emit(ctx, enc), with the build-ids the
+ * kernel knows (query_build_ids). p's ranges are replaced only when every
+ * record was emitted, so a dropped record is sent again.
  * Returns 0 or a negative errno.
  */
 int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
@@ -143,22 +255,28 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 	struct lps_mapping *maps = NULL, m;
 	const char *cur, *end;
 	uint32_t count = 0, i, first;
-	char path[64], *buf;
+	uint8_t *ids = NULL;
+	char path[64], *buf = NULL;
 	size_t len;
-	int err = 0, r;
+	int fd, err = 0, r;
 
 	/* rate-limits retries too: a failed read is not retried for a second */
 	p->maps_ns = now_ns;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
-	err = coll_read_file(path, MAPS_MAX_BYTES, &buf, &len);
+	/* one open: the build-id queries go to the same file as the read */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = coll_read_fd(fd, MAPS_MAX_BYTES, &buf, &len);
 	if (err)
-		return err;
+		goto out;
 	for (cur = buf, end = buf + len; (r = coll_maps_next(&cur, end, &m)) != 0;)
 		if (r == 1 && (m.prot & LPS_PROT_X))
 			count++;
 	maps = calloc(count ? count : 1, sizeof(*maps));
 	ranges = calloc(count ? count : 1, sizeof(*ranges));
-	if (!maps || !ranges) {
+	ids = calloc(count ? count : 1, LPS_MAX_BUILD_ID);
+	if (!maps || !ranges || !ids) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -171,15 +289,18 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 		i++;
 	}
 	count = i;
-	/* chunks by encoded size: a mapping costs at most its path + 64 bytes */
+	err = query_build_ids(fd, maps, count, ids);
+	if (err)
+		goto out;
+	/* chunks by encoded size (mapping_bytes) */
 	first = 0;
 	do {
 		size_t bytes = 64;
 		uint32_t n = 0;
 
 		while (first + n < count &&
-		       bytes + maps[first + n].path.len + 64 <= MAPS_CHUNK_BYTES)
-			bytes += maps[first + n++].path.len + 64;
+		       bytes + mapping_bytes(&maps[first + n]) <= MAPS_CHUNK_BYTES)
+			bytes += mapping_bytes(&maps[first + n++]);
 		if (!n && first < count)
 			n = 1; /* one path is at most LPS_MAX_PATH: always fits a record */
 		lps_enc_reset(enc);
@@ -196,6 +317,8 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 	p->nranges = count;
 	ranges = NULL;
 out:
+	close(fd);
+	free(ids);
 	free(ranges);
 	free(maps);
 	free(buf);

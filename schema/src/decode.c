@@ -439,7 +439,13 @@ static int dec_mapping(struct cur *c, struct lps_mapping *m)
 	TRY(rd_str(c, &m->path));
 	if (m->end < m->start || m->path.len > LPS_MAX_PATH)
 		return -EBADMSG;
-	return skip_rest(c, 8, n);
+	m->build_id = (struct lps_str){NULL, 0};
+	if (n < 9) /* 1.0 - 1.2 */
+		return 0;
+	TRY(rd_bin(c, &m->build_id));
+	if (m->build_id.len > LPS_MAX_BUILD_ID)
+		return -EBADMSG;
+	return skip_rest(c, 9, n);
 }
 
 static int dec_ksym(struct cur *c, struct lps_ksym *k)
@@ -529,7 +535,11 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 	TRY(rd_uint(c, &l->off_cpu_sampled));
 	TRY(rd_uint(c, &l->off_cpu_short));
 	TRY(rd_uint(c, &l->off_cpu_lost));
-	return skip_rest(c, 14, n);
+	if (n < 16) /* 1.2 */
+		return skip_rest(c, 14, n);
+	TRY(rd_uint(c, &l->capture_dropped));
+	TRY(rd_uint(c, &l->capture_dropped_bytes));
+	return skip_rest(c, 16, n);
 }
 
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)

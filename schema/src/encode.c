@@ -167,7 +167,7 @@ void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, bool 
 void lps_enc_mapping(struct lps_enc *e, const struct lps_mapping *m)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 8);
+	msgpack_pack_array(&pk, 9);
 	msgpack_pack_uint64(&pk, m->start);
 	msgpack_pack_uint64(&pk, m->end);
 	msgpack_pack_uint64(&pk, m->offset);
@@ -176,6 +176,7 @@ void lps_enc_mapping(struct lps_enc *e, const struct lps_mapping *m)
 	msgpack_pack_uint64(&pk, m->inode);
 	msgpack_pack_uint32(&pk, m->prot);
 	pk_str(&pk, &m->path);
+	pk_bin(&pk, (const uint8_t *)m->build_id.ptr, m->build_id.len); /* since 1.3 */
 }
 
 void lps_enc_exec(struct lps_enc *e, const struct lps_exec *x)
@@ -222,7 +223,7 @@ void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k)
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 14);
+	msgpack_pack_array(&pk, 16);
 	msgpack_pack_uint32(&pk, LPS_LOSS);
 	msgpack_pack_uint64(&pk, l->time_ns);
 	msgpack_pack_uint64(&pk, l->bpf_samples);
@@ -238,6 +239,9 @@ void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 	msgpack_pack_uint64(&pk, l->off_cpu_sampled);
 	msgpack_pack_uint64(&pk, l->off_cpu_short);
 	msgpack_pack_uint64(&pk, l->off_cpu_lost);
+	/* since 1.3 */
+	msgpack_pack_uint64(&pk, l->capture_dropped);
+	msgpack_pack_uint64(&pk, l->capture_dropped_bytes);
 }
 
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x)

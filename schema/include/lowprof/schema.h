@@ -12,9 +12,10 @@
  * them). A stream starts with an LPS_META record carrying the schema version.
  *
  * Version rules: a reader accepts any stream with its own major version;
- * minor versions only append fields at the end of a record or add record
- * types, so readers ignore trailing fields they do not know and skip (and
- * count) unknown record types. A major version change is a break.
+ * minor versions only append fields at the end of a record (or of a maps
+ * entry) or add record types, so readers ignore trailing fields they do not
+ * know and skip (and count) unknown record types. A major version change is
+ * a break.
  *
  * Decoding is in place: decoded strings and blobs point into the record
  * buffer (not NUL-terminated; use the length) and stay valid as long as it.
@@ -31,7 +32,7 @@
 #include <string.h>
 
 #define LPS_VERSION_MAJOR 1
-#define LPS_VERSION_MINOR 2
+#define LPS_VERSION_MINOR 3
 
 #define LPS_MAX_FRAMES	   127 /* kernel and user frame-pointer stacks */
 #define LPS_COMM_LEN	   16
@@ -45,6 +46,7 @@
  */
 #define LPS_SAMPLE_RECORD_MAX(copy_bytes) (128u + 2u * LPS_MAX_FRAMES * 8u + (copy_bytes))
 #define LPS_MAX_MODE			  16 /* meta off_cpu_mode */
+#define LPS_MAX_BUILD_ID		  64 /* mapping build_id bytes */
 
 enum lps_type {
 	LPS_META = 1,	/* run metadata; first record of every stream */
@@ -131,6 +133,11 @@ struct lps_mapping {
 	uint64_t inode;
 	uint32_t prot;	     /* LPS_PROT_* */
 	struct lps_str path; /* "" for anonymous mappings */
+	/*
+	 * since 1.3: the GNU build-id of the mapped file as the kernel read it
+	 * (raw bytes, at most LPS_MAX_BUILD_ID); empty = unknown
+	 */
+	struct lps_str build_id;
 };
 
 /*
@@ -187,6 +194,10 @@ struct lps_loss {
 	uint64_t off_cpu_sampled;  /* blocks chosen for a sample */
 	uint64_t off_cpu_short;	   /* blocks shorter than the minimum, not recorded */
 	uint64_t off_cpu_lost;	   /* sampled blocks whose record was lost */
+	/* since 1.3 (0 in older streams): capture file */
+	uint64_t capture_dropped; /* records the capture writer could not write
+				   * (its buffers full or the disk failing) */
+	uint64_t capture_dropped_bytes;
 };
 
 struct lps_end {

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct lps_mapping m;
 
 			while (lps_maps_next(&r.maps, &m) == 1)
-				touch(m.path);
+				touch(m.path), touch(m.build_id);
 			break;
 		}
 		case LPS_KSYMS: {

@@ -164,14 +164,36 @@ static void gen_samples(struct lps_enc *e)
 
 static void gen_maps(struct lps_enc *e)
 {
+	/* 1.3 build-ids: a SHA-1 one (20 bytes), the longest accepted (64) */
+	static const uint8_t sha1[20] = {0x8e, 0x1f, 0x42, 0x0c, 0x5a, 0x33, 0x10,
+					 0x77, 0x9b, 0xe4, 0x01, 0x2d, 0x6f, 0xc8,
+					 0x55, 0x90, 0x3e, 0xa1, 0x07, 0xbb};
+	static uint8_t max[LPS_MAX_BUILD_ID];
 	static const struct lps_mapping maps[3] = {
-		{0x55d0c0a00000ull, 0x55d0c0a42000ull, 0x1000, 254, 0, 247134,
-		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("/usr/bin/worker")},
-		{0x7fe51676f000ull, 0x7fe5168c5000ull, 0x26000, 254, 0, 332835,
-		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("/usr/lib/x86_64-linux-gnu/libc.so.6")},
+		{0x55d0c0a00000ull,
+		 0x55d0c0a42000ull,
+		 0x1000,
+		 254,
+		 0,
+		 247134,
+		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P,
+		 S("/usr/bin/worker"),
+		 {(const char *)sha1, sizeof(sha1)}},
+		{0x7fe51676f000ull,
+		 0x7fe5168c5000ull,
+		 0x26000,
+		 254,
+		 0,
+		 332835,
+		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P,
+		 S("/usr/lib/x86_64-linux-gnu/libc.so.6"),
+		 {(const char *)max, sizeof(max)}},
 		{0x7ffd1d5f2000ull, 0x7ffd1d5f4000ull, 0, 0, 0, 0,
-		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("[vdso]")},
+		 LPS_PROT_R | LPS_PROT_X | LPS_PROT_P, S("[vdso]"), S("")},
 	};
+
+	for (size_t i = 0; i < sizeof(max); i++)
+		max[i] = (uint8_t)(i * 37 + 1);
 
 	lps_enc_maps_begin(e, 123456800000ull, 4242, false, 3);
 	for (int i = 0; i < 3; i++)
@@ -199,7 +221,9 @@ static void gen_small(struct lps_enc *e)
 			     .off_cpu_switches = 5000,
 			     .off_cpu_sampled = 500,
 			     .off_cpu_short = 20,
-			     .off_cpu_lost = 1};
+			     .off_cpu_lost = 1,
+			     .capture_dropped = 7,
+			     .capture_dropped_bytes = 7 * 1100};
 	struct lps_end z = {.time_ns = 123459000000ull, .reason = S("duration")};
 
 	lps_enc_exec(e, &x);

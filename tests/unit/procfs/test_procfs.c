@@ -2,7 +2,8 @@
 /*
  * The collector's /proc parsers: /proc/PID/maps lines, /proc/kallsyms lines
  * and coll_read_file, on hand-written lines with exact expected fields and on
- * this machine's real files.
+ * this machine's real files; and the PROCMAP_QUERY build-id of this test's
+ * own mappings against the notes the dynamic linker sees.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,11 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "procfs.h"
+#include "self_objs.h"
 
 static int str_eq(struct lps_str s, const char *lit)
 {
@@ -308,6 +312,145 @@ static void test_maps_real_self(void **state)
 	free(buf);
 }
 
+/* ---- build-ids through PROCMAP_QUERY ---- */
+
+struct self_maps {
+	int fd;
+	char *buf;
+	size_t len;
+};
+
+static void self_maps_open(struct self_maps *s)
+{
+	s->fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	assert_true(s->fd >= 0);
+	assert_int_equal(coll_read_fd(s->fd, 64u << 20, &s->buf, &s->len), 0);
+}
+
+static void self_maps_close(struct self_maps *s)
+{
+	close(s->fd);
+	free(s->buf);
+}
+
+/* The first mapping of s with path and the prot bits want (exactly), or fails. */
+static struct lps_mapping self_mapping(const struct self_maps *s, const char *path, uint32_t want)
+{
+	const char *cur = s->buf, *end = s->buf + s->len;
+	struct lps_mapping m;
+	int r;
+
+	while ((r = coll_maps_next(&cur, end, &m)) != 0)
+		if (r == 1 && str_eq(m.path, path) && (m.prot & ~LPS_PROT_P) == want)
+			return m;
+	fail_msg("no %s mapping with prot %u in /proc/self/maps", path, want);
+	return m;
+}
+
+/* This test binary's text mapping has its own build-id, as readelf shows it. */
+static void test_build_id_self(void **state)
+{
+	struct self_obj objs[64];
+	uint8_t id[LPS_MAX_BUILD_ID];
+	const struct self_obj *o;
+	struct lps_mapping m, bad;
+	struct self_maps s;
+	char exe[PATH_MAX];
+	ssize_t n;
+	int nobj, r;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	nobj = self_objs(objs, 64);
+	assert_true(nobj >= 2);
+	assert_true(objs[0].main);
+	/* the build links with --build-id: a 20-byte SHA-1 (or 16-byte md5/uuid) */
+	assert_true(objs[0].idlen >= 16);
+
+	self_maps_open(&s);
+	m = self_mapping(&s, exe, LPS_PROT_R | LPS_PROT_X);
+	o = self_obj_in(objs, nobj, m.start, m.end);
+	assert_ptr_equal(o, &objs[0]);
+	r = coll_maps_build_id(s.fd, &m, id);
+	if (r == -EOPNOTSUPP) {
+		self_maps_close(&s);
+		skip(); /* Linux < 6.11 */
+	}
+	assert_int_equal(r, (int)o->idlen);
+	assert_memory_equal(id, o->id, o->idlen);
+
+	/* the same question again gives the same answer (the fd is reusable) */
+	memset(id, 0, sizeof(id));
+	assert_int_equal(coll_maps_build_id(s.fd, &m, id), (int)o->idlen);
+	assert_memory_equal(id, o->id, o->idlen);
+
+	/* an answer about another mapping than the one read is not used */
+	bad = m;
+	bad.end += 0x1000;
+	assert_int_equal(coll_maps_build_id(s.fd, &bad, id), -ESTALE);
+	bad = m;
+	bad.inode++;
+	assert_int_equal(coll_maps_build_id(s.fd, &bad, id), -ESTALE);
+	bad = m;
+	bad.dev_minor ^= 1;
+	assert_int_equal(coll_maps_build_id(s.fd, &bad, id), -ESTALE);
+	/* inside the mapping, not at its start: the range differs */
+	bad = m;
+	bad.start += 0x1000;
+	if (bad.start < bad.end)
+		assert_int_equal(coll_maps_build_id(s.fd, &bad, id), -ESTALE);
+
+	/* only executable file mappings are asked about: the kernel says none */
+	bad = self_mapping(&s, exe, LPS_PROT_R);
+	assert_int_equal(coll_maps_build_id(s.fd, &bad, id), -ENOENT);
+	bad = self_mapping(&s, "[vdso]", LPS_PROT_R | LPS_PROT_X);
+	assert_int_equal(coll_maps_build_id(s.fd, &bad, id), -ENOENT);
+	/* never the next mapping: nothing is mapped at page 0 */
+	bad = (struct lps_mapping){.start = 0, .end = 0x1000};
+	assert_int_equal(coll_maps_build_id(s.fd, &bad, id), -ENOENT);
+	self_maps_close(&s);
+}
+
+/* An executable file mapping of a file that is not ELF has no build-id: 0. */
+static void test_build_id_none(void **state)
+{
+	char name[64];
+	uint8_t id[LPS_MAX_BUILD_ID];
+	struct lps_mapping m;
+	struct self_maps s;
+	struct stat st;
+	void *p;
+	int fd, r;
+
+	fd = memfd_create("lowprof-test-noelf", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 8192), 0);
+	assert_int_equal(write(fd, "not an ELF file", 15), 15);
+	p = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		skip(); /* vm.memfd_noexec or a policy forbids executable memfds */
+	}
+	assert_int_equal(fstat(fd, &st), 0);
+	snprintf(name, sizeof(name), "/memfd:lowprof-test-noelf (deleted)");
+	self_maps_open(&s);
+	m = self_mapping(&s, name, LPS_PROT_R | LPS_PROT_X);
+	assert_true(m.start == (uintptr_t)p);
+	assert_true(m.inode == st.st_ino);
+	memset(id, 0xaa, sizeof(id));
+	r = coll_maps_build_id(s.fd, &m, id);
+	if (r != -EOPNOTSUPP) {
+		assert_int_equal(r, 0);
+		assert_int_equal(id[0], 0xaa); /* nothing copied */
+	}
+	self_maps_close(&s);
+	munmap(p, 8192);
+	close(fd);
+	if (r == -EOPNOTSUPP)
+		skip();
+}
+
 /* ---- /proc/kallsyms ---- */
 
 static void test_ksym_lines(void **state)
@@ -497,6 +640,8 @@ int main(void)
 		cmocka_unit_test(test_maps_embedded_nul),
 		cmocka_unit_test(test_maps_next),
 		cmocka_unit_test(test_maps_real_self),
+		cmocka_unit_test(test_build_id_self),
+		cmocka_unit_test(test_build_id_none),
 		cmocka_unit_test(test_ksym_lines),
 		cmocka_unit_test(test_ksym_malformed),
 		cmocka_unit_test(test_ksym_real),

@@ -211,7 +211,7 @@ static void test_meta_round_trip(void **state)
 	assert_int_equal(lps_meta_pid(&r.meta, 3, &pid), -EBADMSG);
 	assert_true(str_eq(r.meta.producer, "test 1"));
 	/* the 1.2 fields default to zero */
-	assert_int_equal(r.meta.minor, 2);
+	assert_int_equal(r.meta.minor, LPS_VERSION_MINOR);
 	assert_false(r.meta.off_cpu);
 	assert_int_equal(r.meta.off_cpu_mode.len, 0);
 
@@ -323,6 +323,155 @@ static void test_maps_and_ksyms(void **state)
 	lps_enc_free(&e);
 }
 
+/* Encodes in[0..n) as one maps record into e (reset first). */
+static void enc_maps(struct lps_enc *e, const struct lps_mapping *in, uint32_t n)
+{
+	lps_enc_reset(e);
+	lps_enc_maps_begin(e, 77, 1000, false, n);
+	for (uint32_t j = 0; j < n; j++)
+		lps_enc_mapping(e, &in[j]);
+}
+
+/* 1.3: a mapping's build-id (raw bytes, 0..64) round-trips */
+static void test_maps_build_id(void **state)
+{
+	static const uint8_t sha1[20] = {0x8e, 0x1f, 0x00, 0x42, 0xff, 0x10, 0x20,
+					 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90,
+					 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0x01};
+	static uint8_t max[LPS_MAX_BUILD_ID];
+	struct lps_mapping in[3] = {
+		{0x400000,
+		 0x401000,
+		 0,
+		 8,
+		 1,
+		 1234,
+		 LPS_PROT_R | LPS_PROT_X,
+		 S("/bin/a"),
+		 {(const char *)sha1, sizeof(sha1)}},
+		{0x7fff0000, 0x7fff1000, 0, 0, 0, 0, LPS_PROT_R | LPS_PROT_X, S("[vdso]")},
+		{0x7f0000000000,
+		 0x7f0000100000,
+		 0x2000,
+		 254,
+		 3,
+		 99,
+		 LPS_PROT_X,
+		 S("/lib/x.so"),
+		 {(const char *)max, sizeof(max)}},
+	};
+	struct lps_mapping out;
+	struct lps_record r;
+	struct lps_enc e;
+
+	for (size_t i = 0; i < sizeof(max); i++)
+		max[i] = (uint8_t)(0xff - i);
+	lps_enc_init_dynamic(&e);
+	enc_maps(&e, in, 3);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.maps.count, 3);
+	assert_int_equal(lps_maps_next(&r.maps, &out), 1);
+	assert_true(str_eq(out.path, "/bin/a"));
+	assert_int_equal(out.build_id.len, sizeof(sha1));
+	assert_memory_equal(out.build_id.ptr, sha1, sizeof(sha1));
+	assert_int_equal(lps_maps_next(&r.maps, &out), 1);
+	assert_true(str_eq(out.path, "[vdso]"));
+	assert_int_equal(out.build_id.len, 0);
+	assert_int_equal(lps_maps_next(&r.maps, &out), 1);
+	assert_true(out.inode == 99);
+	assert_int_equal(out.build_id.len, LPS_MAX_BUILD_ID);
+	assert_memory_equal(out.build_id.ptr, max, sizeof(max));
+	assert_int_equal(lps_maps_next(&r.maps, &out), 0);
+
+	/* one byte over the limit is malformed */
+	in[2].build_id.len = LPS_MAX_BUILD_ID + 1;
+	{
+		static uint8_t over[LPS_MAX_BUILD_ID + 1];
+
+		in[2].build_id.ptr = (const char *)over;
+		enc_maps(&e, in, 3);
+		assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	}
+	/* a build-id must be a bin: a str in its place is malformed */
+	enc_maps(&e, in, 1);
+	assert_int_equal(e.buf[e.len - 22], 0xc4);
+	e.buf[e.len - 22] = 0xd9;
+	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	lps_enc_free(&e);
+}
+
+/*
+ * A 1.2 mapping (8 elements, no build-id) reads with an empty build-id; a
+ * mapping of a later minor version (10 elements) reads with the extra
+ * element ignored. Both made from a 1.3 record by editing the bytes.
+ */
+static void test_maps_versions(void **state)
+{
+	static const uint8_t id[4] = {0xde, 0xad, 0xbe, 0xef};
+	struct lps_mapping in[2] = {
+		{0x400000,
+		 0x401000,
+		 0,
+		 8,
+		 1,
+		 1234,
+		 LPS_PROT_R | LPS_PROT_X,
+		 S("/bin/a"),
+		 {(const char *)id, sizeof(id)}},
+		{0x500000, 0x501000, 0x1000, 8, 1, 1235, LPS_PROT_X, S("/bin/b")},
+	};
+	struct lps_mapping out;
+	struct lps_record r;
+	struct lps_enc e;
+	uint8_t old[256], newer[256];
+	size_t n;
+
+	lps_enc_init_dynamic(&e);
+	/* one mapping: [3, time, pid, false, [[... 9 elements]]], build-id last */
+	enc_maps(&e, in, 1);
+	n = e.len;
+	assert_true(n < sizeof(old) - 8);
+	assert_int_equal(e.buf[n - 6], 0xc4); /* bin8 of 4 bytes */
+	assert_int_equal(e.buf[n - 5], 4);
+
+	/* 1.2: drop the bin, 8 elements */
+	/* 0x95 3 77 (0xcd 1000) false (fixarray 1), then the mapping's header */
+	memcpy(old, e.buf, n);
+	assert_int_equal(old[7], 0x91);
+	assert_int_equal(old[8], 0x99);
+	old[8] = 0x98;
+	assert_int_equal(lps_decode(old, n - 6, &r), 0);
+	assert_int_equal(lps_maps_next(&r.maps, &out), 1);
+	assert_true(str_eq(out.path, "/bin/a") && out.inode == 1234);
+	assert_int_equal(out.build_id.len, 0);
+	assert_null(out.build_id.ptr);
+	assert_int_equal(lps_maps_next(&r.maps, &out), 0);
+
+	/* later: 10 elements, the 10th a nested array [1, "x"], ignored */
+	memcpy(newer, e.buf, n);
+	newer[8] = 0x9a;
+	memcpy(newer + n, "\x92\x01\xa1x", 4);
+	assert_int_equal(lps_decode(newer, n + 4, &r), 0);
+	assert_int_equal(lps_maps_next(&r.maps, &out), 1);
+	assert_int_equal(out.build_id.len, sizeof(id));
+	assert_memory_equal(out.build_id.ptr, id, sizeof(id));
+	assert_int_equal(lps_maps_next(&r.maps, &out), 0);
+	/* ... but a trailing element is still validated */
+	assert_int_equal(lps_decode(newer, n + 3, &r), -EBADMSG);
+	newer[n + 1] = 0xc1;
+	assert_int_equal(lps_decode(newer, n + 4, &r), -EBADMSG);
+
+	/* two mappings: each has its own build-id, the second none */
+	enc_maps(&e, in, 2);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(lps_maps_next(&r.maps, &out), 1);
+	assert_int_equal(out.build_id.len, sizeof(id));
+	assert_int_equal(lps_maps_next(&r.maps, &out), 1);
+	assert_true(str_eq(out.path, "/bin/b"));
+	assert_int_equal(out.build_id.len, 0);
+	lps_enc_free(&e);
+}
+
 static void test_small_records(void **state)
 {
 	struct lps_loss l = {1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -346,13 +495,41 @@ static void test_small_records(void **state)
 	assert_true(r.loss.off_cpu_switches == 1000000 && r.loss.off_cpu_sampled == 100000 &&
 		    r.loss.off_cpu_short == 300 && r.loss.off_cpu_lost == 4);
 	assert_true(r.loss.bpf_task_lost == 9);
-	/* a 1.1 loss record: 10 fields */
-	l.off_cpu_switches = l.off_cpu_sampled = l.off_cpu_short = l.off_cpu_lost = 0;
+	assert_true(r.loss.capture_dropped == 0 && r.loss.capture_dropped_bytes == 0);
+	/* 1.3 capture counters */
+	l.capture_dropped = 70000;
+	l.capture_dropped_bytes = 5000000000ull;
 	lps_enc_reset(&e);
 	lps_enc_loss(&e, &l);
-	assert_int_equal(buf[0], 0x9e);
-	buf[0] = 0x9a;
-	assert_int_equal(lps_decode(buf, e.len - 4, &r), 0);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.loss.capture_dropped == 70000 &&
+		    r.loss.capture_dropped_bytes == 5000000000ull);
+	assert_true(r.loss.off_cpu_lost == 4 && r.loss.bpf_task_lost == 9);
+	/* a 1.2 loss record: 14 fields (capture_* uint32 + uint64: 5 + 9 bytes) */
+	assert_int_equal(buf[0], 0xdc);
+	assert_int_equal(buf[2], 16);
+	assert_int_equal(buf[e.len - 14], 0xce);
+	buf[2] = 14;
+	assert_int_equal(lps_decode(buf, e.len - 14, &r), 0);
+	assert_true(r.loss.off_cpu_lost == 4 && r.loss.off_cpu_short == 300);
+	assert_true(r.loss.capture_dropped == 0 && r.loss.capture_dropped_bytes == 0);
+	/* only one of the two: the group is absent, the extra field skipped */
+	buf[2] = 15;
+	assert_int_equal(lps_decode(buf, e.len - 9, &r), 0);
+	assert_true(r.loss.off_cpu_lost == 4 && r.loss.capture_dropped == 0);
+	/* a later one with a 17th field */
+	buf[2] = 17;
+	buf[e.len] = 0x2a;
+	assert_int_equal(lps_decode(buf, e.len + 1, &r), 0);
+	assert_true(r.loss.capture_dropped_bytes == 5000000000ull);
+	/* a 1.1 loss record: 10 fields */
+	l.off_cpu_switches = l.off_cpu_sampled = l.off_cpu_short = l.off_cpu_lost = 0;
+	l.capture_dropped = l.capture_dropped_bytes = 0;
+	lps_enc_reset(&e);
+	lps_enc_loss(&e, &l);
+	assert_int_equal(buf[0], 0xdc);
+	buf[2] = 10;
+	assert_int_equal(lps_decode(buf, e.len - 6, &r), 0);
 	assert_true(r.loss.bpf_task_lost == 9 && r.loss.off_cpu_switches == 0);
 
 	lps_enc_reset(&e);
@@ -447,6 +624,8 @@ int main(void)
 		cmocka_unit_test(test_meta_round_trip),
 		cmocka_unit_test(test_meta_1_1),
 		cmocka_unit_test(test_maps_and_ksyms),
+		cmocka_unit_test(test_maps_build_id),
+		cmocka_unit_test(test_maps_versions),
 		cmocka_unit_test(test_small_records),
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_malformed),
