@@ -30,6 +30,7 @@
 #include <linux/perf_event.h>
 
 #include "btf.h"
+#include "capture.h"
 #include "collector.h"
 #include "collector_int.h"
 #include "lowprof/cpus.h"
@@ -80,8 +81,12 @@ struct coll {
 	int listen_fd;	   /* --ring PATH: socket until the symbolizer connects */
 	bool sock_created; /* we created the socket at ring_path: unlink it */
 
+	struct coll_capture *cap; /* --capture: every record also goes to the file */
+	int capture_fd;		  /* --capture PATH: opened here */
+
 	struct coll_procs procs;
 	struct lps_enc dyn; /* maps, ksyms: grows as needed */
+	bool capture_failed;
 	bool consumer_stalled;
 	uint64_t maps_errors;
 	uint64_t maps_sent;
@@ -167,7 +172,7 @@ static void offcpu_counts(struct coll *c, struct lp_offcpu_counts *tot)
  * Once a wait has timed out, later calls do not wait until the consumer has
  * caught up, so a stopped symbolizer cannot slow the drain loop down.
  */
-static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t wait_ms)
+static int write_ring(struct coll *c, const void *buf, size_t len, uint32_t wait_ms)
 {
 	uint32_t waited = 0;
 
@@ -186,6 +191,21 @@ static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t 
 	return lp_ring__write(c->ring, buf, (uint32_t)len);
 }
 
+/*
+ * Writes one record to the capture file (never waits: its writer drops and
+ * counts when the disk falls behind) and to the ring, if there is one.
+ */
+static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t wait_ms)
+{
+	int err = 0;
+
+	if (c->cap)
+		err = coll_capture__write(c->cap, buf, (uint32_t)len);
+	if (c->ring)
+		err = write_ring(c, buf, len, wait_ms);
+	return err;
+}
+
 static int write_enc(struct coll *c, struct lps_enc *e, uint32_t wait_ms)
 {
 	long len = lps_enc_len(e);
@@ -201,9 +221,14 @@ static void send_loss(struct coll *c)
 	struct lps_loss l;
 	const struct lp_bpf_stats *bs = &c->skel->bss->stats;
 	struct lp_offcpu_counts oc;
+	struct coll_capture_stats cs = {0};
 
 	offcpu_counts(c, &oc);
-	lp_ring__stats(c->ring, &rs);
+	memset(&rs, 0, sizeof(rs));
+	if (c->ring)
+		lp_ring__stats(c->ring, &rs);
+	if (c->cap)
+		coll_capture__stats(c->cap, &cs);
 	l = (struct lps_loss){
 		.time_ns = now_ns(CLOCK_MONOTONIC),
 		.bpf_samples = __atomic_load_n(&bs->samples, __ATOMIC_RELAXED),
@@ -220,6 +245,8 @@ static void send_loss(struct coll *c)
 		.off_cpu_sampled = oc.sampled,
 		.off_cpu_short = oc.short_blocks,
 		.off_cpu_lost = oc.lost + c->off_cpu_left,
+		.capture_dropped = cs.dropped_records,
+		.capture_dropped_bytes = cs.dropped_bytes,
 	};
 	lps_enc_reset(&c->dyn);
 	lps_enc_loss(&c->dyn, &l);
@@ -307,25 +334,47 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 	return 0;
 }
 
-/* Encodes s straight into the shm ring: no copy, no allocation. */
+/*
+ * Encodes s straight into the shm ring, or with a capture into the capture
+ * block (private memory), then copied into the ring: no allocation, and
+ * never a copy of bytes the consumer could have changed.
+ */
 static void put_sample(struct coll *c, const struct lps_sample *s)
 {
 	uint32_t max = SAMPLE_ENC_SLACK + (s->nkstack + s->nustack) * 8 + s->stack_copy_len;
 	struct lps_enc enc;
 	void *slot;
+	long len;
 
-	slot = lp_ring__reserve(c->ring, max);
-	if (!slot)
-		return; /* dropped and counted by the ring */
-	lps_enc_init_fixed(&enc, slot, max);
-	lps_enc_sample(&enc, s);
-	if (lps_enc_len(&enc) < 0) {
-		/* cannot happen: SAMPLE_ENC_SLACK bounds the overhead */
-		c->bad_events++;
-		lp_ring__commit(c->ring, 0);
+	slot = c->cap ? coll_capture__reserve(c->cap, max) : lp_ring__reserve(c->ring, max);
+	if (!slot) {
+		/* dropped and counted by the capture (or the ring); the ring may have room */
+		if (c->cap && c->ring && (slot = lp_ring__reserve(c->ring, max)))
+			goto ring_only;
 		return;
 	}
-	lp_ring__commit(c->ring, (uint32_t)lps_enc_len(&enc));
+	lps_enc_init_fixed(&enc, slot, max);
+	lps_enc_sample(&enc, s);
+	len = lps_enc_len(&enc);
+	if (len < 0) {
+		/* cannot happen: SAMPLE_ENC_SLACK bounds the overhead */
+		c->bad_events++;
+		len = 0;
+	}
+	if (!c->cap) {
+		lp_ring__commit(c->ring, (uint32_t)len);
+		return;
+	}
+	/* before the commit, which may hand the block to the disk */
+	if (c->ring && len)
+		lp_ring__write(c->ring, slot, (uint32_t)len);
+	coll_capture__commit(c->cap, (uint32_t)len);
+	return;
+ring_only:
+	lps_enc_init_fixed(&enc, slot, max);
+	lps_enc_sample(&enc, s);
+	len = lps_enc_len(&enc);
+	lp_ring__commit(c->ring, len < 0 ? 0 : (uint32_t)len);
 }
 
 static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
@@ -616,7 +665,7 @@ static void send_meta(struct coll *c)
 		.ncpus_online = (uint32_t)c->ncpus,
 		.drain_ms = c->o->drain_ms,
 		.bpf_ring_bytes = c->bpf_ring_bytes,
-		.shm_ring_bytes = c->ring_mem_size - LP_RING_HDR_SIZE,
+		.shm_ring_bytes = c->ring ? c->ring_mem_size - LP_RING_HDR_SIZE : 0,
 		.npids = (uint32_t)c->o->npids,
 		.producer = {producer, (uint32_t)strlen(producer)},
 		.stack_bytes = c->o->stack_bytes,
@@ -1077,6 +1126,9 @@ static void coll_cleanup(struct coll *c)
 	profile_bpf__destroy(c->skel);
 	coll_btf__free(&c->btf); /* after the objects: they point at its tp_btf handler */
 	lp_ring__free(c->ring);
+	coll_capture__free(c->cap);
+	if (c->capture_fd >= 0)
+		close(c->capture_fd);
 	if (c->ring_mem)
 		munmap(c->ring_mem, c->ring_mem_size);
 	if (c->listen_fd >= 0)
@@ -1101,6 +1153,53 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+static const char *capture_name(const struct coll *c)
+{
+	return c->o->capture_path ? c->o->capture_path : "the capture file";
+}
+
+/*
+ * --capture PATH (created 0600: it holds copies of processes' stacks) or an
+ * inherited --capture-fd.
+ */
+static int open_capture(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	int fd = o->capture_fd, err;
+
+	if (o->capture_path) {
+		fd = open(o->capture_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			  0600);
+		if (fd < 0) {
+			err = -errno;
+			lp_err("capture: %s: %s", o->capture_path,
+			       err == -ELOOP ? "is a symlink" : strerror(-err));
+			return err;
+		}
+		c->capture_fd = fd;
+	}
+	err = coll_capture__new(fd, o->capture_compress, &c->cap);
+	if (err)
+		lp_err("capture: starting %s: %s", capture_name(c), strerror(-err));
+	return err;
+}
+
+/* Writes the capture's last block and says what it holds. */
+static void finish_capture(struct coll *c)
+{
+	struct coll_capture_stats cs;
+	int err = coll_capture__finish(c->cap);
+
+	coll_capture__stats(c->cap, &cs);
+	if (err && !c->capture_failed)
+		lp_err("capture: writing %s: %s", capture_name(c), strerror(-err));
+	lp_info("capture: %llu records, %.1f MiB in %s (%.1f MiB of records, %llu of %llu "
+		"blocks zstd), %llu records dropped",
+		(unsigned long long)cs.records, cs.file_bytes / 1048576.0, capture_name(c),
+		cs.record_bytes / 1048576.0, (unsigned long long)cs.zstd_blocks,
+		(unsigned long long)cs.blocks, (unsigned long long)cs.dropped_records);
+}
+
 static const char *drain_loop(struct coll *c)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_loss = start;
@@ -1122,6 +1221,21 @@ static const char *drain_loop(struct coll *c)
 		sleep_ms(nap);
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
+		if (c->cap) {
+			struct coll_capture_stats cs;
+
+			coll_capture__tick(c->cap, now);
+			coll_capture__stats(c->cap, &cs);
+			if (cs.err && !c->capture_failed) {
+				c->capture_failed = true;
+				lp_err("capture: writing %s: %s; %s", capture_name(c),
+				       strerror(-cs.err),
+				       c->ring ? "the capture stops here, profiling goes on"
+					       : "stopping");
+				if (!c->ring)
+					return "capture-error";
+			}
+		}
 		if (now - last_loss >= LOSS_EVERY_NS) {
 			send_loss(c);
 			last_loss = now;
@@ -1131,7 +1245,8 @@ static const char *drain_loop(struct coll *c)
 
 int coll_run(const struct coll_opts *o)
 {
-	struct coll c = {.o = o, .ring_fd = -1, .listen_fd = -1, .btf = {.fd = -1}};
+	struct coll c = {
+		.o = o, .ring_fd = -1, .listen_fd = -1, .capture_fd = -1, .btf = {.fd = -1}};
 	struct lps_end end;
 	const char *reason;
 	int err;
@@ -1156,9 +1271,16 @@ int coll_run(const struct coll_opts *o)
 		lp_err("cpus: reading /sys/devices/system/cpu/online: %s", strerror(-err));
 		goto err_out;
 	}
-	err = open_ring(&c);
-	if (err)
-		goto err_out;
+	if (o->ring_fd >= 0 || o->ring_path) {
+		err = open_ring(&c);
+		if (err)
+			goto err_out;
+	}
+	if (o->capture_fd >= 0 || o->capture_path) {
+		err = open_capture(&c);
+		if (err)
+			goto err_out;
+	}
 	err = load_bpf(&c);
 	if (err)
 		goto err_out;
@@ -1199,7 +1321,10 @@ int coll_run(const struct coll_opts *o)
 	lps_enc_reset(&c.dyn);
 	lps_enc_end(&c.dyn, &end);
 	write_enc(&c, &c.dyn, WAIT_START_MS);
-	lp_ring__close(c.ring);
+	if (c.ring)
+		lp_ring__close(c.ring);
+	if (c.cap)
+		finish_capture(&c);
 	if (c.bad_events)
 		lp_warn("bpf: %llu malformed events ignored", (unsigned long long)c.bad_events);
 	{

@@ -6,7 +6,9 @@
  * process can read: process mappings (/proc/PID/maps) and the kernel symbol
  * snapshot (/proc/kallsyms). It never opens or parses ELF files or anything
  * else a profiled process controls. After attaching it drops every
- * capability but CAP_SYS_PTRACE (needed to read other users' maps).
+ * capability but CAP_SYS_PTRACE (needed to read other users' maps). With a
+ * capture file it also writes every record there (capture.h), with or
+ * without a symbolizer on the ring.
  */
 #ifndef LOWPROF_COLLECTOR_H
 #define LOWPROF_COLLECTOR_H
@@ -71,6 +73,14 @@ struct coll_opts {
 	uint64_t off_cpu_period_ns; /* time mode: 0 < period <= COLL_MAX_OFFCPU_PERIOD_NS */
 	/* relocate against the full kernel BTF even where the minimal one fits (btf.h) */
 	bool full_btf;
+	/*
+	 * Capture file (lowprof/capture.h) of every record: created at
+	 * capture_path, or an inherited capture_fd (-1: none). With a capture
+	 * the ring is optional (the collector alone). capture_compress: zstd.
+	 */
+	const char *capture_path;
+	int capture_fd;
+	bool capture_compress;
 };
 
 /* Runs until the duration elapses or a signal arrives; returns an exit code. */

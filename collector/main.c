@@ -13,7 +13,7 @@
 #include "lowprof/log.h"
 
 static const char usage[] =
-	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD | --ring PATH)\n"
+	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD | --ring PATH | --capture FILE)\n"
 	"\n"
 	"The privileged half of lowprof: samples on-CPU stacks (and, with --off-cpu,\n"
 	"where threads block and for how long) with BPF and writes\n"
@@ -24,6 +24,8 @@ static const char usage[] =
 	"symbolization, e.g.:\n"
 	"  lowprof-collector --ring /run/lowprof.sock -d 30 &\n"
 	"  lowprof-symbolizer --ring /run/lowprof.sock -o out\n"
+	"or to record now and symbolize later (lowprof replay FILE), with no ring:\n"
+	"  lowprof-collector --capture /var/tmp/run.lpcap -d 30\n"
 	"\n"
 	"Options:\n"
 	"  -F, --freq HZ          samples per second per CPU (default 99, max 10000)\n"
@@ -37,6 +39,13 @@ static const char usage[] =
 	"      --ring-size BYTES  ring data size for --ring, a power of two\n"
 	"                         (default: sized from online CPUs and -F, >= 4 MiB)\n"
 	"      --ring-fd FD       produce into an inherited, sealed ring (lowprof record)\n"
+	"      --capture FILE     also write every record to FILE, a capture file that\n"
+	"                         'lowprof replay' turns into the same profile (created\n"
+	"                         mode 0600: it holds copies of stacks); with no ring the\n"
+	"                         collector runs alone\n"
+	"      --capture-fd FD    the same into an inherited file (lowprof record)\n"
+	"      --capture-compress zstd|none  compress capture blocks with zstd where it\n"
+	"                         saves an eighth or more (default zstd)\n"
 	"      --drain-ms MS      BPF ring buffer drain interval (default 100)\n"
 	"      --stack-bytes N    user stack bytes copied per sample, from the stack\n"
 	"                         pointer up, for unwinding code without frame pointers\n"
@@ -89,6 +98,9 @@ int main(int argc, char **argv)
 		{"ring-size", required_argument, NULL, 'S'},
 		{"ring-fd", required_argument, NULL, 'R'},
 		{"drain-ms", required_argument, NULL, 'D'},
+		{"capture", required_argument, NULL, 'c'},
+		{"capture-fd", required_argument, NULL, 'C'},
+		{"capture-compress", required_argument, NULL, 'Z'},
 		{"stack-bytes", required_argument, NULL, 'B'},
 		{"off-cpu", no_argument, NULL, 'o'},
 		{"off-cpu-mode", required_argument, NULL, 'M'},
@@ -112,6 +124,8 @@ int main(int argc, char **argv)
 			      .off_cpu_rate = COLL_DEFAULT_OFFCPU_RATE,
 			      .off_cpu_min_ns = COLL_DEFAULT_OFFCPU_MIN_NS,
 			      .off_cpu_period_ns = COLL_DEFAULT_OFFCPU_PERIOD_NS,
+			      .capture_fd = -1,
+			      .capture_compress = true,
 			      .pids = pids};
 	bool off_cpu_opts = false; /* an --off-cpu-* option was given */
 	bool mode_given = false, rate_given = false, period_given = false;
@@ -181,6 +195,22 @@ int main(int argc, char **argv)
 			if (parse_uint(optarg, INT_MAX, &v))
 				goto bad_value;
 			o.ring_fd = (int)v;
+			break;
+		case 'c':
+			o.capture_path = optarg;
+			break;
+		case 'C':
+			if (parse_uint(optarg, INT_MAX, &v))
+				goto bad_value;
+			o.capture_fd = (int)v;
+			break;
+		case 'Z':
+			if (!strcmp(optarg, "zstd"))
+				o.capture_compress = true;
+			else if (!strcmp(optarg, "none"))
+				o.capture_compress = false;
+			else
+				goto bad_value;
 			break;
 		case 'D':
 			if (parse_uint(optarg, 10000, &v) || v == 0)
@@ -263,8 +293,17 @@ int main(int argc, char **argv)
 		       "--off-cpu-mode time");
 		return 2;
 	}
-	if ((o.ring_fd < 0) == !o.ring_path) {
-		lp_err("give exactly one of --ring PATH or --ring-fd FD (see --help)");
+	if (o.capture_path && o.capture_fd >= 0) {
+		lp_err("give one of --capture FILE or --capture-fd FD");
+		return 2;
+	}
+	if (o.ring_fd >= 0 && o.ring_path) {
+		lp_err("give one of --ring PATH or --ring-fd FD (see --help)");
+		return 2;
+	}
+	if (o.ring_fd < 0 && !o.ring_path && !o.capture_path && o.capture_fd < 0) {
+		lp_err("nowhere to write: give --ring PATH, --ring-fd FD or --capture FILE (see "
+		       "--help)");
 		return 2;
 	}
 	return coll_run(&o);

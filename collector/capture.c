@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <liburing.h>
+#include <zstd.h>
+
+#include "capture.h"
+#include "lowprof/capture.h"
+#include "lowprof/crc32c.h"
+#include "lowprof/schema.h"
+
+/* Room for a full block plus one largest record, so a record always fits after a flush. */
+#define RAW_CAP	   (COLL_CAPTURE_BLOCK + LPS_MAX_RECORD + LPC_REC_LEN_SIZE)
+#define ZSTD_LEVEL 1
+
+_Static_assert(RAW_CAP <= LPC_MAX_BLOCK, "a capture block must stay readable");
+
+struct slot {
+	uint8_t *buf; /* block header + payload */
+	uint32_t len;
+	uint32_t nrecords;
+	uint64_t record_bytes;
+	bool busy;
+};
+
+struct coll_capture {
+	int fd;
+	bool compress;
+	bool uring;
+	bool failed;
+	struct io_uring ring;
+	ZSTD_CCtx *cctx;
+	size_t slot_cap;
+	struct slot slots[COLL_CAPTURE_SLOTS];
+	uint32_t inflight;
+
+	uint8_t *raw; /* the block being filled: records with length prefixes */
+	uint32_t raw_len;
+	uint32_t nrecords;
+	uint32_t reserved; /* open reservation's max length, 0: none */
+	uint64_t first_ns; /* when the block's first record came */
+	uint64_t off;	   /* where the next block goes */
+	uint32_t seq;
+
+	struct coll_capture_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENOSPC;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int coll_capture__new(int fd, bool compress, struct coll_capture **out)
+{
+	struct lpc_header h = {.major = LPC_VERSION_MAJOR, .minor = LPC_VERSION_MINOR};
+	uint8_t head[LPC_HDR_SIZE];
+	struct coll_capture *c;
+	struct timespec ts;
+	int err;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = fd;
+	c->compress = compress;
+	c->slot_cap = LPC_BLOCK_HDR_SIZE + (compress ? ZSTD_compressBound(RAW_CAP) : RAW_CAP);
+	if (c->slot_cap < LPC_BLOCK_HDR_SIZE + RAW_CAP)
+		c->slot_cap = LPC_BLOCK_HDR_SIZE + RAW_CAP;
+	/* pages are touched only as blocks fill them: RSS follows the data rate */
+	c->raw = malloc(RAW_CAP);
+	if (!c->raw) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	for (int i = 0; i < COLL_CAPTURE_SLOTS; i++) {
+		c->slots[i].buf = malloc(c->slot_cap);
+		if (!c->slots[i].buf) {
+			err = -ENOMEM;
+			goto err_out;
+		}
+	}
+	if (compress) {
+		c->cctx = ZSTD_createCCtx();
+		if (!c->cctx) {
+			err = -ENOMEM;
+			goto err_out;
+		}
+	}
+	if (ftruncate(fd, 0)) {
+		err = -errno;
+		goto err_out;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h.created_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	lpc_header_encode(head, &h);
+	err = pwrite_all(fd, head, sizeof(head), 0);
+	if (err)
+		goto err_out;
+	c->off = LPC_HDR_SIZE;
+	c->st.file_bytes = LPC_HDR_SIZE;
+	/* io_uring may be disabled (kernel.io_uring_disabled): pwrite then */
+	c->uring = io_uring_queue_init(2 * COLL_CAPTURE_SLOTS, &c->ring, 0) == 0;
+	c->st.uring = c->uring;
+	*out = c;
+	return 0;
+err_out:
+	coll_capture__free(c);
+	return err;
+}
+
+static void fail(struct coll_capture *c, int err)
+{
+	if (!c->failed) {
+		c->failed = true;
+		c->st.err = err;
+	}
+}
+
+/* A write finished: res is its result. Its records count as dropped if it failed. */
+static void slot_done(struct coll_capture *c, struct slot *s, int res)
+{
+	if (res < 0 || (uint32_t)res != s->len) {
+		fail(c, res < 0 ? res : -ENOSPC);
+		c->st.records -= s->nrecords;
+		c->st.record_bytes -= s->record_bytes;
+		c->st.dropped_records += s->nrecords;
+		c->st.dropped_bytes += s->record_bytes;
+	}
+	s->busy = false;
+	c->inflight--;
+}
+
+static void reap(struct coll_capture *c, bool wait)
+{
+	struct io_uring_cqe *cqe;
+
+	if (!c->uring)
+		return;
+	while (c->inflight) {
+		int err = wait ? io_uring_wait_cqe(&c->ring, &cqe)
+			       : io_uring_peek_cqe(&c->ring, &cqe);
+
+		if (err == -EINTR)
+			continue;
+		if (err)
+			return;
+		if (cqe->user_data < COLL_CAPTURE_SLOTS && c->slots[cqe->user_data].busy)
+			slot_done(c, &c->slots[cqe->user_data], cqe->res);
+		io_uring_cqe_seen(&c->ring, cqe);
+	}
+}
+
+static void drop_block(struct coll_capture *c)
+{
+	c->st.dropped_records += c->nrecords;
+	c->st.dropped_bytes += c->raw_len;
+}
+
+/* Fills slot s with the current block: header, then the payload, compressed if it pays. */
+static void make_block(struct coll_capture *c, struct slot *s)
+{
+	struct lpc_block b = {.seq = c->seq, .nrecords = c->nrecords, .raw_len = c->raw_len};
+	uint8_t *payload = s->buf + LPC_BLOCK_HDR_SIZE;
+	size_t n = 0;
+
+	if (c->compress) {
+		n = ZSTD_compressCCtx(c->cctx, payload, c->slot_cap - LPC_BLOCK_HDR_SIZE, c->raw,
+				      c->raw_len, ZSTD_LEVEL);
+		/* kept only if it saves an eighth: else reading it costs more than it saves */
+		if (ZSTD_isError(n) || n > c->raw_len - c->raw_len / 8)
+			n = 0;
+	}
+	if (n) {
+		b.flags = LPC_COMP_ZSTD;
+		b.stored_len = (uint32_t)n;
+		c->st.zstd_blocks++;
+	} else {
+		memcpy(payload, c->raw, c->raw_len);
+		b.flags = LPC_COMP_NONE;
+		b.stored_len = c->raw_len;
+	}
+	b.payload_crc = lp_crc32c(payload, b.stored_len);
+	lpc_block_encode(s->buf, &b);
+	s->len = LPC_BLOCK_HDR_SIZE + b.stored_len;
+	s->nrecords = c->nrecords;
+	s->record_bytes = c->raw_len;
+}
+
+/* Writes the current block out (or drops it when no slot is free) and starts a new one. */
+static void flush(struct coll_capture *c)
+{
+	struct slot *s = NULL;
+
+	if (!c->nrecords)
+		return;
+	reap(c, false);
+	for (int i = 0; i < COLL_CAPTURE_SLOTS && !s; i++)
+		if (!c->slots[i].busy)
+			s = &c->slots[i];
+	if (c->failed || !s) {
+		drop_block(c); /* never wait for the disk in the drain loop */
+		goto reset;
+	}
+	make_block(c, s);
+	c->st.records += s->nrecords;
+	c->st.record_bytes += s->record_bytes;
+	c->st.blocks++;
+	if (c->uring) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+
+		if (!sqe) { /* cannot happen: the ring has room for every slot */
+			c->st.records -= s->nrecords;
+			c->st.record_bytes -= s->record_bytes;
+			c->st.blocks--;
+			drop_block(c);
+			goto reset;
+		}
+		io_uring_prep_write(sqe, c->fd, s->buf, s->len, c->off);
+		sqe->user_data = (uint64_t)(s - c->slots);
+		s->busy = true;
+		c->inflight++;
+		if (io_uring_submit(&c->ring) < 0) {
+			slot_done(c, s, -EIO);
+			goto reset;
+		}
+	} else {
+		s->busy = true;
+		c->inflight++;
+		slot_done(c, s, pwrite_all(c->fd, s->buf, s->len, c->off) ?: (int)s->len);
+	}
+	c->off += s->len;
+	c->st.file_bytes += s->len;
+	c->seq++;
+reset:
+	c->raw_len = 0;
+	c->nrecords = 0;
+}
+
+void *coll_capture__reserve(struct coll_capture *c, uint32_t max_len)
+{
+	c->reserved = 0;
+	if (c->failed || max_len > LPS_MAX_RECORD) {
+		c->st.dropped_records++;
+		c->st.dropped_bytes += max_len;
+		return NULL;
+	}
+	if (c->raw_len + LPC_REC_LEN_SIZE + (uint64_t)max_len > RAW_CAP)
+		flush(c);
+	if (!c->nrecords)
+		c->first_ns = mono_ns();
+	c->reserved = max_len ? max_len : 1;
+	return c->raw + c->raw_len + LPC_REC_LEN_SIZE;
+}
+
+void coll_capture__commit(struct coll_capture *c, uint32_t len)
+{
+	uint32_t v;
+
+	if (!c->reserved || len > c->reserved)
+		return;
+	c->reserved = 0;
+	v = htole32(len);
+	memcpy(c->raw + c->raw_len, &v, sizeof(v));
+	c->raw_len += LPC_REC_LEN_SIZE + len;
+	c->nrecords++;
+	if (c->raw_len >= COLL_CAPTURE_BLOCK)
+		flush(c);
+}
+
+int coll_capture__write(struct coll_capture *c, const void *rec, uint32_t len)
+{
+	void *p = coll_capture__reserve(c, len);
+
+	if (!p)
+		return -ENOSPC;
+	memcpy(p, rec, len);
+	coll_capture__commit(c, len);
+	return 0;
+}
+
+void coll_capture__tick(struct coll_capture *c, uint64_t now_ns)
+{
+	reap(c, false);
+	if (c->nrecords && now_ns - c->first_ns >= COLL_CAPTURE_AGE_NS)
+		flush(c);
+}
+
+int coll_capture__finish(struct coll_capture *c)
+{
+	flush(c);
+	reap(c, true);
+	if (!c->failed && fdatasync(c->fd))
+		fail(c, -errno);
+	return c->st.err;
+}
+
+void coll_capture__stats(const struct coll_capture *c, struct coll_capture_stats *st)
+{
+	*st = c->st;
+	/* the block being filled is neither written nor dropped yet */
+}
+
+void coll_capture__free(struct coll_capture *c)
+{
+	if (!c)
+		return;
+	if (c->uring) {
+		reap(c, true); /* the kernel may still read the slots */
+		io_uring_queue_exit(&c->ring);
+	}
+	ZSTD_freeCCtx(c->cctx);
+	for (int i = 0; i < COLL_CAPTURE_SLOTS; i++)
+		free(c->slots[i].buf);
+	free(c->raw);
+	free(c);
+}
