@@ -98,7 +98,8 @@ static char *resolve_name(struct symb_state *s, const struct symb_frame *f, bool
 			out = symb_demangle(name);
 			return out ? out : strdup(name);
 		}
-		if (asprintf(&out, "%s+0x%" PRIx64, base_name(o->path), f->addr) < 0)
+		if (asprintf(&out, "%s+0x%" PRIx64, o->not_found ? o->path : base_name(o->path),
+			     f->addr) < 0)
 			return NULL;
 		return out;
 	}
@@ -707,7 +708,8 @@ static void print_objects(const struct symb_state *s, int fd)
 {
 	const struct symb_counters *c = &s->n;
 
-	if (!c->parsed_symbols && !c->parsed_deltas && !c->cache_hits && !c->unreadable_objs)
+	if (!c->parsed_symbols && !c->parsed_deltas && !c->cache_hits && !c->unreadable_objs &&
+	    !c->mismatched_objs)
 		return;
 	dprintf(fd,
 		"  binaries        loaded in %.1f ms: %" PRIu64 " tables from the cache, %" PRIu64
@@ -716,6 +718,7 @@ static void print_objects(const struct symb_state *s, int fd)
 		c->parsed_symbols, c->parsed_deltas, c->cache_stored);
 	print_extra(fd, c->cache_bad, "bad cache rows");
 	print_extra(fd, c->unreadable_objs, "unreadable");
+	print_extra(fd, c->mismatched_objs, "not found by build-id");
 	dprintf(fd, "%s\n", s->cache ? "" : " (no cache)");
 }
 

@@ -575,6 +575,12 @@ int symb_dwarf__lookup(struct symb_dwarf *d, uint64_t vaddr, struct symb_srcline
 
 int symb_debug_file_open(const char *dir, const uint8_t *build_id, size_t len)
 {
+	return symb_build_id_file_open(dir, build_id, len, ".debug");
+}
+
+int symb_build_id_file_open(const char *dir, const uint8_t *build_id, size_t len,
+			    const char *suffix)
+{
 	char path[PATH_MAX], hex[2 * 64 + 1];
 	struct stat st;
 	size_t i;
@@ -585,7 +591,7 @@ int symb_debug_file_open(const char *dir, const uint8_t *build_id, size_t len)
 		return -EINVAL;
 	for (i = 0; i < len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
-	n = snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
+	n = snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s%s", dir, hex, hex + 2, suffix);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
 	/*

@@ -61,5 +61,8 @@ char *symb_demangle(const char *name);
  * Returns an fd or -errno (-ENOENT when there is none).
  */
 int symb_debug_file_open(const char *dir, const uint8_t *build_id, size_t len);
+/* The same for dir/.build-id/xx/rest<suffix> ("" for the binary itself). */
+int symb_build_id_file_open(const char *dir, const uint8_t *build_id, size_t len,
+			    const char *suffix);
 
 #endif /* LOWPROF_SYMB_DWARF_H */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lowprof/log.h"
@@ -12,7 +13,7 @@
 #include "symbolizer.h"
 
 static const char usage[] =
-	"Usage: lowprof-symbolizer [OPTIONS] (--ring-fd FD | --ring PATH) -o DIR\n"
+	"Usage: lowprof-symbolizer [OPTIONS] (--ring-fd FD | --ring PATH | --capture FILE) -o DIR\n"
 	"\n"
 	"The unprivileged half of lowprof: reads the records lowprof-collector\n"
 	"writes into a shared-memory ring, symbolizes and aggregates the stacks,\n"
@@ -23,11 +24,16 @@ static const char usage[] =
 	"with --off-cpu also DIR/offcpu.{pb.gz,folded,html}, weighted by the time\n"
 	"threads were blocked, and prints a summary. Started as root, it first\n"
 	"becomes --user (no capabilities in any set, no_new_privs). 'lowprof record'\n"
-	"starts it for you.\n"
+	"starts it for you; 'lowprof replay' runs it on a capture file.\n"
 	"\n"
 	"Options:\n"
 	"      --ring PATH        attach to the ring file the collector created\n"
 	"      --ring-fd FD       attach to an inherited ring (lowprof record)\n"
+	"      --capture FILE     replay a capture file (lowprof record --capture)\n"
+	"                         instead: binaries are found by build-id, at their\n"
+	"                         path or as DIR/.build-id/xx/rest under a --debug-dir;\n"
+	"                         off-CPU outputs are written if it has off-CPU data\n"
+	"      --capture-fd FD    the same from an inherited file (lowprof replay)\n"
 	"  -o, --output DIR       output directory (created if missing)\n"
 	"      --output-fds A,B,C write pprof, folded and HTML to these inherited fds\n"
 	"                         instead of -o (lowprof record); with --off-cpu six:\n"
@@ -39,11 +45,13 @@ static const char usage[] =
 	"      --no-summary       do not print the summary\n"
 	"      --cache PATH       SQLite cache of symbol and stack-delta tables, by\n"
 	"                         build-id; shared safely by several symbolizers\n"
-	"                         (default " SYMB_DEFAULT_CACHE ")\n"
+	"                         (default " SYMB_DEFAULT_CACHE " as root,\n"
+	"                         else $XDG_CACHE_HOME or ~/.cache /lowprof/symbols.db)\n"
 	"      --cache-size BYTES the cache's size budget, least recently used tables\n"
 	"                         evicted first; K/M/G suffixes (default 512M)\n"
 	"      --no-cache         parse every binary, store nothing\n"
-	"      --debug-dir DIR    look for separate debug files in DIR/.build-id/\n"
+	"      --debug-dir DIR    look for separate debug files (and, replaying, the\n"
+	"                         binaries themselves) in DIR/.build-id/\n"
 	"                         (repeatable; default " SYMB_DEFAULT_DEBUG_DIR ")\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
 	"  -h, --help             this help\n"
@@ -71,11 +79,48 @@ static int parse_fds(const char *s, int fds[6])
 	return *end || (n != 3 && n != 6) ? -EINVAL : n;
 }
 
+/*
+ * The cache of an unprivileged user is theirs: $XDG_CACHE_HOME/lowprof or
+ * ~/.cache/lowprof (created 0700). Root's symbolizer runs as --user in
+ * SYMB_DEFAULT_CACHE's directory, which lowprof record and replay create.
+ */
+static const char *default_cache(void)
+{
+	static char path[PATH_MAX];
+	const char *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX];
+	int n;
+
+	if (geteuid() == 0)
+		return SYMB_DEFAULT_CACHE;
+	if (base && base[0] == '/')
+		n = snprintf(dir, sizeof(dir), "%s/lowprof", base);
+	else if (home && home[0] == '/')
+		n = snprintf(dir, sizeof(dir), "%s/.cache/lowprof", home);
+	else
+		return SYMB_DEFAULT_CACHE;
+	if (n < 0 || (size_t)n >= sizeof(dir) - 16)
+		return SYMB_DEFAULT_CACHE;
+	/* the parent first: ~/.cache may not exist yet */
+	{
+		char *slash = strrchr(dir, '/');
+
+		*slash = '\0';
+		mkdir(dir, 0700);
+		*slash = '/';
+	}
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/symbols.db", dir);
+	return path;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, 'r'},
 		{"ring-fd", required_argument, NULL, 'R'},
+		{"capture", required_argument, NULL, 'c'},
+		{"capture-fd", required_argument, NULL, 'K'},
 		{"output", required_argument, NULL, 'o'},
 		{"output-fds", required_argument, NULL, 'O'},
 		{"user", required_argument, NULL, 'u'},
@@ -93,6 +138,7 @@ int main(int argc, char **argv)
 	struct symb_opts o = {
 		.sz = sizeof(o),
 		.ring_fd = -1,
+		.capture_fd = -1,
 		.out_fds = {-1, -1, -1},
 		.offcpu_fds = {-1, -1, -1},
 		.user = "nobody",
@@ -121,6 +167,18 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.ring_fd = (int)v;
+			break;
+		case 'c':
+			o.capture_path = optarg;
+			break;
+		case 'K':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > INT_MAX) {
+				lp_err("invalid value '%s' for --capture-fd", optarg);
+				return 2;
+			}
+			o.capture_fd = (int)v;
 			break;
 		case 'o':
 			o.out_dir = optarg;
@@ -180,13 +238,22 @@ int main(int argc, char **argv)
 		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
-	if ((o.ring_fd < 0) == !o.ring_path) {
-		lp_err("give exactly one of --ring PATH or --ring-fd FD (see --help)");
+	if ((o.ring_fd >= 0) + !!o.ring_path + !!o.capture_path + (o.capture_fd >= 0) != 1) {
+		lp_err("give exactly one of --ring PATH, --ring-fd FD, --capture FILE or "
+		       "--capture-fd FD (see --help)");
 		return 2;
 	}
 	if (!o.out_dir == !nfds) {
 		lp_err("give exactly one of -o DIR or --output-fds (see --help)");
 		return 2;
+	}
+	if (o.capture_path || o.capture_fd >= 0) {
+		if (nfds && nfds != 6) {
+			lp_err("--output-fds: give six fds with a capture (its off-CPU data is "
+			       "known once it is read)");
+			return 2;
+		}
+		o.off_cpu = true;
 	}
 	if (nfds && nfds != (o.off_cpu ? 6 : 3)) {
 		lp_err("--output-fds: give %s fds %s --off-cpu", o.off_cpu ? "six" : "three",
@@ -202,7 +269,7 @@ int main(int argc, char **argv)
 	if (no_cache)
 		o.cache_path = NULL;
 	else if (!o.cache_path)
-		o.cache_path = SYMB_DEFAULT_CACHE;
+		o.cache_path = default_cache();
 	if (!ndebug)
 		debug_dirs[ndebug++] = SYMB_DEFAULT_DEBUG_DIR;
 	o.debug_dirs = debug_dirs;

@@ -63,7 +63,8 @@ static bool is_mapped_file(const struct stat *st, const struct symb_obj *o)
 }
 
 /*
- * Opens path read-only if it is the object's file. The first open is O_PATH:
+ * Opens path read-only if it is the object's file (o NULL: any regular
+ * file, for replay, where the build-id decides). The first open is O_PATH:
  * it opens no device and no FIFO (no driver open, no blocking), and follows
  * no final symlink; the checks run on the inode it found, and the read-only
  * open goes through that same inode (/proc/self/fd/N), checked again.
@@ -82,7 +83,7 @@ static int open_checked(const char *path, const struct symb_obj *o, struct stat 
 		close(pfd);
 		return err;
 	}
-	if (!is_mapped_file(st, o)) {
+	if (o ? !is_mapped_file(st, o) : !S_ISREG(st->st_mode)) {
 		close(pfd);
 		return -ESTALE;
 	}
@@ -92,11 +93,101 @@ static int open_checked(const char *path, const struct symb_obj *o, struct stat 
 	close(pfd);
 	if (err)
 		return err;
-	if (fstat(fd, st) || !is_mapped_file(st, o)) {
+	if (fstat(fd, st) || (o ? !is_mapped_file(st, o) : !S_ISREG(st->st_mode))) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
+}
+
+static void hex_id(char *out, const uint8_t *id, size_t len)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < len && i < LPS_MAX_BUILD_ID; i++)
+		snprintf(out + 2 * i, 3, "%02x", id[i]);
+}
+
+/*
+ * The GNU build-id of the ELF file behind fd, as hex in out (2 * 64 + 1
+ * bytes); "" when it has none or is not ELF.
+ */
+static void file_build_id(int fd, char *out)
+{
+	Elf *e;
+	const void *id;
+	ssize_t n;
+
+	out[0] = '\0';
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e && elf_kind(e) == ELF_K_ELF) {
+		n = dwelf_elf_gnu_build_id(e, &id);
+		if (n > 0 && n <= LPS_MAX_BUILD_ID)
+			hex_id(out, id, (size_t)n);
+	}
+	elf_end(e);
+}
+
+/*
+ * Replay: the file with the mapped build-id, at the recorded path or under
+ * a debug dir as .build-id/xx/rest. Without a recorded build-id, the file
+ * at the path if it is the mapped one by device and inode, which only holds
+ * on the host that was profiled. Returns an fd, or -ESTALE after saying,
+ * once per object, what was missing.
+ */
+static int open_replay_file(struct symb_state *s, struct symb_obj *o, struct stat *st)
+{
+	char want[2 * LPS_MAX_BUILD_ID + 1], got[2 * LPS_MAX_BUILD_ID + 1],
+		shown[SYMB_NAME_PRINT_MAX + 4];
+	int fd, path_err;
+
+	symb_sanitize_name(shown, sizeof(shown), o->path);
+	if (!o->want_id_len) {
+		fd = path_is_plain(o->path) ? open_checked(o->path, o, st) : -EINVAL;
+		if (fd >= 0)
+			return fd;
+		lp_warn("replay: %s: no build-id was recorded for it (no build-id note, or a "
+			"kernel without PROCMAP_QUERY) and the file at that path is not the one "
+			"mapped; its frames are shown as %s+0xOFFSET",
+			shown, shown);
+		s->n.mismatched_objs++;
+		o->not_found = true;
+		return -ESTALE;
+	}
+	hex_id(want, o->want_id, o->want_id_len);
+	got[0] = '\0';
+	path_err = -EINVAL;
+	if (path_is_plain(o->path)) {
+		fd = open_checked(o->path, NULL, st);
+		path_err = fd < 0 ? fd : 0;
+		if (fd >= 0) {
+			file_build_id(fd, got);
+			if (!strcmp(got, want))
+				return fd;
+			close(fd);
+		}
+	}
+	for (size_t i = 0; s->debug_dirs && s->debug_dirs[i]; i++) {
+		char alt[2 * LPS_MAX_BUILD_ID + 1];
+
+		fd = symb_build_id_file_open(s->debug_dirs[i], o->want_id, o->want_id_len, "");
+		if (fd < 0)
+			continue;
+		file_build_id(fd, alt);
+		if (!strcmp(alt, want) && !fstat(fd, st))
+			return fd;
+		close(fd);
+	}
+	lp_warn("replay: %s: %s, and no --debug-dir has build-id %s (as .build-id/%.2s/%s); its "
+		"frames are shown as %s+0xOFFSET",
+		shown,
+		path_err ? (path_err == -ENOENT ? "not found" : "cannot be read")
+		: got[0] ? "the file at that path has another build-id"
+			 : "the file at that path has no build-id",
+		want, want, want + 2, shown);
+	s->n.mismatched_objs++;
+	o->not_found = true;
+	return -ESTALE;
 }
 
 /*
@@ -272,7 +363,11 @@ void symb_obj_load(struct symb_state *s, struct symb_obj *o)
 	if (s->offline)
 		return;
 	t0 = now_ns();
-	fd = open_obj_file(o, &st);
+	fd = s->replay ? open_replay_file(s, o, &st) : open_obj_file(o, &st);
+	if (fd < 0 && s->replay) {
+		s->n.load_ns += now_ns() - t0;
+		return;
+	}
 	if (fd < 0) {
 		lp_debug("symbols: %s: %s", symb_sanitize_name(shown, sizeof(shown), o->path),
 			 fd == -ESTALE	 ? "not the file that was mapped"
@@ -296,6 +391,16 @@ void symb_obj_load(struct symb_state *s, struct symb_obj *o)
 	if (idlen > 0 && idlen <= 40)
 		for (ssize_t i = 0; i < idlen; i++)
 			snprintf(o->build_id + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
+	/* replaced in place since the collector read the maps: not the mapped file */
+	if (o->want_id_len &&
+	    (idlen != (ssize_t)o->want_id_len || memcmp(id, o->want_id, o->want_id_len))) {
+		lp_debug("symbols: %s: its build-id is not the one mapped",
+			 symb_sanitize_name(shown, sizeof(shown), o->path));
+		o->build_id[0] = '\0';
+		s->n.mismatched_objs++;
+		o->not_found = true;
+		goto done;
+	}
 	dbg = open_debug_file(s, id, idlen > 0 && idlen <= 40 ? (size_t)idlen : 0, &dbg_fd);
 	if (cache_key(o, &st, key, sizeof(key)))
 		key[0] = '\0';

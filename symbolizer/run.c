@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lowprof/capture.h"
 #include "lowprof/caps.h"
 #include "lowprof/files.h"
 #include "cache.h"
@@ -209,21 +210,107 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 /* Outputs: pprof, folded, HTML of the on-CPU profile, then of the off-CPU one. */
 #define NOUT 6
 
+static const char *const out_names[NOUT] = {"cpu.pb.gz",    "cpu.folded",    "cpu.html",
+					    "offcpu.pb.gz", "offcpu.folded", "offcpu.html"};
+
+static void capture_warn(void *ctx, const char *msg)
+{
+	lp_warn("capture %s: %s", (const char *)ctx, msg);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * Replay: feeds every whole record of the capture into the state, with a
+ * progress line on a terminal. Returns 0, -EPROTO (another schema major),
+ * -ENOMEM, or -EIO.
+ */
+static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t size)
+{
+	bool tty = isatty(STDERR_FILENO);
+	uint64_t last = mono_ns();
+	int err;
+
+	for (;;) {
+		const void *rec;
+		uint32_t len;
+
+		err = lpc_reader__next(rd, &rec, &len);
+		if (err == -ENODATA) {
+			err = 0;
+			break;
+		}
+		if (err) {
+			lp_err("capture: reading: %s", strerror(-err));
+			break;
+		}
+		err = symb_state_feed(s, rec, len);
+		if (err == -EPROTO)
+			break;
+		if (err == -ENOMEM) {
+			lp_err("out of memory; writing what was aggregated so far");
+			break;
+		}
+		if (stop_signal)
+			break;
+		if (tty && !(s->n.records & 1023) && mono_ns() - last >= 500000000ull) {
+			last = mono_ns();
+			fprintf(stderr, "\rreplay: %3.0f%%  %llu records, %llu samples ",
+				size ? 100.0 * lpc_reader__offset(rd) / size : 0.0,
+				(unsigned long long)s->n.records, (unsigned long long)s->n.samples);
+		}
+	}
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	return err;
+}
+
+/* What the capture held and what of it could not be read. */
+static void print_capture(const struct lpc_reader *rd, const char *name, int fd)
+{
+	struct lpc_stats st;
+	uint64_t lost;
+
+	lpc_reader__stats(rd, &st);
+	dprintf(fd,
+		"  capture         %s%s%llu records in %llu blocks, %.1f MiB (%.1f MiB of records, "
+		"%llu blocks zstd)\n",
+		name ? name : "", name ? ": " : "", (unsigned long long)st.records, (unsigned long long)st.blocks,
+		st.file_bytes / 1048576.0, st.raw_bytes / 1048576.0,
+		(unsigned long long)st.zstd_blocks);
+	lost = st.lost_records;
+	if (lost || st.bad_blocks || st.missing_blocks || st.skipped_bytes || st.truncated)
+		dprintf(fd,
+			"  capture damage  %llu records lost in %llu damaged blocks%s, %llu blocks "
+			"missing, %llu bytes that were no block\n",
+			(unsigned long long)lost, (unsigned long long)st.bad_blocks,
+			st.truncated ? " and a cut-off end (the writer was stopped or the disk was "
+				       "full)"
+				     : "",
+			(unsigned long long)st.missing_blocks,
+			(unsigned long long)st.skipped_bytes);
+}
+
 /*
  * Output files: given as fds by lowprof record, or opened here before
  * privileges are dropped, so -o may name a directory only root can write.
  * The off-CPU ones only with --off-cpu; the others stay -1.
  */
-static int open_outputs(const struct symb_opts *o, int fds[NOUT])
+static int open_outputs(const struct symb_opts *o, bool off_cpu, int fds[NOUT])
 {
-	static const char *const names[NOUT] = {"cpu.pb.gz",	"cpu.folded",	 "cpu.html",
-						"offcpu.pb.gz", "offcpu.folded", "offcpu.html"};
-	int dfd, n = o->off_cpu ? NOUT : 3;
+	const char *const *names = out_names;
+	int dfd, n = off_cpu ? NOUT : 3;
 
 	if (!o->out_dir) {
 		for (int i = 0; i < 3; i++) {
 			fds[i] = o->out_fds[i];
-			fds[3 + i] = o->off_cpu ? o->offcpu_fds[i] : -1;
+			fds[3 + i] = off_cpu ? o->offcpu_fds[i] : -1;
 		}
 		return 0;
 	}
@@ -279,17 +366,24 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 	return b;
 }
 
-/* Builds the profiles and writes them to fds (closed here). */
-static int write_outputs(struct symb_state *s, const struct symb_opts *o, int fds[NOUT])
+/*
+ * Builds the profiles and writes them to fds (closed here): the off-CPU one
+ * when off_cpu. rd: the capture replayed, for the summary, or NULL.
+ */
+static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool off_cpu,
+			 int fds[NOUT], const struct lpc_reader *rd)
 {
 	struct symb_built *cpu, *offcpu = NULL;
 	int rc = 0;
 
 	cpu = write_profile(s, SYMB_KIND_CPU, fds, &rc);
-	if (o->off_cpu)
+	if (off_cpu)
 		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, &rc);
-	if (!o->quiet_summary)
+	if (!o->quiet_summary) {
 		symb_print_summary(s, cpu, offcpu, STDOUT_FILENO);
+		if (rd)
+			print_capture(rd, o->capture_path, STDOUT_FILENO);
+	}
 	symb_built_free(cpu);
 	symb_built_free(offcpu);
 	for (int i = 0; i < NOUT; i++)
@@ -298,9 +392,76 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, int fd
 	return rc;
 }
 
+/* A capture's off-CPU outputs are made when it turns out to have off-CPU data. */
+static void remove_unused_offcpu(const struct symb_opts *o, int fds[NOUT])
+{
+	for (int i = 3; i < NOUT; i++) {
+		if (fds[i] < 0)
+			continue;
+		close(fds[i]);
+		fds[i] = -1;
+		/* possible only where this user may write; lowprof replay cleans up too */
+		if (o->out_dir) {
+			char path[4096];
+
+			if (snprintf(path, sizeof(path), "%s/%s", o->out_dir, out_names[i]) <
+			    (int)sizeof(path))
+				unlink(path);
+		}
+	}
+}
+
+/*
+ * Replay: the capture, opened while we may still have the rights to; read
+ * only after privileges are dropped.
+ */
+static int open_capture(const struct symb_opts *o)
+{
+	int fd;
+
+	if (!o->capture_path)
+		return o->capture_fd;
+	fd = open(o->capture_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		lp_err("capture %s: %m", o->capture_path);
+	return fd < 0 ? -errno : fd;
+}
+
+static int start_replay(const struct symb_opts *o, int fd, struct lpc_reader **rd)
+{
+	const char *name = o->capture_path ? o->capture_path : "file";
+	struct lpc_header h;
+	int err = lpc_reader__open_fd(fd, rd, &h);
+
+	switch (err) {
+	case 0:
+		lpc_reader__set_warn(*rd, capture_warn, (void *)name, 10);
+		return 0;
+	case -EBADF:
+		lp_err("capture %s: not a lowprof capture file", name);
+		break;
+	case -EPROTO:
+		lp_err("capture %s: capture format %u.%u; this lowprof reads %u.x", name, h.major,
+		       h.minor, LPC_VERSION_MAJOR);
+		break;
+	case -EBADMSG:
+		lp_err("capture %s: its header is damaged or cut short", name);
+		break;
+	case -EINVAL:
+		lp_err("capture %s: not a regular file", name);
+		break;
+	default:
+		lp_err("capture %s: %s", name, strerror(-err));
+	}
+	return err;
+}
+
 int symb_run(const struct symb_opts *o)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
+	struct lpc_reader *rd = NULL;
+	bool replay = o->capture_path || o->capture_fd >= 0, off_cpu = o->off_cpu || replay;
+	int cap_fd = -1;
 	struct lp_ring *ring = NULL;
 	struct symb_cache *cache = NULL;
 	int fds[NOUT] = {-1, -1, -1, -1, -1, -1};
@@ -315,10 +476,19 @@ int symb_run(const struct symb_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	symb_state_init(&s);
-	s.off_cpu = o->off_cpu;
+	s.off_cpu = off_cpu;
+	s.replay = replay;
 
-	if (open_outputs(o, fds))
+	if (replay) {
+		cap_fd = open_capture(o);
+		if (cap_fd < 0)
+			return 1;
+	}
+	if (open_outputs(o, off_cpu, fds)) {
+		if (cap_fd >= 0 && cap_fd != o->capture_fd)
+			close(cap_fd);
 		return 1;
+	}
 	err = drop_privileges(o->user);
 	if (err)
 		goto out;
@@ -338,16 +508,30 @@ int symb_run(const struct symb_opts *o)
 		s.cache = cache;
 	}
 	s.debug_dirs = o->debug_dirs;
-	err = attach_ring(o, &mem, &size, &ring);
-	if (err)
-		goto out;
-	err = consume(ring, &s);
+	if (replay) {
+		struct lpc_stats st;
+
+		err = start_replay(o, cap_fd, &rd);
+		if (err)
+			goto out;
+		lpc_reader__stats(rd, &st);
+		err = consume_capture(rd, &s, st.file_bytes);
+	} else {
+		err = attach_ring(o, &mem, &size, &ring);
+		if (err)
+			goto out;
+		err = consume(ring, &s);
+	}
 	if (err == -EPROTO)
 		goto out;
 	if (!s.have_meta)
 		lp_warn("the stream had no metadata record; times and rates are unknown");
+	if (replay && !s.offcpu_meta.on && !s.n.offcpu_samples) {
+		remove_unused_offcpu(o, fds);
+		off_cpu = s.off_cpu = false;
+	}
 	/* a corrupt ring or no memory: what was read is written, but the run failed */
-	rc = write_outputs(&s, o, fds) || err ? 1 : 0;
+	rc = write_outputs(&s, o, off_cpu, fds, rd) || err ? 1 : 0;
 	for (int i = 0; i < NOUT; i++)
 		fds[i] = -1;
 out:
@@ -355,6 +539,9 @@ out:
 		if (fds[i] >= 0 && o->out_dir)
 			close(fds[i]);
 	lp_ring__free(ring);
+	lpc_reader__free(rd);
+	if (cap_fd >= 0 && cap_fd != o->capture_fd)
+		close(cap_fd);
 	if (mem)
 		munmap(mem, size);
 	symb_state_free(&s);

@@ -238,6 +238,13 @@ static int obj_intern(struct symb_state *s, const struct lps_mapping *m, uint32_
 	for (j = (uint32_t)h & (s->cap_obj_index - 1); s->obj_index[j];
 	     j = (j + 1) & (s->cap_obj_index - 1)) {
 		if (obj_matches(&s->objs[s->obj_index[j] - 1], h, m)) {
+			o = &s->objs[s->obj_index[j] - 1];
+			/* a later read may know the build-id an earlier one did not */
+			if (!o->want_id_len && m->build_id.len &&
+			    m->build_id.len <= LPS_MAX_BUILD_ID && !o->loaded) {
+				memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
+				o->want_id_len = m->build_id.len;
+			}
 			*idx = s->obj_index[j] - 1;
 			return 0;
 		}
@@ -257,6 +264,10 @@ static int obj_intern(struct symb_state *s, const struct lps_mapping *m, uint32_
 	o->dev_minor = m->dev_minor;
 	o->inode = m->inode;
 	o->pid = pid;
+	if (m->build_id.len && m->build_id.len <= LPS_MAX_BUILD_ID) {
+		memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
+		o->want_id_len = m->build_id.len;
+	}
 	s->obj_path_bytes += m->path.len;
 	s->obj_index[j] = s->nobjs + 1;
 	*idx = s->nobjs++;

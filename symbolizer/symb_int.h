@@ -89,6 +89,10 @@ struct symb_obj {
 	Elf *elf_h, *dbg_h;	  /* kept open for dwarf only */
 	int fd, dbg_fd;
 	char build_id[41 * 2 + 1];
+	/* the build-id the collector saw mapped (schema 1.3); 0 bytes: unknown */
+	uint8_t want_id[LPS_MAX_BUILD_ID];
+	uint32_t want_id_len;
+	bool not_found;	  /* no file with that build-id: frames are named path+0xoffset */
 	uint32_t mapping; /* index into the profile being built's mappings */
 	bool used;
 	uint8_t used_kinds; /* 1 << kind for each symb_kind with a frame in it */
@@ -164,8 +168,9 @@ struct symb_counters {
 	uint64_t parsed_symbols, parsed_deltas;
 	uint64_t cache_hits, cache_stored, cache_bad;
 	uint64_t unreadable_objs;
-	uint64_t load_ns;     /* time spent loading objects */
-	struct lps_loss loss; /* last loss record */
+	uint64_t mismatched_objs; /* a file whose build-id is not the one mapped */
+	uint64_t load_ns;	  /* time spent loading objects */
+	struct lps_loss loss;	  /* last loss record */
 	bool have_loss;
 };
 
@@ -180,6 +185,13 @@ struct symb_state {
 	 * (else they are counted in n.offcpu_ignored and dropped).
 	 */
 	bool off_cpu;
+	/*
+	 * Set by the caller: the stream is a capture replayed after the fact,
+	 * maybe on another host. Files are then found by build-id (at their
+	 * path, else under debug_dirs as .build-id/xx/rest), never by device
+	 * and inode, and never through /proc/PID/root.
+	 */
+	bool replay;
 	uint64_t seed;		       /* of every hash a stream can steer (no flooding) */
 	struct symb_cache *cache;      /* set by the caller, may be NULL; not owned */
 	const char *const *debug_dirs; /* NULL-terminated; set by the caller */

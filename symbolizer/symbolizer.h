@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lowprof-symbolizer: the unprivileged half of lowprof. Reads records from
- * the shared-memory ring, normalizes and aggregates stacks, symbolizes them
+ * the shared-memory ring (or a capture file), normalizes and aggregates stacks, symbolizes them
  * (ELF symbols, the kernel symbol snapshot) and writes pprof, folded stacks
  * and an HTML flame graph: of on-CPU samples, and with --off-cpu of
  * off-CPU samples in files of their own. Started as root it first becomes
@@ -34,6 +34,14 @@ struct symb_opts {
 	 */
 	bool off_cpu;
 	int offcpu_fds[3];
+	/*
+	 * Replay: read the records from a capture file instead of a ring
+	 * (opened before privileges are dropped). Files are then found by
+	 * build-id; off-CPU outputs are written when the capture has off-CPU
+	 * data (with out_fds, offcpu_fds must be given too).
+	 */
+	const char *capture_path;
+	int capture_fd; /* or an inherited one; -1: none */
 };
 
 #define SYMB_DEFAULT_CACHE     "/var/cache/lowprof/symbols.db"
