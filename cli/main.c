@@ -21,10 +21,14 @@ static const char usage[] =
 	"processes, kernel and user frames, symbolized.\n"
 	"\n"
 	"Commands:\n"
-	"  record    profile (on-CPU, and off-CPU with --off-cpu) and write pprof,\n"
-	"            folded stacks and an HTML flame graph\n"
-	"  help      this help; 'lowprof record --help' for the command's options\n"
-	"  version   print the version\n";
+	"  record        profile (on-CPU, and off-CPU with --off-cpu) and write pprof,\n"
+	"                folded stacks and an HTML flame graph; --capture FILE keeps\n"
+	"                the raw records to replay later\n"
+	"  replay        the same outputs from a capture file, here or elsewhere\n"
+	"  capture-info  what a capture file holds: metadata, records, processes,\n"
+	"                time span, losses, damage\n"
+	"  help          this help; 'lowprof COMMAND --help' for a command's options\n"
+	"  version       print the version\n";
 
 static const char record_usage[] =
 	"Usage: lowprof record [-d SECONDS] [-F HZ] [-p PID]... [-o DIR] [--off-cpu] ...\n"
@@ -68,6 +72,12 @@ static const char record_usage[] =
 	"      --off-cpu-period-us T  time mode's T in microseconds (default 10000)\n"
 	"      --off-cpu-min-us N  blocks shorter than N us are counted, not recorded\n"
 	"                          (default 0: dropping them would bias the totals)\n"
+	"      --capture FILE      also write every record to FILE (created 0600; it holds\n"
+	"                          copies of stacks) for 'lowprof replay'\n"
+	"      --capture-compress zstd|none  compress its blocks (default zstd, kept\n"
+	"                          where it saves an eighth or more)\n"
+	"      --no-symbolize      with --capture: run the collector alone (cheapest);\n"
+	"                          no outputs now, replay the capture later\n"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -101,6 +111,9 @@ static int cmd_record(int argc, char **argv)
 		{"off-cpu-min-us", required_argument, NULL, 1001},
 		{"off-cpu-mode", required_argument, NULL, 1002},
 		{"off-cpu-period-us", required_argument, NULL, 1003},
+		{"capture", required_argument, NULL, 1004},
+		{"capture-compress", required_argument, NULL, 1005},
+		{"no-symbolize", no_argument, NULL, 1006},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -217,6 +230,19 @@ static int cmd_record(int argc, char **argv)
 			}
 			o.off_cpu_args[3] = optarg;
 			break;
+		case 1004:
+			o.capture_path = optarg;
+			break;
+		case 1005:
+			if (strcmp(optarg, "zstd") && strcmp(optarg, "none")) {
+				lp_err("--capture-compress %s: give zstd or none", optarg);
+				return 2;
+			}
+			o.capture_compress = optarg;
+			break;
+		case 1006:
+			o.no_symbolize = true;
+			break;
 		case 'G':
 			if (ndebug == LP_RECORD_MAX_DEBUG_DIRS) {
 				lp_err("at most %d --debug-dir options", LP_RECORD_MAX_DEBUG_DIRS);
@@ -241,6 +267,10 @@ static int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	o.debug_dirs = ndebug ? debug_dirs : NULL;
+	if ((o.no_symbolize || o.capture_compress) && !o.capture_path) {
+		lp_err("--no-symbolize and --capture-compress need --capture FILE");
+		return 2;
+	}
 	for (int i = 0; i < 4; i++) {
 		if (o.off_cpu_args[i] && !o.off_cpu) {
 			lp_err("the --off-cpu-* options need --off-cpu");
@@ -259,9 +289,17 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "replay"))
+		return lp_cmd_replay(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "capture-info"))
+		return lp_cmd_capture_info(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		if (argc > 2 && !strcmp(argv[2], "record"))
 			fputs(record_usage, stdout);
+		else if (argc > 2 && !strcmp(argv[2], "replay"))
+			fputs(lp_replay_usage, stdout);
+		else if (argc > 2 && !strcmp(argv[2], "capture-info"))
+			fputs(lp_capture_info_usage, stdout);
 		else
 			fputs(usage, stdout);
 		return 0;

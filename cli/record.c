@@ -35,13 +35,14 @@
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
+#include "cli_int.h"
 #include "record.h"
 
 #define RING_FD 3
 
 /* on-CPU outputs, then (with --off-cpu) the off-CPU ones */
-static const char *const out_names[LP_RECORD_MAX_OUTPUTS] = {
-	"cpu.pb.gz", "cpu.folded", "cpu.html", "offcpu.pb.gz", "offcpu.folded", "offcpu.html"};
+const char *const cli_out_names[6] = {"cpu.pb.gz",    "cpu.folded",    "cpu.html",
+				      "offcpu.pb.gz", "offcpu.folded", "offcpu.html"};
 
 /* Capabilities lowprof record needs in its effective set, and why. */
 static const struct {
@@ -82,7 +83,7 @@ static int check_privileges(void)
 	return missing ? -1 : 0;
 }
 
-static int open_outputs(const char *dir, int fds[], int nout)
+int cli_open_outputs(const char *dir, int fds[], int nout)
 {
 	int dfd = lp_open_output_dir(dir);
 
@@ -92,9 +93,9 @@ static int open_outputs(const char *dir, int fds[], int nout)
 		return -1;
 	}
 	for (int i = 0; i < nout; i++) {
-		fds[i] = lp_open_output_file(dfd, out_names[i]);
+		fds[i] = lp_open_output_file(dfd, cli_out_names[i]);
 		if (fds[i] < 0) {
-			lp_err("output directory %s is not writable: %s: %s", dir, out_names[i],
+			lp_err("output directory %s is not writable: %s: %s", dir, cli_out_names[i],
 			       fds[i] == -ELOOP	   ? "is a symlink"
 			       : fds[i] == -EINVAL ? "not a regular file with a single link"
 						   : strerror(-fds[i]));
@@ -113,25 +114,25 @@ static int open_outputs(const char *dir, int fds[], int nout)
  * folded file means none): a run that failed at start leaves nothing behind,
  * one that failed later keeps what it collected.
  */
-static void remove_empty_outputs(const char *dir, int nout)
+void cli_remove_empty_outputs(const char *dir, int nout)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
 	for (int i = 1; i < nout; i += 3) {
-		snprintf(path, sizeof(path), "%s/%s", dir, out_names[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[i]);
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
 			return;
 	}
 	for (int i = 0; i < nout; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, out_names[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[i]);
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
 			unlink(path);
 	}
 }
 
-/* Path of a sibling program: the directory of /proc/self/exe + name. */
-static void sibling(const char *name, char *out, size_t len)
+/* Path of a cli_sibling program: the directory of /proc/self/exe + name. */
+void cli_sibling(const char *name, char *out, size_t len)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -148,29 +149,21 @@ static void sibling(const char *name, char *out, size_t len)
 	snprintf(out, len, "%s/%s", self, name);
 }
 
-struct child {
-	const char *name;
-	pid_t pid;
-	bool done;
-	int status;
-	int out[2]; /* read ends of its stdout / stderr pipes, or -1 */
-};
-
 /*
  * fork + exec in a new session: no controlling terminal, so the child can
  * neither inject input into the user's terminal (TIOCSTI) nor be stopped by
  * job control; stdin is /dev/null. src[i] becomes fd RING_FD + i and every
- * other descriptor is closed. With relay, stdout and stderr are pipes that
+ * other descriptor is closed. With relay_out, stdout and stderr are pipes that
  * the parent copies to its own, sanitized.
  */
-static int spawn(struct child *ch, const char *prog, char *const argv[], const int *src, int nsrc,
-		 bool relay)
+int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const int *src, int nsrc,
+	      bool relay_out)
 {
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
 	sigset_t none;
 
 	ch->out[0] = ch->out[1] = -1;
-	if (relay && (pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC))) {
+	if (relay_out && (pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC))) {
 		lp_err("pipe: %m");
 		return -1;
 	}
@@ -189,7 +182,8 @@ static int spawn(struct child *ch, const char *prog, char *const argv[], const i
 		devnull = open("/dev/null", O_RDONLY);
 		if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0)
 			_exit(127);
-		if (relay && (dup2(pout[1], STDOUT_FILENO) < 0 || dup2(perr[1], STDERR_FILENO) < 0))
+		if (relay_out &&
+		    (dup2(pout[1], STDOUT_FILENO) < 0 || dup2(perr[1], STDERR_FILENO) < 0))
 			_exit(127);
 		/* move the sources above the target range so dup2 cannot clobber */
 		for (int i = 0; i < nsrc; i++) {
@@ -205,7 +199,7 @@ static int spawn(struct child *ch, const char *prog, char *const argv[], const i
 		lp_err("starting %s: %m", prog);
 		_exit(127);
 	}
-	if (relay) {
+	if (relay_out) {
 		close(pout[1]);
 		close(perr[1]);
 		ch->out[0] = pout[0];
@@ -219,7 +213,7 @@ static int spawn(struct child *ch, const char *prog, char *const argv[], const i
  * from ELF files it parsed; control characters (terminal escapes) become
  * '?'. Returns false at end of file.
  */
-static bool relay(int from, int to)
+bool cli_relay(int from, int to)
 {
 	char buf[4096];
 	ssize_t n = read(from, buf, sizeof(buf));
@@ -246,7 +240,7 @@ static bool relay(int from, int to)
 	return true;
 }
 
-static const char *exit_desc(int status, char *buf, size_t len)
+const char *cli_exit_desc(int status, char *buf, size_t len)
 {
 	if (WIFEXITED(status))
 		snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
@@ -258,12 +252,12 @@ static const char *exit_desc(int status, char *buf, size_t len)
 	return buf;
 }
 
-static bool child_ok(const struct child *c)
+bool cli_child_ok(const struct cli_child *c)
 {
 	return c->done && WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
 }
 
-static void reap(struct child *kids, int n)
+void cli_reap(struct cli_child *kids, int n)
 {
 	int status;
 	pid_t w;
@@ -278,7 +272,7 @@ static void reap(struct child *kids, int n)
 	}
 }
 
-static void signal_kids(struct child *kids, int n, int sig)
+void cli_signal_kids(struct cli_child *kids, int n, int sig)
 {
 	for (int i = 0; i < n; i++)
 		if (kids[i].pid > 0 && !kids[i].done)
@@ -327,7 +321,15 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
 	int n = 0;
 
 	argv[n++] = path;
-	argv[n++] = "--ring-fd=3";
+	/* inherited: the ring as fd 3, then the capture file */
+	if (!o->no_symbolize)
+		argv[n++] = "--ring-fd=3";
+	if (o->capture_path)
+		argv[n++] = o->no_symbolize ? "--capture-fd=3" : "--capture-fd=4";
+	if (o->capture_compress) {
+		argv[n++] = "--capture-compress";
+		argv[n++] = (char *)o->capture_compress;
+	}
 	argv[n++] = "-F";
 	argv[n++] = freq;
 	snprintf(freq, 16, "%u", o->freq_hz);
@@ -366,9 +368,9 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
  * ring and writes), the second stops the symbolizer's reading (it writes
  * what it has), the third kills both.
  */
-static void supervise(struct child *kids, int sfd, struct lp_ring *ring)
+void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring)
 {
-	struct child *coll = &kids[0], *symb = &kids[1];
+	struct cli_child *coll = &kids[0], *symb = &kids[1];
 	int nsignals = 0;
 
 	while (!coll->done || !symb->done || symb->out[0] >= 0 || symb->out[1] >= 0) {
@@ -381,7 +383,7 @@ static void supervise(struct child *kids, int sfd, struct lp_ring *ring)
 			break;
 		for (int i = 0; i < 2; i++) {
 			if (pfd[1 + i].revents &&
-			    !relay(symb->out[i], i ? STDERR_FILENO : STDOUT_FILENO)) {
+			    !cli_relay(symb->out[i], i ? STDERR_FILENO : STDOUT_FILENO)) {
 				close(symb->out[i]);
 				symb->out[i] = -1;
 			}
@@ -390,25 +392,27 @@ static void supervise(struct child *kids, int sfd, struct lp_ring *ring)
 			if (si.ssi_signo == SIGCHLD)
 				continue;
 			nsignals++;
+			if (nsignals == 1 && coll->done)
+				nsignals++; /* nothing to stop first: the symbolizer's turn */
 			if (nsignals == 1) {
 				lp_info("stopping; writing what was collected (Ctrl-C again to "
 					"stop "
 					"sooner)");
-				signal_kids(coll, 1, SIGTERM);
+				cli_signal_kids(coll, 1, SIGTERM);
 			} else if (nsignals == 2) {
-				signal_kids(kids, 2, SIGTERM);
+				cli_signal_kids(kids, 2, SIGTERM);
 			} else {
-				signal_kids(kids, 2, SIGKILL);
+				cli_signal_kids(kids, 2, SIGKILL);
 			}
 		}
-		reap(kids, 2);
-		if (coll->done && !coll_was_done && !child_ok(coll)) {
+		cli_reap(kids, 2);
+		if (coll->done && !coll_was_done && !cli_child_ok(coll) && ring) {
 			/* it never wrote its end: let the symbolizer finish */
 			lp_ring__close(ring);
 		}
 		if (symb->done && !symb_was_done && !coll->done) {
 			/* nobody reads the ring any more: stop collecting */
-			signal_kids(coll, 1, SIGTERM);
+			cli_signal_kids(coll, 1, SIGTERM);
 		}
 	}
 }
@@ -419,7 +423,7 @@ static void supervise(struct child *kids, int sfd, struct lp_ring *ring)
  * directory is created for it; a directory the user does not own is only
  * used if it is already writable to them. Returns 0 or -errno (warned).
  */
-static int prepare_cache_dir(const char *cache_path, const char *user)
+int cli_prepare_cache_dir(const char *cache_path, const char *user)
 {
 	char dir[PATH_MAX];
 	struct passwd *pw;
@@ -471,10 +475,10 @@ int lp_record(const struct lp_record_opts *o)
 	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS], *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	struct lp_record_opts eff = *o;
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
-	struct child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
-				{.name = "lowprof-symbolizer", .out = {-1, -1}}};
+	struct cli_child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
+				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
 	int fds[LP_RECORD_MAX_OUTPUTS] = {-1, -1, -1, -1, -1, -1}, ring_fd = -1, sfd = -1, rc = 1;
-	int nout = o->off_cpu ? 6 : 3;
+	int nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3, cap_fd = -1;
 	struct lp_ring *ring = NULL;
 	size_t ring_size = 0;
 	void *ring_mem = NULL;
@@ -493,11 +497,24 @@ int lp_record(const struct lp_record_opts *o)
 			return 1;
 		}
 	}
-	if (open_outputs(o->out_dir, fds, nout))
+	if (nout && cli_open_outputs(o->out_dir, fds, nout))
 		return 1;
-	if (eff.cache_path && prepare_cache_dir(eff.cache_path, eff.user))
+	if (o->capture_path) {
+		/* 0600, root's: it holds copies of the profiled processes' stacks */
+		cap_fd = open(o->capture_path,
+			      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+			      0600);
+		if (cap_fd < 0) {
+			lp_err("--capture %s: %s", o->capture_path,
+			       errno == ELOOP ? "is a symlink" : strerror(errno));
+			goto out;
+		}
+	}
+	if (nout && eff.cache_path && cli_prepare_cache_dir(eff.cache_path, eff.user))
 		eff.cache_path = NULL; /* warned: the run goes on without the cache */
 	o = &eff;
+	if (o->no_symbolize)
+		goto start_collector;
 	ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
 	ring_fd = lp_ring_create_memfd(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz,
 							LPS_SAMPLE_RECORD_MAX(o->stack_bytes)));
@@ -512,6 +529,7 @@ int lp_record(const struct lp_record_opts *o)
 		lp_err("ring: mapping shared memory: %m");
 		goto out;
 	}
+start_collector:
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
@@ -523,22 +541,34 @@ int lp_record(const struct lp_record_opts *o)
 		lp_err("signalfd: %m");
 		goto out;
 	}
-	sibling("lowprof-collector", coll_path, sizeof(coll_path));
-	sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
+	cli_sibling("lowprof-collector", coll_path, sizeof(coll_path));
+	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
 
 	/* the symbolizer first: it is ready to drain when the collector starts */
-	symbolizer_argv(o, symb_path, sargv);
-	int sfds[1 + LP_RECORD_MAX_OUTPUTS] = {ring_fd, fds[0], fds[1], fds[2],
-					       fds[3],	fds[4], fds[5]};
+	if (o->no_symbolize) {
+		kids[1].done = true; /* none: the collector alone */
+	} else {
+		int sfds[1 + LP_RECORD_MAX_OUTPUTS] = {ring_fd, fds[0], fds[1], fds[2],
+						       fds[3],	fds[4], fds[5]};
 
-	if (spawn(&kids[1], symb_path, sargv, sfds, 1 + nout, true))
-		goto out;
+		symbolizer_argv(o, symb_path, sargv);
+		if (cli_spawn(&kids[1], symb_path, sargv, sfds, 1 + nout, true))
+			goto out;
+	}
 	collector_argv(o, coll_path, cargv, freq, dur, stack, pidbuf);
-	if (spawn(&kids[0], coll_path, cargv, &ring_fd, 1, false)) {
+	int cfds[2] = {o->no_symbolize ? cap_fd : ring_fd, cap_fd};
+
+	if (cli_spawn(&kids[0], coll_path, cargv, cfds, o->no_symbolize ? 1 : 1 + (cap_fd >= 0),
+		      false)) {
 		/* the collector never ran: count it as failed */
 		kids[0].done = true;
 		kids[0].status = 1 << 8;
-		lp_ring__close(ring);
+		if (ring)
+			lp_ring__close(ring);
+	}
+	if (cap_fd >= 0) {
+		close(cap_fd);
+		cap_fd = -1;
 	}
 	/* the children have their copies; ours would keep files open */
 	for (int i = 0; i < nout; i++) {
@@ -548,22 +578,27 @@ int lp_record(const struct lp_record_opts *o)
 	close(ring_fd);
 	ring_fd = -1;
 
-	supervise(kids, sfd, ring);
+	cli_supervise(kids, sfd, ring);
 
-	if (!child_ok(&kids[0]))
+	if (!cli_child_ok(&kids[0]))
 		lp_err("lowprof-collector failed (%s)",
-		       exit_desc(kids[0].status, desc, sizeof(desc)));
-	if (!child_ok(&kids[1]))
+		       cli_exit_desc(kids[0].status, desc, sizeof(desc)));
+	if (!cli_child_ok(&kids[1]))
 		lp_err("lowprof-symbolizer failed (%s)",
-		       exit_desc(kids[1].status, desc, sizeof(desc)));
-	else
-		printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, out_names[0], out_names[1],
-		       out_names[2], o->off_cpu ? " offcpu.pb.gz offcpu.folded offcpu.html" : "");
-	rc = child_ok(&kids[0]) && child_ok(&kids[1]) ? 0 : 1;
+		       cli_exit_desc(kids[1].status, desc, sizeof(desc)));
+	else if (!o->no_symbolize)
+		printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0],
+		       cli_out_names[1], cli_out_names[2],
+		       o->off_cpu ? " offcpu.pb.gz offcpu.folded offcpu.html" : "");
+	if (o->capture_path && cli_child_ok(&kids[0]))
+		printf("%sCapture in %s: lowprof replay %s -o DIR; lowprof capture-info %s\n",
+		       o->no_symbolize ? "\n" : "", o->capture_path, o->capture_path,
+		       o->capture_path);
+	rc = cli_child_ok(&kids[0]) && cli_child_ok(&kids[1]) ? 0 : 1;
 out:
 	if (kids[1].pid > 0 && !kids[1].done) {
 		/* set-up failed after the symbolizer started */
-		signal_kids(kids, 2, SIGKILL);
+		cli_signal_kids(kids, 2, SIGKILL);
 		while (waitpid(kids[1].pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
@@ -575,12 +610,14 @@ out:
 			close(kids[1].out[i]);
 	if (ring_fd >= 0)
 		close(ring_fd);
+	if (cap_fd >= 0)
+		close(cap_fd);
 	if (sfd >= 0)
 		close(sfd);
 	lp_ring__free(ring);
 	if (ring_mem)
 		munmap(ring_mem, ring_size);
-	if (rc)
-		remove_empty_outputs(o->out_dir, nout);
+	if (rc && nout)
+		cli_remove_empty_outputs(o->out_dir, nout);
 	return rc;
 }

@@ -25,6 +25,10 @@ struct lp_record_opts {
 	bool off_cpu;
 	/* --off-cpu-rate, -min-us, -mode, -period-us as given (checked); NULL: default */
 	const char *off_cpu_args[4];
+	/* --capture FILE: every record also written there (collector) */
+	const char *capture_path;
+	const char *capture_compress; /* "zstd" or "none" as given; NULL: default */
+	bool no_symbolize;	      /* the collector alone: only the capture */
 };
 
 #define LP_RECORD_MAX_OUTPUTS 6
@@ -34,5 +38,10 @@ struct lp_record_opts {
 
 /* Runs a whole recording; returns the process exit code. */
 int lp_record(const struct lp_record_opts *opts);
+
+/* lowprof replay / capture-info: parse their arguments and run (replay.c, capinfo.c). */
+extern const char lp_replay_usage[], lp_capture_info_usage[];
+int lp_cmd_replay(int argc, char **argv);
+int lp_cmd_capture_info(int argc, char **argv);
 
 #endif /* LOWPROF_RECORD_H */

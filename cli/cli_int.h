@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the lowprof commands share (record.c): output files, starting the
+ * collector and the symbolizer as children, relaying their output, and the
+ * symbol cache's directory.
+ */
+#ifndef LOWPROF_CLI_INT_H
+#define LOWPROF_CLI_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct lp_ring;
+
+/* cpu.pb.gz, cpu.folded, cpu.html, then offcpu.* */
+extern const char *const cli_out_names[6];
+
+struct cli_child {
+	const char *name;
+	pid_t pid;
+	bool done;
+	int status;
+	int out[2]; /* read ends of its stdout / stderr pipes, or -1 */
+};
+
+/* Creates dir if needed and opens the first nout output files in it; 0 or -1 (said why). */
+int cli_open_outputs(const char *dir, int fds[], int nout);
+/* After a failed run: removes the outputs unless a folded file has samples. */
+void cli_remove_empty_outputs(const char *dir, int nout);
+/* Path of a sibling program: the directory of /proc/self/exe + name. */
+void cli_sibling(const char *name, char *out, size_t len);
+/*
+ * fork + exec prog in a new session, src[i] as fd 3 + i, stdin /dev/null;
+ * with relay_out, its stdout and stderr come back through ch->out. 0 or -1.
+ */
+int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const int *src, int nsrc,
+	      bool relay_out);
+bool cli_relay(int from, int to);
+const char *cli_exit_desc(int status, char *buf, size_t len);
+bool cli_child_ok(const struct cli_child *c);
+void cli_reap(struct cli_child *kids, int n);
+void cli_signal_kids(struct cli_child *kids, int n, int sig);
+/*
+ * Waits for kids[0] (the collector; may be done already) and kids[1] (the
+ * symbolizer), relaying the symbolizer's output; signals from sfd stop
+ * them in turn. ring (may be NULL) is closed if the collector dies.
+ */
+void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring);
+/* Makes the cache's directory usable by user; 0 or -errno (warned). */
+int cli_prepare_cache_dir(const char *cache_path, const char *user);
+
+#endif /* LOWPROF_CLI_INT_H */

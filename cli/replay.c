@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lowprof replay: the outputs of a recording, from its capture file. Opens
+ * the capture and the outputs (as whoever runs it), then starts
+ * lowprof-symbolizer on them: as --user with no capabilities when run as
+ * root, as the caller otherwise. Nothing here parses more of the capture
+ * than its 64-byte header (for an early, clear error).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_int.h"
+#include "lowprof/capture.h"
+#include "lowprof/log.h"
+#include "lowprof/parse.h"
+#include "record.h"
+
+const char lp_replay_usage[] =
+	"Usage: lowprof replay FILE [-o DIR] [--debug-dir DIR]... [OPTIONS]\n"
+	"\n"
+	"Symbolizes a capture file (lowprof record --capture FILE) into the outputs\n"
+	"of the run that wrote it: DIR/cpu.{pb.gz,folded,html} and, when it has\n"
+	"off-CPU data, DIR/offcpu.{pb.gz,folded,html}; prints the same summary plus\n"
+	"what the capture held. The same file always gives the same profile.\n"
+	"\n"
+	"Binaries are found by the build-id the collector saw mapped: the file at\n"
+	"the recorded path if its build-id matches, else DIR/.build-id/xx/rest (the\n"
+	"binary) under each --debug-dir. A binary found in neither is named once in\n"
+	"a warning and its frames are shown as PATH+0xOFFSET, never symbolized\n"
+	"against another file. A capture cut short or damaged replays what is whole\n"
+	"and says how much was lost.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output DIR        output directory (default ./lowprof-out)\n"
+	"      --debug-dir DIR     binaries and separate debug files by build-id under\n"
+	"                          DIR/.build-id/ (repeatable; default /usr/lib/debug)\n"
+	"      --cache PATH        symbol and stack-delta cache (default " LP_RECORD_DEFAULT_CACHE
+	"\n"
+	"                          as root, else ~/.cache/lowprof/symbols.db)\n"
+	"      --cache-size SIZE   its size budget (default 512M)\n"
+	"      --no-cache          parse every binary, store nothing\n"
+	"  -u, --user USER         as root: the user the symbolizer runs as (default\n"
+	"                          nobody; it must be able to read the binaries)\n"
+	"  -v, --verbose           more messages\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"Exit status: 0 when the outputs were written, 1 on errors, 2 on usage errors.\n";
+
+struct replay_opts {
+	const char *file;
+	const char *out_dir;
+	const char *user;
+	const char *cache_path; /* NULL: the symbolizer's default, or none with no_cache */
+	const char *cache_size;
+	bool no_cache;
+	bool verbose;
+	const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
+	size_t ndebug;
+};
+
+/* Opens the capture and checks its header: an fd, or -1 (said why). */
+static int open_capture(const char *file)
+{
+	uint8_t head[LPC_HDR_SIZE];
+	struct lpc_header h;
+	struct stat st;
+	ssize_t n;
+	int fd, err;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		lp_err("%s: %m", file);
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		lp_err("%s: not a regular file", file);
+		goto fail;
+	}
+	n = pread(fd, head, sizeof(head), 0);
+	if (n < 0) {
+		lp_err("%s: %m", file);
+		goto fail;
+	}
+	err = lpc_header_decode(head, (size_t)n, &h);
+	if (err == -EBADF) {
+		lp_err("%s: not a lowprof capture file (%s)", file,
+		       n ? "no capture header" : "empty");
+		goto fail;
+	}
+	if (err == -EPROTO) {
+		lp_err("%s: capture format %u.%u; this lowprof reads %u.x", file, h.major, h.minor,
+		       LPC_VERSION_MAJOR);
+		goto fail;
+	}
+	if (err) {
+		lp_err("%s: the capture's header is damaged or cut short", file);
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+static void symbolizer_argv(const struct replay_opts *o, char *path, char **argv)
+{
+	int n = 0;
+
+	argv[n++] = path;
+	argv[n++] = "--capture-fd=3";
+	argv[n++] = "--output-fds=4,5,6,7,8,9";
+	argv[n++] = "--exit-with-parent";
+	if (geteuid() == 0) {
+		argv[n++] = "--user";
+		argv[n++] = (char *)o->user;
+	}
+	if (o->no_cache) {
+		argv[n++] = "--no-cache";
+	} else if (o->cache_path) {
+		argv[n++] = "--cache";
+		argv[n++] = (char *)o->cache_path;
+	}
+	if (o->cache_size) {
+		argv[n++] = "--cache-size";
+		argv[n++] = (char *)o->cache_size;
+	}
+	for (size_t i = 0; i < o->ndebug; i++) {
+		argv[n++] = "--debug-dir";
+		argv[n++] = (char *)o->debug_dirs[i];
+	}
+	if (o->verbose)
+		argv[n++] = "-v";
+	argv[n] = NULL;
+}
+
+/* The off-CPU outputs stay only when the capture had off-CPU samples. */
+static bool drop_empty_offcpu(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[4]);
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		return false;
+	for (int i = 3; i < 6; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[i]);
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+			unlink(path);
+	}
+	return true;
+}
+
+static int run_replay(struct replay_opts *o)
+{
+	char symb_path[PATH_MAX], desc[64];
+	char *argv[24 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	struct cli_child kids[2] = {{.name = "none", .done = true, .out = {-1, -1}},
+				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
+	int fds[7] = {-1, -1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1;
+	bool opened = false;
+	sigset_t mask;
+
+	fds[0] = open_capture(o->file);
+	if (fds[0] < 0)
+		return 1;
+	if (cli_open_outputs(o->out_dir, fds + 1, 6))
+		goto out;
+	opened = true;
+	if (geteuid() == 0 && !o->no_cache) {
+		if (!o->cache_path)
+			o->cache_path = LP_RECORD_DEFAULT_CACHE;
+		if (cli_prepare_cache_dir(o->cache_path, o->user))
+			o->no_cache = true; /* warned */
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		lp_err("signalfd: %m");
+		goto out;
+	}
+	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
+	symbolizer_argv(o, symb_path, argv);
+	if (cli_spawn(&kids[1], symb_path, argv, fds, 7, true))
+		goto out;
+	for (int i = 0; i < 7; i++) {
+		close(fds[i]);
+		fds[i] = -1;
+	}
+	cli_supervise(kids, sfd, NULL);
+	if (!cli_child_ok(&kids[1])) {
+		lp_err("lowprof-symbolizer failed (%s)",
+		       cli_exit_desc(kids[1].status, desc, sizeof(desc)));
+		goto out;
+	}
+	printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0], cli_out_names[1],
+	       cli_out_names[2],
+	       drop_empty_offcpu(o->out_dir) ? "" : " offcpu.pb.gz offcpu.folded offcpu.html");
+	rc = 0;
+out:
+	for (int i = 0; i < 7; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	for (int i = 0; i < 2; i++)
+		if (kids[1].out[i] >= 0)
+			close(kids[1].out[i]);
+	if (sfd >= 0)
+		close(sfd);
+	if (rc && opened) {
+		cli_remove_empty_outputs(o->out_dir, 6);
+		drop_empty_offcpu(o->out_dir);
+	}
+	return rc;
+}
+
+int lp_cmd_replay(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"user", required_argument, NULL, 'u'},
+		{"cache", required_argument, NULL, 'C'},
+		{"cache-size", required_argument, NULL, 'Z'},
+		{"no-cache", no_argument, NULL, 'X'},
+		{"debug-dir", required_argument, NULL, 'G'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	struct replay_opts o = {.out_dir = "lowprof-out", .user = "nobody"};
+	uint64_t size;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "o:u:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			o.out_dir = optarg;
+			break;
+		case 'u':
+			o.user = optarg;
+			break;
+		case 'C':
+			if (optarg[0] != '/') {
+				lp_err("--cache %s: give an absolute path", optarg);
+				return 2;
+			}
+			o.cache_path = optarg;
+			break;
+		case 'Z':
+			if (lp_parse_size(optarg, &size) || size < (1u << 20)) {
+				lp_err("--cache-size %s: give a size of at least 1M", optarg);
+				return 2;
+			}
+			o.cache_size = optarg;
+			break;
+		case 'X':
+			o.no_cache = true;
+			break;
+		case 'G':
+			if (o.ndebug == LP_RECORD_MAX_DEBUG_DIRS) {
+				lp_err("at most %d --debug-dir options", LP_RECORD_MAX_DEBUG_DIRS);
+				return 2;
+			}
+			o.debug_dirs[o.ndebug++] = optarg;
+			break;
+		case 'v':
+			o.verbose = true;
+			lp_log_init("lowprof", LP_LOG_DEBUG);
+			break;
+		case 'h':
+			fputs(lp_replay_usage, stdout);
+			return 0;
+		default:
+			fputs(lp_replay_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		lp_err(optind == argc ? "give the capture file (see lowprof replay --help)"
+				      : "give one capture file (see lowprof replay --help)");
+		return 2;
+	}
+	o.file = argv[optind];
+	return run_replay(&o);
+}
