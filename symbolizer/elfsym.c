@@ -332,10 +332,20 @@ static bool elfsym_read_sym(Elf *elf, const struct elfsym_table *t, size_t i, st
 	r->limit = sym.st_size ? 0 : elfsym_section_end(elf, sym.st_shndx, sym.st_value);
 	r->name = t->strs + sym.st_name;
 	r->rank = elfsym_bind_rank(GELF_ST_BIND(sym.st_info));
+	/*
+	 * a versioned alias (".symver": "__libc_start_main@@GLIBC_2.34") names
+	 * the function last: the plain name at that address is the one DWARF
+	 * and perf show
+	 */
+	if (strchr(r->name, '@'))
+		r->rank += 4;
 	return true;
 }
 
-/* Address, then binding (GLOBAL > WEAK > LOCAL), then name: the first of a group wins. */
+/*
+ * Address, then binding (GLOBAL > WEAK > LOCAL, versioned aliases last), then
+ * name: the first of a group wins.
+ */
 static int elfsym_raw_cmp(const void *pa, const void *pb)
 {
 	const struct elfsym_raw *a = pa, *b = pb;

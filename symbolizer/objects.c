@@ -402,8 +402,15 @@ void symb_obj_load(struct symb_state *s, struct symb_obj *o)
 		goto done;
 	}
 	dbg = open_debug_file(s, id, idlen > 0 && idlen <= 40 ? (size_t)idlen : 0, &dbg_fd);
-	if (cache_key(o, &st, key, sizeof(key)))
+	/*
+	 * tables built with a separate debug file hold more (local symbols,
+	 * .debug_frame): they are kept apart from those built without, so a
+	 * run's result never depends on what another run's debug dirs found
+	 */
+	if (cache_key(o, &st, key, sizeof(key)) || (dbg && strlen(key) + 5 > sizeof(key)))
 		key[0] = '\0';
+	else if (dbg)
+		strcat(key, ":dbg");
 	load_symbols(s, o, key[0] ? key : NULL, elf, dbg);
 	load_deltas(s, o, key[0] ? key : NULL, elf, dbg);
 	keep_dwarf(s, o, fd, elf, dbg_fd, dbg);
