@@ -259,7 +259,7 @@ static void print_meta(const struct info *in)
 	       m->bpf_ring_bytes / 1048576.0, m->shm_ring_bytes / 1048576.0,
 	       m->bpf_mem_bytes / 1048576.0);
 	if (!m->npids) {
-		printf("processes     whole host\n");
+		printf("pid filter    none: the whole host\n");
 	} else {
 		printf("pid filter   ");
 		for (uint32_t i = 0; i < m->npids && i < 16; i++)

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lowprof/capture.h"
 #include "lowprof/cpus.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
@@ -225,7 +226,8 @@ bool cli_relay(int from, int to)
 	for (ssize_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)buf[i];
 
-		if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f)
+		/* '\r' lets a progress line redraw itself */
+		if ((ch < 0x20 && ch != '\n' && ch != '\t' && ch != '\r') || ch == 0x7f)
 			buf[i] = '?';
 	}
 	for (ssize_t off = 0; off < n;) {
@@ -619,5 +621,13 @@ out:
 		munmap(ring_mem, ring_size);
 	if (rc && nout)
 		cli_remove_empty_outputs(o->out_dir, nout);
+	if (rc && o->capture_path) {
+		struct stat st;
+
+		/* a run that failed before its first block leaves no capture behind */
+		if (lstat(o->capture_path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size <= (off_t)LPC_HDR_SIZE)
+			unlink(o->capture_path);
+	}
 	return rc;
 }

@@ -140,6 +140,8 @@ static void symbolizer_argv(const struct replay_opts *o, char *path, char **argv
 	}
 	if (o->verbose)
 		argv[n++] = "-v";
+	if (isatty(STDERR_FILENO))
+		argv[n++] = "--progress";
 	argv[n] = NULL;
 }
 

@@ -34,6 +34,8 @@ static const char usage[] =
 	"                         path or as DIR/.build-id/xx/rest under a --debug-dir;\n"
 	"                         off-CPU outputs are written if it has off-CPU data\n"
 	"      --capture-fd FD    the same from an inherited file (lowprof replay)\n"
+	"      --progress         replaying, show progress on stderr (default: when it\n"
+	"                         is a terminal)\n"
 	"  -o, --output DIR       output directory (created if missing)\n"
 	"      --output-fds A,B,C write pprof, folded and HTML to these inherited fds\n"
 	"                         instead of -o (lowprof record); with --off-cpu six:\n"
@@ -121,6 +123,7 @@ int main(int argc, char **argv)
 		{"ring-fd", required_argument, NULL, 'R'},
 		{"capture", required_argument, NULL, 'c'},
 		{"capture-fd", required_argument, NULL, 'K'},
+		{"progress", no_argument, NULL, 'p'},
 		{"output", required_argument, NULL, 'o'},
 		{"output-fds", required_argument, NULL, 'O'},
 		{"user", required_argument, NULL, 'u'},
@@ -179,6 +182,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.capture_fd = (int)v;
+			break;
+		case 'p':
+			o.progress = true;
 			break;
 		case 'o':
 			o.out_dir = optarg;

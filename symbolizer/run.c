@@ -231,9 +231,10 @@ static uint64_t mono_ns(void)
  * progress line on a terminal. Returns 0, -EPROTO (another schema major),
  * -ENOMEM, or -EIO.
  */
-static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t size)
+static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t size,
+			   bool progress)
 {
-	bool tty = isatty(STDERR_FILENO);
+	bool tty = progress || isatty(STDERR_FILENO);
 	uint64_t last = mono_ns();
 	int err;
 
@@ -267,7 +268,7 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 		}
 	}
 	if (tty)
-		fprintf(stderr, "\r\033[K");
+		fprintf(stderr, "\r%60s\r", "");
 	return err;
 }
 
@@ -281,8 +282,8 @@ static void print_capture(const struct lpc_reader *rd, const char *name, int fd)
 	dprintf(fd,
 		"  capture         %s%s%llu records in %llu blocks, %.1f MiB (%.1f MiB of records, "
 		"%llu blocks zstd)\n",
-		name ? name : "", name ? ": " : "", (unsigned long long)st.records, (unsigned long long)st.blocks,
-		st.file_bytes / 1048576.0, st.raw_bytes / 1048576.0,
+		name ? name : "", name ? ": " : "", (unsigned long long)st.records,
+		(unsigned long long)st.blocks, st.file_bytes / 1048576.0, st.raw_bytes / 1048576.0,
 		(unsigned long long)st.zstd_blocks);
 	lost = st.lost_records;
 	if (lost || st.bad_blocks || st.missing_blocks || st.skipped_bytes || st.truncated)
@@ -515,7 +516,7 @@ int symb_run(const struct symb_opts *o)
 		if (err)
 			goto out;
 		lpc_reader__stats(rd, &st);
-		err = consume_capture(rd, &s, st.file_bytes);
+		err = consume_capture(rd, &s, st.file_bytes, o->progress);
 	} else {
 		err = attach_ring(o, &mem, &size, &ring);
 		if (err)

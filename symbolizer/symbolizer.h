@@ -42,6 +42,7 @@ struct symb_opts {
 	 */
 	const char *capture_path;
 	int capture_fd; /* or an inherited one; -1: none */
+	bool progress;	/* a progress line on stderr while replaying, even if not a tty */
 };
 
 #define SYMB_DEFAULT_CACHE     "/var/cache/lowprof/symbols.db"
