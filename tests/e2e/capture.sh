@@ -1,0 +1,359 @@
+#!/usr/bin/env bash
+# Capture and replay the way a user tries them, on a program lowprof has never
+# seen (built here, -O2, no frame pointers, no debug information):
+# `lowprof record --capture` writes the same profile it prints, and
+# `lowprof replay` turns the file into the same outputs again and again;
+# `lowprof capture-info` describes it; `--no-symbolize` records with the
+# collector alone; a binary moved away is found by build-id under
+# --debug-dir, and is named once in a warning (never symbolized against the
+# file now at its path) when it is not there; a capture cut short or with
+# flipped bytes replays what is whole and says what was lost, never crashes.
+source "$(dirname "$0")/lib.sh"
+require_root
+export HOME=$TMP # go tool pprof's cache
+
+CACHE_DIR="$TMP/cache"
+mkdir -p "$CACHE_DIR"
+chown nobody "$CACHE_DIR"
+CACHE="$CACHE_DIR/symbols.db"
+
+# VARIANT: a different build at the same path (another build-id)
+cat >"$TMP/capwork.c" <<'C'
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+static volatile uint64_t sink;
+#ifdef VARIANT
+volatile int cap_variant = 1;
+#endif
+__attribute__((noinline)) void cap_leaf(uint64_t n)
+{
+	uint64_t x = n;
+	for (int i = 0; i < 2000000; i++)
+		x = x * 2862933555777941757ull + 3037000493ull;
+	sink += x;
+}
+__attribute__((noinline)) void cap_two(uint64_t n) { cap_leaf(n ^ 2); sink++; }
+__attribute__((noinline)) void cap_one(uint64_t n) { cap_two(n ^ 1); sink++; }
+int main(int argc, char **argv)
+{
+	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 30);
+	for (uint64_t n = 0; time(NULL) < end; n++)
+		cap_one(n);
+	return 0;
+}
+C
+W="$TMP/capwork"
+gcc -O2 -fomit-frame-pointer -o "$W" "$TMP/capwork.c" || fail "gcc capwork"
+chmod 755 "$W"
+
+# the chain, whole, under libc's start code (kernel frames may follow the leaf)
+CHAIN='^capwork;_start;(.*;)?main;cap_one;cap_two;cap_leaf(;[^;]+_\[k\])*$'
+total() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
+
+# replay NAME FILE OPTIONS...: lowprof replay FILE -o $TMP/NAME; its stdout and
+# stderr in $TMP/NAME.out and .err, its exit status in RC
+replay() {
+	local name=$1 file=$2; shift 2
+	"$BIN/lowprof" replay "$file" -o "$TMP/$name" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+	RC=$?
+}
+
+# ---- 1. record with --capture, replay twice: the same outputs each time
+start_bg "$W" 30
+WPID=$BGPID
+sleep 0.3
+# the workload's executable file mappings, as capture-info should count them
+nmaps=$(awk '$2 ~ /x/ && $6 ~ /^\// { print $6 }' /proc/$WPID/maps | sort -u | wc -l)
+"$BIN/lowprof" record -d 4 -p "$WPID" -o "$TMP/live" --capture "$TMP/run.lpcap" \
+	--cache "$CACHE" >"$TMP/live.out" 2>"$TMP/live.err"
+rc=$?
+check "record --capture exits 0 (got $rc)" test "$rc" -eq 0
+check "record --capture prints where the capture is" grep -q "^Capture in $TMP/run.lpcap" "$TMP/live.out"
+check "the capture file is mode 0600" test "$(stat -c %a "$TMP/run.lpcap")" = 600
+LIVE="$TMP/live/cpu.folded"
+echo "--- live cpu.folded"; sort -t' ' -k2 -nr "$LIVE" | head -3 | cut -c1-200
+
+replay r1 "$TMP/run.lpcap" --no-cache
+check "replay (no cache) exits 0 (got $RC)" test "$RC" -eq 0
+replay r2 "$TMP/run.lpcap" --cache "$CACHE"
+check "replay (tables from the cache) exits 0 (got $RC)" test "$RC" -eq 0
+grep -E 'binaries|capture' "$TMP/r2.out"
+check "r1/cpu.folded and r2/cpu.folded are byte-identical" cmp "$TMP/r1/cpu.folded" "$TMP/r2/cpu.folded"
+check "the replayed cpu.folded is byte-identical to the live run's" cmp "$LIVE" "$TMP/r1/cpu.folded"
+for f in r1 r2 live; do
+	go tool pprof -raw "$TMP/$f/cpu.pb.gz" >"$TMP/$f.raw" 2>&1
+done
+check "go tool pprof reads the replayed cpu.pb.gz" grep -q '^Samples:' "$TMP/r1.raw"
+check "go tool pprof -raw of r1 and r2 agree" cmp "$TMP/r1.raw" "$TMP/r2.raw"
+check "go tool pprof -raw of the live run and the replay agree" cmp "$TMP/live.raw" "$TMP/r1.raw"
+if ! cmp -s "$TMP/r1/cpu.pb.gz" "$TMP/r2/cpu.pb.gz"; then
+	echo "note: r1/cpu.pb.gz and r2/cpu.pb.gz differ as bytes (-raw agrees: $(cmp -s "$TMP/r1.raw" "$TMP/r2.raw" && echo yes || echo no))"
+else
+	echo "    r1/cpu.pb.gz and r2/cpu.pb.gz are byte-identical too"
+fi
+pct=$(share "$TMP/r1/cpu.folded" "$CHAIN")
+check "replay: $pct% of samples show main;cap_one;cap_two;cap_leaf (>= 95%)" test "$pct" -ge 95
+
+# ---- 2. capture-info
+"$BIN/lowprof" capture-info "$TMP/run.lpcap" >"$TMP/info.out" 2>&1
+rc=$?
+echo "--- capture-info"; cat "$TMP/info.out"
+check "capture-info exits 0 (got $rc)" test "$rc" -eq 0
+check "capture-info: complete" grep -Eq '^complete +yes' "$TMP/info.out"
+check "capture-info: no damage" grep -Eq '^damage +none$' "$TMP/info.out"
+check "capture-info: schema 1.3" grep -Eq '^schema +1\.3,' "$TMP/info.out"
+check "capture-info: the pid filter is the workload" grep -Eq "^pid filter +$WPID\$" "$TMP/info.out"
+nsamp=$(awk -v p="$WPID" '$1 == p && $2 == "capwork" { print $3 }' "$TMP/info.out")
+check "capture-info lists pid $WPID, comm capwork, with samples ($nsamp)" test "${nsamp:-0}" -gt 0
+folded_total=$(total "$LIVE")
+check "capture-info's sample count for it ($nsamp) = the sum of cpu.folded ($folded_total)" \
+	test "${nsamp:-0}" -eq "$folded_total"
+check "capture-info's on-CPU samples = the sum of cpu.folded" \
+	grep -Eq "^samples +on-CPU $folded_total \\(" "$TMP/info.out"
+read -r maps maps_id < <(sed -nE 's/^binaries +([0-9]+) executable file mappings, ([0-9]+) with a build-id$/\1 \2/p' \
+	"$TMP/info.out")
+check "capture-info: ${maps_id:-?} mappings with a build-id (> 0)" test "${maps_id:-0}" -gt 0
+check "capture-info: every mapping has a build-id (${maps_id:-?} of ${maps:-?})" \
+	test "${maps_id:-0}" -eq "${maps:--1}"
+check "capture-info: ${maps:-?} mappings = the workload's $nmaps executable files in /proc/PID/maps" \
+	test "${maps:-0}" -eq "$nmaps"
+
+# ---- 3. --no-symbolize: the collector alone, the capture only
+start_bg "$BIN/lowprof" record -d 3 -p "$WPID" --capture "$TMP/ns.lpcap" --no-symbolize \
+	-o "$TMP/nsout" >"$TMP/ns.out" 2>"$TMP/ns.err"
+REC=$BGPID
+sleep 1.5
+col=$(pgrep -f 'lowprof-collector' | tr '\n' ' ')
+sym=$(pgrep -a -f 'lowprof-symbolizer')
+check "--no-symbolize: the collector runs ($col)" test -n "$col"
+check "--no-symbolize: no lowprof-symbolizer runs ('$sym')" test -z "$sym"
+wait "$REC"; rc=$?
+check "--no-symbolize: record exits 0 (got $rc)" test "$rc" -eq 0
+check "--no-symbolize: prints the 'Capture in' line" grep -q "^Capture in $TMP/ns.lpcap" "$TMP/ns.out"
+check "--no-symbolize: nothing written to $TMP/nsout ($(ls -A "$TMP/nsout" 2>/dev/null | tr '\n' ' '))" \
+	test -z "$(ls -A "$TMP/nsout" 2>/dev/null)"
+check "--no-symbolize: the capture is not empty" test -s "$TMP/ns.lpcap"
+replay ns "$TMP/ns.lpcap" --cache "$CACHE"
+check "--no-symbolize: its replay exits 0 (got $RC)" test "$RC" -eq 0
+pct=$(share "$TMP/ns/cpu.folded" "$CHAIN")
+check "--no-symbolize: $pct% of replayed samples show the chain (>= 95%)" test "$pct" -ge 95
+kill "$WPID" 2>/dev/null
+wait "$WPID" 2>/dev/null
+
+# ---- 5. damage (before 4 moves the binary): never a crash, always a clear message
+# blocks: offset seq nrecords stored_len, walked from the headers
+u32() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
+SIZE=$(stat -c %s "$TMP/run.lpcap")
+BLOCKS=()
+off=64
+while [[ $off -lt $SIZE ]]; do
+	len=$(u32 "$TMP/run.lpcap" $((off + 20)))
+	BLOCKS+=("$off $(u32 "$TMP/run.lpcap" $((off + 8))) $(u32 "$TMP/run.lpcap" $((off + 12))) $len")
+	off=$((off + 32 + len))
+done
+nb=${#BLOCKS[@]}
+echo "--- $nb blocks in $SIZE bytes"
+check "the block headers walk to the end of the file exactly" test "$off" -eq "$SIZE"
+# the middle block by offset, and the second block of samples (the kernel
+# symbol snapshot fills the first blocks, two or three records each; the
+# samples follow, many to a block): samples before it and after it
+mid="" late="" nsampblocks=0
+for b in "${BLOCKS[@]}"; do
+	read -r o _ n l <<<"$b"
+	if [[ -z "$mid" && $((o + 32 + l)) -gt $((SIZE / 2)) ]]; then mid=$b; fi
+	if [[ $n -ge 5 ]]; then
+		nsampblocks=$((nsampblocks + 1))
+		[[ $nsampblocks -eq 2 ]] && late=$b
+	fi
+done
+check "the capture has at least 3 blocks of samples ($nsampblocks)" test "$nsampblocks" -ge 3
+read -r mid_off mid_seq _ mid_len <<<"$mid"
+read -r late_off late_seq late_n late_len <<<"$late"
+echo "    middle block $mid_seq at $mid_off ($mid_len bytes); late block $late_seq at $late_off ($late_n records, $late_len bytes)"
+
+flip() { # flip FILE OFFSET: inverts one byte
+	local v
+	v=$(od -An -t u1 -j "$2" -N 1 "$1" | tr -d ' ')
+	printf "$(printf '\\%03o' $((v ^ 0xff)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+# damaged NAME: a replay of $TMP/NAME.lpcap that must not crash; sets RC
+damaged() {
+	local name=$1
+	replay "$name" "$TMP/$name.lpcap" --cache "$CACHE"
+	echo "    $name: exit $RC: $(grep -E 'warning|error' "$TMP/$name.err" | head -2 | cut -c1-220)"
+	check "$name: replay does not crash (exit $RC < 128)" test "$RC" -lt 128
+	check "$name: the symbolizer was not killed by a signal" \
+		bash -c "! grep -q 'killed by signal' '$TMP/$name.err'"
+}
+cut_at() { # cut_at NAME BYTES
+	cp "$TMP/run.lpcap" "$TMP/$1.lpcap"
+	truncate -s "$2" "$TMP/$1.lpcap"
+}
+
+for n in 70 40; do
+	cut_at "cut$n" $((SIZE * n / 100))
+	damaged "cut$n"
+	check "cut$n: replay exits 0, with what was whole (got $RC)" test "$RC" -eq 0
+	check "cut$n: a warning says the file was cut short and records lost" \
+		grep -Eq 'warning: .*cut short.*|warning: .*lost' "$TMP/cut$n.err"
+done
+# inside a block of samples near the end: the samples before it replay whole
+cut_at cutlate $((late_off + 32 + late_len / 2))
+damaged cutlate
+check "cutlate: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "cutlate: a warning says block $late_seq was cut short and its $late_n records lost" \
+	grep -Eq "warning: .*block $late_seq .*its $late_n records are lost.*cut short" "$TMP/cutlate.err"
+got=$(total "$TMP/cutlate/cpu.folded")
+check "cutlate: fewer samples than the whole capture, but some ($got of $folded_total)" \
+	test "$got" -gt 0 -a "$got" -lt "$folded_total"
+pct=$(share "$TMP/cutlate/cpu.folded" "$CHAIN")
+check "cutlate: $pct% of the remaining samples show the chain (>= 95%)" test "$pct" -ge 95
+check "cutlate: the summary reports the capture's damage" \
+	grep -Eq "capture damage +$late_n records lost" "$TMP/cutlate.out"
+
+cut_at cut100 100
+damaged cut100
+check "cut100: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "cut100: a warning says the file was cut short and records lost" \
+	grep -Eq 'warning: .*(cut short|lost)' "$TMP/cut100.err"
+
+cut_at cut10 10
+damaged cut10
+check "cut10: replay exits 1 (got $RC)" test "$RC" -eq 1
+check "cut10: an error says the header is damaged or cut short" \
+	grep -Eq 'error: .*header is damaged or cut short' "$TMP/cut10.err"
+
+cp "$TMP/run.lpcap" "$TMP/fliphdr.lpcap"
+flip "$TMP/fliphdr.lpcap" 20
+damaged fliphdr
+check "fliphdr: replay exits 1 (got $RC)" test "$RC" -eq 1
+check "fliphdr: an error says the header is damaged" grep -Eq 'error: .*header is damaged' "$TMP/fliphdr.err"
+
+cp "$TMP/run.lpcap" "$TMP/flipmid.lpcap"
+flip "$TMP/flipmid.lpcap" $((mid_off + 32 + mid_len / 2))
+damaged flipmid
+check "flipmid: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "flipmid: a warning names block $mid_seq's checksum" \
+	grep -Eq "warning: .*block $mid_seq .*checksum" "$TMP/flipmid.err"
+
+cp "$TMP/run.lpcap" "$TMP/fliplate.lpcap"
+flip "$TMP/fliplate.lpcap" $((late_off + 32 + late_len / 2))
+damaged fliplate
+check "fliplate: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "fliplate: a warning names block $late_seq's checksum" \
+	grep -Eq "warning: .*block $late_seq .*checksum" "$TMP/fliplate.err"
+got=$(total "$TMP/fliplate/cpu.folded")
+# (the block's records are samples and perhaps a loss or maps record)
+check "fliplate: only that block's samples are lost ($got of $folded_total, at most $late_n fewer)" \
+	test "$got" -ge $((folded_total - late_n)) -a "$got" -lt "$folded_total"
+pct=$(share "$TMP/fliplate/cpu.folded" "$CHAIN")
+check "fliplate: $pct% of the samples show the chain (>= 95%)" test "$pct" -ge 95
+
+# a block header damaged: skipped, and the gap in the sequence reported
+cp "$TMP/run.lpcap" "$TMP/flipbhdr.lpcap"
+flip "$TMP/flipbhdr.lpcap" $((late_off + 8))
+damaged flipbhdr
+check "flipbhdr: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "flipbhdr: warnings say bytes were skipped and block $late_seq is missing" \
+	bash -c "grep -Eq 'warning: .*not a valid block' '$TMP/flipbhdr.err' &&
+		grep -Eq 'warning: .*blocks? $late_seq .*missing' '$TMP/flipbhdr.err'"
+
+# a hole of zeros, as a crash can leave
+cp "$TMP/run.lpcap" "$TMP/hole.lpcap"
+dd if=/dev/zero of="$TMP/hole.lpcap" bs=1 seek=$((SIZE / 3)) count=4096 conv=notrunc status=none
+damaged hole
+check "hole: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "hole: a warning says what was skipped or lost" \
+	grep -Eq 'warning: .*(not a valid block|checksum|lost)' "$TMP/hole.err"
+
+cp /etc/hostname "$TMP/notcap.lpcap"
+damaged notcap
+check "not a capture: replay exits 1 (got $RC)" test "$RC" -eq 1
+check "not a capture: says 'not a lowprof capture file'" \
+	grep -q 'not a lowprof capture file' "$TMP/notcap.err"
+
+"$BIN/lowprof" capture-info "$TMP/notcap.lpcap" >"$TMP/info-notcap.out" 2>&1
+rc=$?
+check "capture-info on a non-capture exits 1 (got $rc)" test "$rc" -eq 1
+check "capture-info on a non-capture says 'not a lowprof capture file'" \
+	grep -q 'not a lowprof capture file' "$TMP/info-notcap.out"
+"$BIN/lowprof" capture-info "$TMP/fliphdr.lpcap" >"$TMP/info-fliphdr.out" 2>&1
+rc=$?
+check "capture-info on a damaged header exits 1 (got $rc)" test "$rc" -eq 1
+check "capture-info on a damaged header says so" grep -q 'header is damaged' "$TMP/info-fliphdr.out"
+for n in 70 late; do
+	"$BIN/lowprof" capture-info "$TMP/cut$n.lpcap" >"$TMP/info-cut$n.out" 2>&1
+	rc=$?
+	echo "    capture-info cut$n: $(grep -E '^(complete|damage)' "$TMP/info-cut$n.out" | cut -c1-100 | tr '\n' '|')"
+	check "capture-info cut$n exits 0 (got $rc)" test "$rc" -eq 0
+	check "capture-info cut$n: complete NO" grep -Eq '^complete +NO' "$TMP/info-cut$n.out"
+	check "capture-info cut$n: reports records lost" \
+		grep -Eq '^damage +[1-9][0-9]* records lost' "$TMP/info-cut$n.out"
+done
+
+# ---- 4. the binary moved away, found by build-id under --debug-dir
+id=$(readelf -n "$W" | awk '/Build ID:/ { print $3 }')
+check "the workload has a build-id ($id)" test -n "$id"
+DBG="$TMP/dbg"
+mkdir -p "$DBG/.build-id/${id:0:2}"
+cp "$W" "$DBG/.build-id/${id:0:2}/${id:2}"
+chmod -R a+rX "$DBG"
+gcc -O2 -fomit-frame-pointer -DVARIANT -o "$W.new" "$TMP/capwork.c" || fail "gcc capwork -DVARIANT"
+chmod 755 "$W.new"
+mv "$W.new" "$W"
+id2=$(readelf -n "$W" | awk '/Build ID:/ { print $3 }')
+check "the file now at $W is another build ($id2)" test -n "$id2" -a "$id2" != "$id"
+
+# moved NAME WHY: checks a replay that could not find the binary
+moved() {
+	local name=$1 why=$2 n
+	check "$name: replay exits 0 (got $RC)" test "$RC" -eq 0
+	n=$(grep -c -F "$W" "$TMP/$name.err")
+	check "$name: exactly one line names $W ($n)" test "$n" -eq 1
+	check "$name: the warning says '$why' and gives the build-id" \
+		grep -Eq "warning: .*$W: $why, and no --debug-dir has build-id $id" "$TMP/$name.err"
+	grep -F "$W" "$TMP/$name.err" | cut -c1-240
+	check "$name: its frames are shown as $W+0x..." grep -Eq "^capwork;(.*;)?$W\\+0x[0-9a-f]+[; ]" \
+		"$TMP/$name/cpu.folded"
+	check "$name: no frame named cap_*" bash -c "! grep -Eq '(^|;)cap_(one|two|leaf)(;| )' '$TMP/$name/cpu.folded'"
+	check "$name: the summary counts it not found by build-id" \
+		grep -Eq 'binaries .*1 not found by build-id' "$TMP/$name.out"
+	echo "    $name: $(sort -t' ' -k2 -nr "$TMP/$name/cpu.folded" | head -1 | cut -c1-160)"
+}
+# found NAME: checks a replay that found the binary under --debug-dir
+found() {
+	local name=$1
+	check "$name: replay exits 0 (got $RC)" test "$RC" -eq 0
+	check "$name: no line names $W" bash -c "! grep -qF '$W' '$TMP/$name.err'"
+	check "$name: cpu.folded is byte-identical to the live run's" cmp "$LIVE" "$TMP/$name/cpu.folded"
+}
+
+# the default /usr/lib/debug is kept beside our directory: libc's local names
+# come from its separate debug file there
+DEBUG_DIRS=(--debug-dir "$DBG" --debug-dir /usr/lib/debug)
+replay other "$TMP/run.lpcap" --cache "$CACHE"
+moved other "the file at that path has another build-id"
+replay other-dbg "$TMP/run.lpcap" --cache "$CACHE" "${DEBUG_DIRS[@]}"
+found other-dbg
+# --debug-dir alone replaces the default: the chain is still whole
+# (without the cache: a table cached from a run that had libc's debug file
+# would name libc's frames differently again)
+replay other-dbg1 "$TMP/run.lpcap" --no-cache --debug-dir "$DBG"
+check "other-dbg1: replay exits 0 (got $RC)" test "$RC" -eq 0
+pct=$(share "$TMP/other-dbg1/cpu.folded" "$CHAIN")
+check "other-dbg1 (--debug-dir $DBG alone): $pct% of samples show the chain (>= 95%)" test "$pct" -ge 95
+cmp -s "$LIVE" "$TMP/other-dbg1/cpu.folded" ||
+	echo "note: with only --debug-dir $DBG (no /usr/lib/debug) libc frames are named differently:" \
+		"$(sort -t' ' -k2 -nr "$TMP/other-dbg1/cpu.folded" | head -1 | cut -c1-120)"
+
+rm -f "$W"
+replay gone "$TMP/run.lpcap" --cache "$CACHE"
+moved gone "not found"
+replay gone-dbg "$TMP/run.lpcap" --cache "$CACHE" "${DEBUG_DIRS[@]}"
+found gone-dbg
+
+# ---- 6. nothing left behind
+left=$(leftovers)
+check "nothing left behind: '$left'" test -z "$left"
+finish
