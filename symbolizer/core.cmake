@@ -12,6 +12,8 @@ target_include_directories(lp_symb PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(lp_symb PUBLIC lp_symb_elf lp_symb_out lp_symb_unwind lp_symb_dwarf
 		      lp_symb_cache lp_schema lp_common)
 
-add_executable(lowprof-symbolizer ${CMAKE_CURRENT_SOURCE_DIR}/main.c ${CMAKE_CURRENT_SOURCE_DIR}/run.c)
-target_link_libraries(lowprof-symbolizer PRIVATE lp_symb PkgConfig::LIBCAP)
+pkg_check_modules(LIBSECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+add_executable(lowprof-symbolizer ${CMAKE_CURRENT_SOURCE_DIR}/main.c ${CMAKE_CURRENT_SOURCE_DIR}/run.c
+	       ${CMAKE_CURRENT_SOURCE_DIR}/sandbox.c)
+target_link_libraries(lowprof-symbolizer PRIVATE lp_symb PkgConfig::LIBCAP PkgConfig::LIBSECCOMP)
 set_target_properties(lowprof-symbolizer PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})

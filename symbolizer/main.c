@@ -23,7 +23,9 @@ static const char usage[] =
 	"  DIR/cpu.html    self-contained interactive flame graph\n"
 	"with --off-cpu also DIR/offcpu.{pb.gz,folded,html}, weighted by the time\n"
 	"threads were blocked, and prints a summary. Started as root, it first\n"
-	"becomes --user (no capabilities in any set, no_new_privs). 'lowprof record'\n"
+	"becomes --user (no capabilities in any set, no_new_privs); once its files\n"
+	"are open a seccomp filter leaves it only file, memory and time calls\n"
+	"(ptrace, bpf, perf_event_open, exec and sockets fail). 'lowprof record'\n"
 	"starts it for you; 'lowprof replay' runs it on a capture file.\n"
 	"\n"
 	"Options:\n"
@@ -55,6 +57,11 @@ static const char usage[] =
 	"      --debug-dir DIR    look for separate debug files (and, replaying, the\n"
 	"                         binaries themselves) in DIR/.build-id/\n"
 	"                         (repeatable; default " SYMB_DEFAULT_DEBUG_DIR ")\n"
+	"      --no-sandbox       do not install the seccomp filter (debugging only)\n"
+	"      --check-sandbox    become --user, enter the sandbox, try what it must\n"
+	"                         stop (ptrace, bpf, perf_event_open, sockets,\n"
+	"                         /proc/1/mem, execve), print each result and exit\n"
+	"                         0 if all failed, 1 if not\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -124,6 +131,8 @@ int main(int argc, char **argv)
 		{"capture", required_argument, NULL, 'c'},
 		{"capture-fd", required_argument, NULL, 'K'},
 		{"progress", no_argument, NULL, 'p'},
+		{"no-sandbox", no_argument, NULL, 'S'},
+		{"check-sandbox", no_argument, NULL, 'k'},
 		{"output", required_argument, NULL, 'o'},
 		{"output-fds", required_argument, NULL, 'O'},
 		{"user", required_argument, NULL, 'u'},
@@ -186,6 +195,12 @@ int main(int argc, char **argv)
 		case 'p':
 			o.progress = true;
 			break;
+		case 'S':
+			o.no_sandbox = true;
+			break;
+		case 'k':
+			o.check_sandbox = true;
+			break;
 		case 'o':
 			o.out_dir = optarg;
 			break;
@@ -244,6 +259,8 @@ int main(int argc, char **argv)
 		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
+	if (o.check_sandbox)
+		return symb_run(&o);
 	if ((o.ring_fd >= 0) + !!o.ring_path + !!o.capture_path + (o.capture_fd >= 0) != 1) {
 		lp_err("give exactly one of --ring PATH, --ring-fd FD, --capture FILE or "
 		       "--capture-fd FD (see --help)");

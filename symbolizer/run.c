@@ -27,6 +27,7 @@
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "profile.h"
+#include "sandbox.h"
 #include "symb_int.h"
 #include "symbolizer.h"
 
@@ -479,6 +480,11 @@ int symb_run(const struct symb_opts *o)
 	symb_state_init(&s);
 	s.off_cpu = off_cpu;
 	s.replay = replay;
+	if (o->check_sandbox) {
+		rc = drop_privileges(o->user) ? 1 : symb_sandbox_check();
+		symb_state_free(&s);
+		return rc;
+	}
 
 	if (replay) {
 		cap_fd = open_capture(o);
@@ -515,11 +521,16 @@ int symb_run(const struct symb_opts *o)
 		err = start_replay(o, cap_fd, &rd);
 		if (err)
 			goto out;
+		if (!o->no_sandbox && symb_sandbox_enter())
+			goto out;
 		lpc_reader__stats(rd, &st);
 		err = consume_capture(rd, &s, st.file_bytes, o->progress);
 	} else {
 		err = attach_ring(o, &mem, &size, &ring);
 		if (err)
+			goto out;
+		/* everything opened that needs more than the sandbox allows */
+		if (!o->no_sandbox && symb_sandbox_enter())
 			goto out;
 		err = consume(ring, &s);
 	}

@@ -43,6 +43,8 @@ struct symb_opts {
 	const char *capture_path;
 	int capture_fd; /* or an inherited one; -1: none */
 	bool progress;	/* a progress line on stderr while replaying, even if not a tty */
+	bool no_sandbox;    /* skip the seccomp filter (debugging) */
+	bool check_sandbox; /* drop privileges, enter the sandbox, try what it must stop */
 };
 
 #define SYMB_DEFAULT_CACHE     "/var/cache/lowprof/symbols.db"

@@ -25,6 +25,8 @@ if [[ -n "$SYM" && -n "$COL" ]]; then
 	check "symbolizer CapPrm is 0" grep -q '^CapPrm:[[:space:]]*0000000000000000$' /proc/$SYM/status
 	check "symbolizer CapAmb is 0" grep -q '^CapAmb:[[:space:]]*0000000000000000$' /proc/$SYM/status
 	check "symbolizer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$SYM/status
+	check "symbolizer runs under a seccomp filter (Seccomp: 2)" \
+		grep -q '^Seccomp:[[:space:]]*2$' /proc/$SYM/status
 	# CAP_SYS_PTRACE is bit 19
 	for set in CapEff CapPrm CapBnd; do
 		check "collector $set is CAP_SYS_PTRACE only" \
@@ -41,6 +43,15 @@ else
 fi
 
 wait "$REC"; rc=$?
+# from inside the sandbox, as nobody: ptrace, bpf, perf_event_open, sockets,
+# /proc/1/mem and execve all fail
+out=$("$BIN/lowprof-symbolizer" --check-sandbox 2>&1); src=$?
+echo "$out"
+check "symbolizer --check-sandbox: everything it tries is denied (exit $src)" test "$src" -eq 0
+check "symbolizer --check-sandbox tried bpf and execve" \
+	grep -q 'bpf.*denied' <<<"$out"
+check "the sandbox, not the uid, stops execve (ENOSYS)" \
+	grep -q 'execve.*denied (Function not implemented)' <<<"$out"
 check "lowprof record exits 0 (got $rc)" test "$rc" -eq 0
 F="$TMP/out/cpu.folded"
 check "cpu.folded is not empty" test -s "$F"
