@@ -24,6 +24,7 @@ struct slot {
 	uint32_t len;
 	uint32_t nrecords;
 	uint64_t record_bytes;
+	bool zstd;
 	bool busy;
 };
 
@@ -144,15 +145,24 @@ static void fail(struct coll_capture *c, int err)
 	}
 }
 
+/* The block in s was counted as written when it was handed out, but is not. */
+static void uncount(struct coll_capture *c, const struct slot *s)
+{
+	c->st.records -= s->nrecords;
+	c->st.record_bytes -= s->record_bytes;
+	c->st.blocks--;
+	c->st.zstd_blocks -= s->zstd;
+	c->st.file_bytes -= s->len;
+	c->st.dropped_records += s->nrecords;
+	c->st.dropped_bytes += s->record_bytes;
+}
+
 /* A write finished: res is its result. Its records count as dropped if it failed. */
 static void slot_done(struct coll_capture *c, struct slot *s, int res)
 {
 	if (res < 0 || (uint32_t)res != s->len) {
 		fail(c, res < 0 ? res : -ENOSPC);
-		c->st.records -= s->nrecords;
-		c->st.record_bytes -= s->record_bytes;
-		c->st.dropped_records += s->nrecords;
-		c->st.dropped_bytes += s->record_bytes;
+		uncount(c, s);
 	}
 	s->busy = false;
 	c->inflight--;
@@ -210,6 +220,7 @@ static void make_block(struct coll_capture *c, struct slot *s)
 	b.payload_crc = lp_crc32c(payload, b.stored_len);
 	lpc_block_encode(s->buf, &b);
 	s->len = LPC_BLOCK_HDR_SIZE + b.stored_len;
+	s->zstd = n != 0;
 	s->nrecords = c->nrecords;
 	s->record_bytes = c->raw_len;
 }
@@ -233,14 +244,12 @@ static void flush(struct coll_capture *c)
 	c->st.records += s->nrecords;
 	c->st.record_bytes += s->record_bytes;
 	c->st.blocks++;
+	c->st.file_bytes += s->len;
 	if (c->uring) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
 
 		if (!sqe) { /* cannot happen: the ring has room for every slot */
-			c->st.records -= s->nrecords;
-			c->st.record_bytes -= s->record_bytes;
-			c->st.blocks--;
-			drop_block(c);
+			uncount(c, s);
 			goto reset;
 		}
 		io_uring_prep_write(sqe, c->fd, s->buf, s->len, c->off);
@@ -257,7 +266,6 @@ static void flush(struct coll_capture *c)
 		slot_done(c, s, pwrite_all(c->fd, s->buf, s->len, c->off) ?: (int)s->len);
 	}
 	c->off += s->len;
-	c->st.file_bytes += s->len;
 	c->seq++;
 reset:
 	c->raw_len = 0;

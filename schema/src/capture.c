@@ -282,6 +282,7 @@ int lpc_reader__open_fd(int fd, struct lpc_reader **out, struct lpc_header *hdr)
 {
 	struct stat st;
 
+	*out = NULL;
 	if (fstat(fd, &st))
 		return -errno;
 	if (!S_ISREG(st.st_mode)) {
