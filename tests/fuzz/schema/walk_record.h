@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Decodes one record and reads every byte of it the symbolizer would:
+ * strings, frames, each mapping and kernel symbol. Shared by the record
+ * decoder's fuzz target and the capture reader's. sink keeps the reads.
+ */
+#ifndef LOWPROF_FUZZ_WALK_RECORD_H
+#define LOWPROF_FUZZ_WALK_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lowprof/schema.h"
+
+static volatile uint64_t walk_sink;
+
+static void walk_touch(struct lps_str s)
+{
+	for (uint32_t i = 0; i < s.len; i++)
+		walk_sink += (uint8_t)s.ptr[i];
+}
+
+static void walk_record(const uint8_t *buf, size_t len)
+{
+	struct lps_record r;
+
+	if (lps_decode(buf, len, &r))
+		return;
+	switch (r.type) {
+	case LPS_SAMPLE:
+		walk_touch(r.sample.comm);
+		for (uint32_t i = 0; i < r.sample.nkstack; i++)
+			walk_sink += lps_frame(r.sample.kstack, i);
+		for (uint32_t i = 0; i < r.sample.nustack; i++)
+			walk_sink += lps_frame(r.sample.ustack, i);
+		break;
+	case LPS_MAPS: {
+		struct lps_mapping m;
+
+		while (lps_maps_next(&r.maps, &m) == 1)
+			walk_touch(m.path), walk_touch(m.build_id);
+		break;
+	}
+	case LPS_KSYMS: {
+		struct lps_ksym k;
+
+		while (lps_ksyms_next(&r.ksyms, &k) == 1)
+			walk_touch(k.name), walk_touch(k.module);
+		break;
+	}
+	case LPS_META: {
+		uint32_t pid;
+
+		walk_touch(r.meta.hostname);
+		for (uint32_t i = 0; i < r.meta.npids; i++)
+			if (lps_meta_pid(&r.meta, i, &pid) == 0)
+				walk_sink += pid;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+#endif /* LOWPROF_FUZZ_WALK_RECORD_H */
