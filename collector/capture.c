@@ -33,6 +33,7 @@ struct coll_capture {
 	bool compress;
 	bool uring;
 	bool failed;
+	bool stalled; /* the last wait for a slot ran out */
 	struct io_uring ring;
 	ZSTD_CCtx *cctx;
 	size_t slot_cap;
@@ -188,6 +189,26 @@ static void reap(struct coll_capture *c, bool wait)
 	}
 }
 
+static struct slot *free_slot(struct coll_capture *c)
+{
+	for (int i = 0; i < COLL_CAPTURE_SLOTS; i++)
+		if (!c->slots[i].busy)
+			return &c->slots[i];
+	return NULL;
+}
+
+/* Waits up to COLL_CAPTURE_WAIT_NS for one write to complete. */
+static void wait_slot(struct coll_capture *c)
+{
+	struct __kernel_timespec ts = {0, COLL_CAPTURE_WAIT_NS};
+	struct io_uring_cqe *cqe;
+
+	if (!c->uring || !c->inflight)
+		return;
+	if (io_uring_wait_cqe_timeout(&c->ring, &cqe, &ts) == 0)
+		reap(c, false); /* takes the completion seen and any other */
+}
+
 static void drop_block(struct coll_capture *c)
 {
 	c->st.dropped_records += c->nrecords;
@@ -233,13 +254,24 @@ static void flush(struct coll_capture *c)
 	if (!c->nrecords)
 		return;
 	reap(c, false);
-	for (int i = 0; i < COLL_CAPTURE_SLOTS && !s; i++)
-		if (!c->slots[i].busy)
-			s = &c->slots[i];
+	s = free_slot(c);
+	if (!s && !c->failed && !c->stalled) {
+		/*
+		 * On a host whose CPUs are all busy, io_uring's workers can take
+		 * longer than the slots last: wait a little (the drain loop's own
+		 * CPU goes to them). Once a wait ran out, later blocks are dropped
+		 * at once until a write completes: a stuck disk never slows the
+		 * drain loop by more than one wait.
+		 */
+		wait_slot(c);
+		s = free_slot(c);
+		c->stalled = !s;
+	}
 	if (c->failed || !s) {
 		drop_block(c); /* never wait for the disk in the drain loop */
 		goto reset;
 	}
+	c->stalled = false;
 	make_block(c, s);
 	c->st.records += s->nrecords;
 	c->st.record_bytes += s->record_bytes;

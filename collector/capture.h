@@ -8,9 +8,12 @@
  * bytes of records, or one second old) is compressed (zstd level 1, kept
  * only if it saves an eighth) into one of a few fixed slots and written with
  * io_uring at the next file offset; a slot is free again when its write
- * completes. When every slot is still in flight the block is dropped and
- * its records counted, never waited for: memory is bounded by the slots,
- * about 5 x 1.3 MiB at most. A failed or short write (a full disk) stops
+ * completes. When every slot is still in flight the drain loop waits up to
+ * 50 ms for one (io_uring's workers may be short of CPU on a busy host);
+ * if none completes the block is dropped and its records counted, and the
+ * next blocks are dropped without waiting until a write completes: a
+ * stuck disk costs the drain loop one wait. Memory is bounded by the slots
+ * (9 x 1.3 MiB at most; pages are touched only as blocks fill them). A failed or short write (a full disk) stops
  * the capture: later records are counted as dropped. Where io_uring is not
  * available (kernel.io_uring_disabled) the blocks are written with pwrite.
  *
@@ -25,7 +28,9 @@
 /* A block is written when it holds this many bytes of records, or is a second old. */
 #define COLL_CAPTURE_BLOCK  (256u << 10)
 #define COLL_CAPTURE_AGE_NS 1000000000ull
-#define COLL_CAPTURE_SLOTS  4
+#define COLL_CAPTURE_SLOTS  8
+/* With every slot still being written, a block waits this long for one. */
+#define COLL_CAPTURE_WAIT_NS 50000000L
 
 struct coll_capture;
 
