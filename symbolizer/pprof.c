@@ -398,7 +398,7 @@ static int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len
 
 	if (len > UINT32_MAX) /* one deflate() call below; avail_in is 32 bits */
 		return -E2BIG;
-	if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	cap = deflateBound(&zs, len);
 	buf = malloc(cap);
