@@ -3,7 +3,7 @@
 #
 # lowprof's benchmark: what profiling costs, next to its peers.
 #
-#   sudo tests/bench/bench.sh [--quick] [-o DIR] [--build DIR]
+#   sudo tests/bench/bench.sh [--quick] [--sections LIST] [-o DIR] [--build DIR]
 #
 # Not part of the default test run (ctest never runs it): the figures come
 # from a shared, noisy machine and are reported, never asserted. The goals
@@ -12,8 +12,9 @@
 #
 # It prints a table and writes DIR/bench.md (the table, with how each figure
 # is measured) and DIR/bench.json (the same rows, method included); DIR
-# defaults to build/bench/. A full run takes about 6-9 minutes, --quick
-# (fewer, shorter runs; a smoke run) about 2.
+# defaults to build/bench/. A full run takes about 7-10 minutes, --quick
+# (fewer, shorter runs; a smoke run) about 2. --sections runs only the
+# sections listed, e.g. 3 or 1,2b (of 1,2,2b,3,4,5; 2, 4 and 5 share runs).
 #
 #   1. Overhead: a fixed CPU-bound workload (bench_work.c: one thread per
 #      online CPU, a fixed number of work units down a known call chain,
@@ -26,8 +27,14 @@
 #      (kernel.bpf_stats_enabled, per program from the collector's fdinfo),
 #      divided by samples; off-CPU per context switch on
 #      `perf bench sched pipe`, whose throughput is reported too.
-#   3. Symbolization throughput: needs capture replay (`lowprof replay`),
-#      which does not exist yet; the row says so.
+#   3. Symbolization throughput: a multi-process workload (bench_work and
+#      gzip, xz, sort, sha256sum, python3, find | xargs cat looping, every CPU
+#      busy) recorded whole-host at 999 Hz by lowprof record --capture
+#      --no-symbolize and perf record -a -g at the same time; then samples
+#      per CPU-second and per wall second of lowprof-symbolizer replaying the
+#      capture with a new cache (cold), the cache it filled (warm), no cache,
+#      and two warm replays at once, next to perf report --stdio and perf
+#      script on the perf.data; runs interleaved, medians reported.
 #   4. Memory: collector and symbolizer RSS (steady, peak), BPF map and ring
 #      memory, and how they grow with online CPUs and frequency (the sizing
 #      formulas of the README, checked against what the kernel reports here).
@@ -35,13 +42,16 @@
 #
 # Goals (reported against, not asserted): whole-pipeline cost at 99 Hz
 # <= 5 us CPU per on-CPU sample incl. BPF; workload slowdown no larger than
-# perf record -g at the same rate; collector steady RSS < 8 MB, peak < 16 MB;
-# zero loss at 999 Hz.
+# perf record -g at the same rate; replaying a capture with a warm cache
+# >= 1,000,000 samples per CPU-second and >= 10x perf report's rate on the
+# same workload; collector steady RSS < 8 MB, peak < 16 MB; zero loss at
+# 999 Hz.
 #
 # Needs root, the built binaries (cmake --build build), gcc, jq, and for the
 # peer rows perf (linux-perf) and bpftrace; a missing peer's rows say so.
-# Every lowprof run uses --no-cache: each run parses the binaries it meets
-# (cold), so runs do not depend on what an earlier one left in a cache.
+# Every lowprof run uses --no-cache (each run parses the binaries it meets,
+# cold) or a cache in a new directory of its own, so runs do not depend on
+# what an earlier one left in a cache.
 # If /tmp/ci-run.log exists and its last line does not start with "rc=", a
 # CI run is in progress: every run that loads BPF waits for it to end.
 # Nothing is left running: workloads, lowprof, perf and bpftrace are stopped
@@ -53,14 +63,17 @@ root=$(cd "$here/../.." && pwd)
 build="$root/build"
 out=""
 quick=0
+all_sections=1,2,2b,3,4,5
+sections=$all_sections
 
 usage() {
-	sed -n '3,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '3,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--quick) quick=1 ;;
+	--sections) sections="$2"; shift ;;
 	-o | --out) out="$2"; shift ;;
 	--build) build="$2"; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -69,6 +82,12 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 out=${out:-$build/bench}
+for sec_arg in ${sections//,/ }; do
+	[[ ",$all_sections," == *",$sec_arg,"* ]] ||
+		{ echo "bench: unknown section '$sec_arg' (of $all_sections)" >&2; exit 2; }
+done
+# want SECTION: was it asked for
+want() { [[ ",$sections," == *",$1,"* ]]; }
 
 # ---- settings --------------------------------------------------------------
 
@@ -79,6 +98,7 @@ if ((quick)); then
 	warm_secs=1.5    # steady-state window starts this long after attach
 	pipe_loops=200000
 	pipe_rounds=1
+	symb_secs=6      # the recording that section 3 replays
 else
 	rounds=5
 	units=2600       # ~3 s alone here
@@ -86,7 +106,9 @@ else
 	warm_secs=3
 	pipe_loops=600000
 	pipe_rounds=2
+	symb_secs=20
 fi
+symb_rounds=3 # replays and perf reports take about a second each
 settle=0.5 # after a profiler is attached, before the workload starts
 
 LP="$build/lowprof"
@@ -115,6 +137,10 @@ tmp=$(mktemp -d /tmp/lowprof-bench.XXXXXX) || die "mktemp failed"
 # the warm-cache run's cache: a directory the symbolizer's user (nobody) owns
 cachedir=$(mktemp -d /tmp/lowprof-bench-cache.XXXXXX) || die "mktemp failed"
 chown nobody: "$cachedir" 2>/dev/null || chown nobody "$cachedir"
+# the workload's binary: where the symbolizer (nobody) can read it, as it
+# can a real program's ($tmp is root's alone)
+bindir=$(mktemp -d /tmp/lowprof-bench-bin.XXXXXX) || die "mktemp failed"
+chmod 755 "$bindir"
 logs="$out/logs"
 rm -rf "$logs"
 mkdir -p "$logs"
@@ -148,7 +174,7 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	[[ -n "$stats_orig" ]] && sysctl -q -w kernel.bpf_stats_enabled="$stats_orig" >/dev/null
-	rm -rf "$tmp" "$cachedir"
+	rm -rf "$tmp" "$cachedir" "$bindir"
 }
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
@@ -312,7 +338,7 @@ add_row() {
 
 # ---- the workload -----------------------------------------------------------
 
-work="$tmp/bench_work"
+work="$bindir/bench_work"
 gcc -O2 -g -fno-omit-frame-pointer -pthread -Wall -Wextra -o "$work" "$here/bench_work.c" ||
 	die "building bench_work.c failed"
 # frame pointers kept so perf -g and bpftrace's ustack walk the same chain
@@ -745,10 +771,303 @@ offcpu_rows() {
 }
 
 # ---- 3. symbolization throughput -------------------------------------------
+#
+# One recording of a multi-process workload by lowprof record --capture
+# --no-symbolize and perf record -a -g at the same time (so both hold the
+# same stretch of the same processes, each also sampling the other), then
+# each tool's own symbolization of it, timed: lowprof-symbolizer replaying
+# the capture with a new cache (cold), the cache that run filled (warm), no
+# cache, and two warm replays at once, interleaved round by round with perf
+# report and perf script on the perf.data.
+
+cap="$tmp/symb.lpcap"
+pdata="$tmp/symb.perf.data"
+declare -A S # section 3: "KIND.cpu" / "KIND.wall" lists of seconds, counts
+mix_pgids=()
+mix_names=()
+
+# mix_loop NAME COMMAND: the shell command line COMMAND over and over, in a
+# process group of its own (setsid), so that stopping the group also stops
+# the child the loop is running
+mix_loop() {
+	setsid bash -c "while :; do $2; done" >/dev/null 2>>"$logs/symb-workload.log" </dev/null &
+	mix_pgids+=("$!")
+	mix_names+=("$1")
+	track "-$!" # a negative pid: cleanup signals the whole group
+}
+
+# kill -PGID reaches only the group the loop made: before setsid() has run
+# no group of that id exists, and the loop itself is signalled instead
+mix_stop() {
+	local p
+	for p in "${mix_pgids[@]}"; do
+		kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${mix_pgids[@]}"; do
+		wait "$p" 2>/dev/null
+		untrack "-$p"
+	done
+	mix_pgids=()
+}
+
+# mix_start: the workload, about 7 CPU-bound processes (for 2 CPUs here) of
+# different binaries and libraries, each a fixed job repeated; sets mix_names
+mix_start() {
+	local lib py q t
+	mix_names=()
+	# the compressors' input: the largest shared library here (libLLVM on
+	# the test machine), the same file on every run on a machine
+	lib=$(find /usr/lib /lib -maxdepth 2 -type f -name '*.so*' -printf '%s %p\n' 2>/dev/null |
+		sort -n | tail -n 1 | cut -d' ' -f2-)
+	[[ -n "$lib" ]] || lib=$(command -v bash)
+	S[mix_lib]=$lib
+	q=$(printf '%q' "$lib")
+	t=$(printf '%q' "$tmp")
+	awk 'BEGIN {srand(1); for (i = 0; i < 500000; i++) printf "%d word%d %x\n", int(rand() * 1e9), int(rand() * 1000), i}' \
+		>"$tmp/mix-sort.txt"
+	cat >"$tmp/mix.py" <<'PY'
+import hashlib, json, zlib
+data = bytes(range(256)) * 4096
+doc = [{"id": i, "name": "item%d" % i, "tags": ["a", "b", str(i)]} for i in range(5000)]
+while True:
+    zlib.compress(data, 6)                 # libz
+    hashlib.sha256(data).digest()          # OpenSSL's libcrypto
+    json.loads(json.dumps(doc))            # the interpreter, _json
+    sorted(str(i * 7919 % 10007) for i in range(20000))
+PY
+	mix_loop bench_work "$(printf '%q' "$work") -t 1 -s 3600"
+	command -v gzip >/dev/null && mix_loop gzip "gzip -1 -c $q >/dev/null"
+	command -v xz >/dev/null && mix_loop xz "xz -1 -T1 -c $q >/dev/null"
+	command -v sha256sum >/dev/null && mix_loop sha256sum "sha256sum $q >/dev/null"
+	mix_loop sort "LC_ALL=C sort -S 64M --parallel=1 -T $t $t/mix-sort.txt >/dev/null"
+	py=/usr/bin/python3 # not a pyenv shim: one process, the real interpreter
+	[[ -x $py ]] || py=$(command -v python3)
+	[[ -n "$py" ]] && mix_loop python3 "$(printf '%q' "$py") $t/mix.py"
+	mix_loop find-cat "find /usr/include -type f -print0 | xargs -0 cat >/dev/null"
+}
+
+# symb_record: the workload recorded by lowprof and perf at once
+symb_record() {
+	local tlog="$logs/symb-record.log" plog="$logs/symb-perf-record.log" lp pp="" rc
+	wait_ci
+	mix_start
+	log "3. symbolization throughput: recording ${mix_names[*]} for $symb_secs s at 999 Hz (lowprof --capture$( ((have_perf)) && echo " and perf record -a -g"))"
+	nap 1 # every loop running
+	"$LP" record --capture "$cap" --no-symbolize -F 999 -d "$symb_secs" >"$tlog" 2>&1 &
+	lp=$!
+	track "$lp"
+	# perf starts once lowprof samples, for the same number of seconds
+	if wait_line "$tlog" profiling 30 "$lp" && ((have_perf)); then
+		perf record -F 999 -a -g -N -o "$pdata" -- sleep "$symb_secs" >"$plog" 2>&1 &
+		pp=$!
+		track "$pp"
+	fi
+	wait "$lp"
+	rc=$?
+	untrack "$lp"
+	[[ -n "$pp" ]] && { wait "$pp" || log "perf record failed (see $plog)"; untrack "$pp"; }
+	mix_stop
+	if ((rc != 0)) || [[ ! -s "$cap" ]]; then
+		log "lowprof record --capture failed (see $tlog)"
+		return 1
+	fi
+	"$LP" capture-info "$cap" >"$logs/symb-capture-info.log" 2>&1 || { log "capture-info failed"; return 1; }
+	S[samples]=$(sed -n 's/^samples *on-CPU \([0-9]*\).*/\1/p' "$logs/symb-capture-info.log")
+	S[procs]=$(sed -n 's/^processes *\([0-9]*\) with samples.*/\1/p' "$logs/symb-capture-info.log")
+	S[mappings]=$(sed -n 's/^binaries *\([0-9]*\) executable.*/\1/p' "$logs/symb-capture-info.log")
+	S[dropped]=$(sed -n 's/.* \([0-9]*\) by the capture writer.*/\1/p' "$logs/symb-capture-info.log")
+	S[cap_mib]=$(calc "$(stat -c %s "$cap") / 1048576")
+	[[ -n "${S[samples]}" && ${S[samples]} -gt 0 ]] || { log "no samples in the capture"; return 1; }
+	if [[ -n "$pp" && -s "$pdata" ]]; then
+		S[perf_samples]=$(perf script -i "$pdata" -F pid 2>/dev/null | wc -l)
+		S[perf_lost]=$(perf report -i "$pdata" --stats 2>/dev/null | awk '/LOST_SAMPLES events:/ {n += $3} END {print n + 0}')
+	fi
+}
+
+# timed KEY COMMAND...: COMMAND under bash's time, stdout to /dev/null,
+# stderr to logs/symb-KEY.log; "WALL USER SYS" in $tmp/time.KEY
+timed() {
+	local key=$1
+	shift
+	(
+		TIMEFORMAT='%3R %3U %3S'
+		time "$@" >/dev/null 2>>"$logs/symb-$key.log"
+	) 2>"$tmp/time.$key"
+}
+# replay KEY ARGS...: lowprof-symbolizer replaying the capture as nobody,
+# outputs written, no summary
+replay() {
+	local key=$1
+	shift
+	rm -rf "$tmp/replay.$key"
+	timed "$key" "$build/lowprof-symbolizer" --capture "$cap" -o "$tmp/replay.$key" -u nobody --no-summary "$@" &&
+		[[ -s "$tmp/replay.$key/cpu.folded" ]]
+}
+# keep KIND KEY: adds a finished run's CPU and wall seconds to KIND's lists
+# (KIND.last: this run's CPU seconds)
+keep() {
+	local w u s
+	read -r w u s <"$tmp/time.$2" && [[ -n "$s" ]] || return 1
+	S[$1.last]=$(calc "$u + $s")
+	S[$1.wall]+="$w "
+	S[$1.cpu]+="${S[$1.last]} "
+}
+
+# kept FUNCTION KIND ARGS...: FUNCTION KIND ARGS... (replay or timed), its
+# times kept under KIND, or a message saying it failed
+kept() {
+	if "$@" && keep "$2" "$2"; then
+		return 0
+	fi
+	log "$2 failed (see logs/symb-$2.log)"
+	return 1
+}
+
+# busy_s VAR: CPU seconds the machine's CPUs have been busy since boot
+# (/proc/stat: user, nice, system, irq, softirq; clock ticks)
+busy_s() {
+	local _b
+	_b=$(awk -v hz="$clk_tck" '$1 == "cpu" {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz; exit}' /proc/stat)
+	printf -v "$1" '%s' "$_b"
+}
+
+symb_round() { # ROUND
+	local r=$1 db="$cachedir/replay-$1.db" t0 t1 b0 b1 a b ok=1
+	wait_ci
+	rm -f "$db" "$db-wal" "$db-shm" "$db-journal" # cachedir: nobody's, so nobody can create it
+	kept replay cold --cache "$db"
+	kept replay warm --cache "$db"
+	kept replay nocache --no-cache
+	busy_s b0
+	now_us t0
+	replay dual1 --cache "$db" &
+	a=$!
+	replay dual2 --cache "$db" &
+	b=$!
+	track "$a" "$b"
+	wait "$a" || ok=0
+	wait "$b" || ok=0
+	now_us t1
+	busy_s b1
+	untrack "$a" "$b"
+	if ((ok)) && keep dual1 dual1 && keep dual2 dual2; then
+		S[dual.last]=$(calc "($t1 - $t0) / 1e6")
+		S[dual.wall]+="${S[dual.last]} "
+		S[dual.cpu]+="$(calc "${S[dual1.last]} + ${S[dual2.last]}") "
+		S[dual.others]+="$(calc "$b1 - $b0 - ${S[dual1.last]} - ${S[dual2.last]}") "
+	else
+		log "two replays at once: one failed (logs/symb-dual*.log)"
+	fi
+	if [[ -n "${S[perf_samples]:-}" ]]; then
+		kept timed perf-report perf report --stdio -i "$pdata"
+		kept timed perf-script perf script -i "$pdata"
+	fi
+	printf '  replay round %d: CPU s: cold %s, warm %s, no cache %s; two at once %s s wall; perf report %s, perf script %s s CPU\n' "$r" \
+		"${S[cold.last]:-?}" "${S[warm.last]:-?}" "${S[nocache.last]:-?}" "${S[dual.last]:-?}" \
+		"${S[perf-report.last]:-?}" "${S[perf-script.last]:-?}" >&2
+}
+
+section_symb() {
+	local r k
+	symb_record || return 0
+	# what a user sees: lowprof replay, cold then warm, with the summary
+	for k in cold warm; do
+		"$LP" replay "$cap" -o "$tmp/replay.summary" --cache "$cachedir/summary.db" >"$logs/symb-replay-$k-summary.log" 2>&1 ||
+			log "lowprof replay failed (see logs/symb-replay-$k-summary.log)"
+		S[$k.load]=$(sed -n 's/^ *binaries *loaded in \([0-9.]*\) ms.*/\1/p' "$logs/symb-replay-$k-summary.log" | head -n 1)
+	done
+	S[replay_samples]=$(sum_field "$logs/symb-replay-cold-summary.log" 'samples')
+	for ((r = 1; r <= symb_rounds; r++)); do
+		symb_round "$r"
+	done
+}
+
+# symb_rate KIND SAMPLES: "PER_CPU_S PER_WALL_S CPU WALL" from KIND's medians
+symb_rate() {
+	local c w
+	# shellcheck disable=SC2086
+	c=$(median ${S[$1.cpu]:-})
+	# shellcheck disable=SC2086
+	w=$(median ${S[$1.wall]:-})
+	[[ -n "$c" && -n "$w" ]] || return 1
+	echo "$(calc "$2 / $c") $(calc "$2 / $w") $c $w"
+}
 
 symb_rows() {
-	add_row "3. symbolization throughput" "samples/s symbolized from a capture" "not measured yet: needs lowprof replay" "" "" \
-		"needs capture replay (a recorded ring replayed into the symbolizer without BPF), which does not exist yet; not estimated from the live runs, whose symbolizer waits on the collector"
+	local sec="3. symbolization throughput" n=${S[samples]:-} pn=${S[perf_samples]:-} kind label how
+	local pc pw c w st goal lc lw rc rw load
+	if [[ -z "$n" ]]; then
+		add_row "$sec" "recording" "not measured (recording failed, see logs/symb-record.log)" "" "" ""
+		return
+	fi
+	local rounds_txt="median of $symb_rounds rounds; each round: cold, warm, no cache, two at once, then perf report and perf script"
+	add_row "$sec" "samples recorded" "lowprof $n ($(fmt %.1f "${S[cap_mib]}") MiB capture, ${S[procs]:-?} processes, ${S[dropped]:-?} records dropped by the capture writer); perf ${pn:-not run}$([[ -n "$pn" ]] && echo " (${S[perf_lost]:-0} lost)")" "" "" \
+		"one ${symb_secs} s whole-host recording at 999 Hz on $ncpus CPUs of this workload, started 1 s before, each program in a loop: ${mix_names[*]} (bench_work -t 1; gzip -1, xz -1 -T1 and sha256sum of $(basename "${S[mix_lib]}"); LC_ALL=C sort of 500,000 generated lines; python3 running zlib, hashlib (libcrypto), json and sorted; find /usr/include | xargs cat), and whatever else ran on the host. lowprof record --capture FILE --no-symbolize -F 999 -d ${symb_secs}, and perf record -F 999 -a -g -N -- sleep ${symb_secs} started when lowprof printed 'profiling'. lowprof's samples: capture-info's 'samples on-CPU' (the capture maps ${S[mappings]:-?} executable files); perf's: lines of perf script -F pid, lost: perf report --stats (LOST_SAMPLES)"
+	for kind in cold warm nocache; do
+		read -r pc pw c w <<<"$(symb_rate "$kind" "$n")"
+		case $kind in
+		cold) label="lowprof replay, cold cache"
+			how="lowprof-symbolizer --capture FILE -o DIR -u nobody --no-summary --cache NEW (a new, empty cache file in a directory nobody owns: every binary parsed and stored)"
+			load=" (binaries loaded in ${S[cold.load]:-?} ms)" ;;
+		warm) label="lowprof replay, warm cache"
+			how="as the cold row, on the cache the round's cold run just filled (every table found in it)"
+			load=" (binaries loaded in ${S[warm.load]:-?} ms)" ;;
+		nocache) label="lowprof replay, --no-cache"
+			how="as the cold row, with --no-cache (every binary parsed, nothing stored)"
+			load="" ;;
+		esac
+		if [[ -z "$pc" ]]; then
+			add_row "$sec" "$label" "not measured (no run finished, see logs/symb-$kind.log)" "" ""  ""
+			continue
+		fi
+		goal="" st=""
+		if [[ $kind == warm ]]; then
+			goal=">= 1000000 samples/CPU-s"
+			st=$(awk -v v="$pc" 'BEGIN {print (v >= 1e6 ? "PASS" : "MISS")}')
+		fi
+		[[ $kind == cold ]] && how+="; $n samples / user+sys of the symbolizer (bash time; it stays one process after becoming nobody), and / its wall time, start to exit: reading and decompressing the capture, loading binaries, unwinding, symbolizing, writing cpu.pb.gz, cpu.folded and cpu.html; $rounds_txt. Binaries loaded in: the summary's wall time for loading them, from one lowprof replay with a new cache, and again on that cache for the warm row, before the rounds"
+		add_row "$sec" "$label" "$(fmt %.0f "$pc") samples/CPU-s, $(fmt %.0f "$pw") samples/s wall (CPU $(fmt %.3f "$c") s, wall $(fmt %.3f "$w") s)$load" "$goal" "$st" "$how"
+	done
+	read -r pc pw c w <<<"$(symb_rate dual "$((2 * n))")"
+	if [[ -n "$pc" ]]; then
+		local others
+		# shellcheck disable=SC2086
+		others=$(median ${S[dual.others]:-})
+		add_row "$sec" "two lowprof replays at once, warm" "$(fmt %.0f "$pw") samples/s wall together ($(fmt %.0f "$(calc "$pw / 2")") each; $(fmt %.3f "$w") s for both), $(fmt %.0f "$pc") samples/CPU-s (CPU $(fmt %.3f "$c") s for both; other processes $(fmt %.2f "$others") CPU-s meanwhile, of $(fmt %.2f "$(calc "$w * $ncpus")") available)" "" "" \
+			"two warm replays as above started together on the same capture and the same cache; 2 x $n samples / the wall time from starting both to the end of the later one, and / the sum of their user+sys; other processes = busy CPU time of the machine over that wall time (/proc/stat, 1/$clk_tck s ticks) less both replays' CPU: what this shared machine's other users took from the $ncpus CPUs; $rounds_txt"
+	else
+		add_row "$sec" "two lowprof replays at once, warm" "not measured (see logs/symb-dual*.log)" "" "" ""
+	fi
+	if [[ -z "$pn" ]]; then
+		add_row "$sec" "perf report / perf script" "not measured (perf missing or its recording failed)" "" "" ""
+		return
+	fi
+	local -A prate=()
+	for kind in perf-report perf-script; do
+		read -r pc pw c w <<<"$(symb_rate "$kind" "$pn")"
+		[[ $kind == perf-report ]] && how="perf report --stdio -i perf.data >/dev/null (the default report: children and call graphs)" ||
+			how="perf script -i perf.data >/dev/null (every sample with its symbolized call chain)"
+		if [[ -z "$pc" ]]; then
+			add_row "$sec" "${kind/-/ }" "not measured (see logs/symb-$kind.log)" "" "" ""
+			continue
+		fi
+		prate[$kind.cpu]=$pc prate[$kind.wall]=$pw
+		add_row "$sec" "${kind/-/ }" "$(fmt %.0f "$pc") samples/CPU-s, $(fmt %.0f "$pw") samples/s wall (CPU $(fmt %.3f "$c") s, wall $(fmt %.3f "$w") s)" "" "" \
+			"$how on the perf.data recorded with the capture: $pn samples / user+sys of perf (bash time), and / its wall time; $rounds_txt"
+	done
+	read -r lc lw c w <<<"$(symb_rate warm "$n")"
+	for kind in perf-report perf-script; do
+		[[ -n "$lc" && -n "${prate[$kind.cpu]:-}" ]] || continue
+		rc=$(calc "$lc / ${prate[$kind.cpu]}")
+		rw=$(calc "$lw / ${prate[$kind.wall]}")
+		goal="" st=""
+		if [[ $kind == perf-report ]]; then
+			goal=">= 10x"
+			st=$(awk -v v="$rc" 'BEGIN {print (v >= 10 ? "PASS" : "MISS")}')
+		fi
+		add_row "$sec" "ratio lowprof warm / ${kind/-/ }" "$(fmt %.2f "$rc")x per CPU-s ($(fmt %.2f "$rw")x by wall)" "$goal" "$st" \
+			"samples per CPU-second of the warm replay / the same of ${kind/-/ } (each tool's own sample count of the same recording), and the same by wall time (medians above)"
+	done
 }
 
 # ---- 4. memory ---------------------------------------------------------------
@@ -852,11 +1171,12 @@ loss_rows() {
 write_outputs() {
 	local md="$out/bench.md" json="$out/bench.json" mode
 	((quick)) && mode="--quick" || mode="full"
+	[[ $sections == "$all_sections" ]] || mode+=" (sections $sections)"
 	{
 		echo "# lowprof benchmark"
 		echo
 		echo "$(date -u +%Y-%m-%dT%H:%MZ), $(uname -r), $ncpus online CPUs, $mode run"
-		echo "(\`tests/bench/bench.sh$( ((quick)) && echo ' --quick')\`; figures from a shared machine: compare within a run, not across machines)."
+		echo "(\`tests/bench/bench.sh$( ((quick)) && echo ' --quick')$([[ $sections == "$all_sections" ]] || echo " --sections $sections")\`; figures from a shared machine: compare within a run, not across machines)."
 		echo
 		awk -F'\t' '
 		function esc(s) { gsub(/\|/, "\\|", s); return s }
@@ -888,14 +1208,15 @@ write_outputs() {
 
 # ---- main -----------------------------------------------------------------------
 
-log "$ncpus CPUs, $( ((quick)) && echo quick || echo full) run, outputs in $out"
-section_overhead
-section_cost
-section_offcpu
-overhead_rows
-cost_rows
-offcpu_rows
-symb_rows
-memory_rows
-loss_rows
+log "$ncpus CPUs, $( ((quick)) && echo quick || echo full) run$([[ $sections == "$all_sections" ]] || echo ", sections $sections"), outputs in $out"
+want 1 && section_overhead
+{ want 2 || want 4 || want 5; } && section_cost
+want 2b && section_offcpu
+want 3 && section_symb
+want 1 && overhead_rows
+want 2 && cost_rows
+want 2b && offcpu_rows
+want 3 && symb_rows
+want 4 && memory_rows
+want 5 && loss_rows
 write_outputs
