@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct lp_ring;
@@ -21,7 +22,8 @@ struct cli_child {
 	pid_t pid;
 	bool done;
 	int status;
-	int out[2]; /* read ends of its stdout / stderr pipes, or -1 */
+	int out[2];	   /* read ends of its stdout / stderr pipes, or -1 */
+	uint64_t start_ns; /* CLOCK_MONOTONIC when it was started */
 };
 
 /* Creates dir if needed and opens the first nout output files in it; 0 or -1 (said why). */
@@ -42,11 +44,28 @@ bool cli_child_ok(const struct cli_child *c);
 void cli_reap(struct cli_child *kids, int n);
 void cli_signal_kids(struct cli_child *kids, int n, int sig);
 /*
+ * How to start the symbolizer again when it dies while the collector runs
+ * (lowprof record): its program, arguments (with --resumed) and inherited
+ * fds, and how many restarts are left. The collector is then told to send
+ * its metadata, kernel symbols and mappings again (SIGUSR1).
+ */
+struct cli_restart {
+	const char *prog;
+	char **argv;
+	const int *fds;
+	int nfds;
+	int left;     /* restarts still allowed */
+	int restarts; /* done */
+};
+
+/*
  * Waits for kids[0] (the collector; may be done already) and kids[1] (the
  * symbolizer), relaying the symbolizer's output; signals from sfd stop
- * them in turn. ring (may be NULL) is closed if the collector dies.
+ * them in turn. ring (may be NULL) is closed if the collector dies. With
+ * restart (may be NULL), a symbolizer that dies is started again.
  */
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring);
+void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
+		   struct cli_restart *restart);
 /* Makes the cache's directory usable by user; 0 or -errno (warned). */
 int cli_prepare_cache_dir(const char *cache_path, const char *user);
 

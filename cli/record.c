@@ -28,6 +28,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lowprof/capture.h"
@@ -150,6 +151,14 @@ void cli_sibling(const char *name, char *out, size_t len)
 	snprintf(out, len, "%s/%s", self, name);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * fork + exec in a new session: no controlling terminal, so the child can
  * neither inject input into the user's terminal (TIOCSTI) nor be stopped by
@@ -164,6 +173,7 @@ int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const 
 	sigset_t none;
 
 	ch->out[0] = ch->out[1] = -1;
+	ch->start_ns = mono_ns();
 	if (relay_out && (pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC))) {
 		lp_err("pipe: %m");
 		return -1;
@@ -370,7 +380,45 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
  * ring and writes), the second stops the symbolizer's reading (it writes
  * what it has), the third kills both.
  */
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring)
+/*
+ * The symbolizer died while the collector runs: start it again on the same
+ * ring (it resumes where the dead one stopped reading; what the ring could
+ * not hold meanwhile is dropped and counted) and have the collector send
+ * what the new one needs to make sense of the stream. One that dies within
+ * a second of starting is not restarted: that is a start-up failure.
+ */
+static bool restart_symbolizer(struct cli_child *kids, struct cli_restart *r)
+{
+	struct cli_child *symb = &kids[1];
+	char desc[64];
+
+	if (!r || r->left <= 0 || mono_ns() - symb->start_ns < 1000000000ull)
+		return false;
+	lp_warn("lowprof-symbolizer died (%s); starting it again (%d restarts left)",
+		cli_exit_desc(symb->status, desc, sizeof(desc)), r->left - 1);
+	for (int i = 0; i < 2; i++) {
+		if (symb->out[i] >= 0) {
+			while (cli_relay(symb->out[i], i ? STDERR_FILENO : STDOUT_FILENO))
+				;
+			close(symb->out[i]);
+			symb->out[i] = -1;
+		}
+	}
+	symb->done = false;
+	symb->status = 0;
+	if (cli_spawn(symb, r->prog, r->argv, r->fds, r->nfds, true)) {
+		symb->done = true;
+		symb->status = 1 << 8;
+		return false;
+	}
+	r->left--;
+	r->restarts++;
+	cli_signal_kids(kids, 1, SIGUSR1);
+	return true;
+}
+
+void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
+		   struct cli_restart *restart)
 {
 	struct cli_child *coll = &kids[0], *symb = &kids[1];
 	int nsignals = 0;
@@ -412,7 +460,8 @@ void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring)
 			/* it never wrote its end: let the symbolizer finish */
 			lp_ring__close(ring);
 		}
-		if (symb->done && !symb_was_done && !coll->done) {
+		if (symb->done && !symb_was_done && !coll->done &&
+		    (nsignals || cli_child_ok(symb) || !restart_symbolizer(kids, restart))) {
 			/* nobody reads the ring any more: stop collecting */
 			cli_signal_kids(coll, 1, SIGTERM);
 		}
@@ -475,6 +524,7 @@ int lp_record(const struct lp_record_opts *o)
 {
 	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], stack[16], desc[64];
 	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS], *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	char *rargv[21 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	struct lp_record_opts eff = *o;
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
 	struct cli_child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
@@ -547,13 +597,22 @@ start_collector:
 	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
 
 	/* the symbolizer first: it is ready to drain when the collector starts */
+	int sfds[1 + LP_RECORD_MAX_OUTPUTS] = {ring_fd, fds[0], fds[1], fds[2],
+					       fds[3],	fds[4], fds[5]};
+	struct cli_restart restart = {symb_path, rargv, sfds, 1 + nout, LP_RECORD_MAX_RESTARTS, 0};
+
 	if (o->no_symbolize) {
 		kids[1].done = true; /* none: the collector alone */
 	} else {
-		int sfds[1 + LP_RECORD_MAX_OUTPUTS] = {ring_fd, fds[0], fds[1], fds[2],
-						       fds[3],	fds[4], fds[5]};
+		int n = 0;
 
 		symbolizer_argv(o, symb_path, sargv);
+		while (sargv[n]) {
+			rargv[n] = sargv[n];
+			n++;
+		}
+		rargv[n++] = "--resumed";
+		rargv[n] = NULL;
 		if (cli_spawn(&kids[1], symb_path, sargv, sfds, 1 + nout, true))
 			goto out;
 	}
@@ -572,15 +631,12 @@ start_collector:
 		close(cap_fd);
 		cap_fd = -1;
 	}
-	/* the children have their copies; ours would keep files open */
-	for (int i = 0; i < nout; i++) {
-		close(fds[i]);
-		fds[i] = -1;
-	}
-	close(ring_fd);
-	ring_fd = -1;
-
-	cli_supervise(kids, sfd, ring);
+	/* the ring and the outputs stay open here: a restarted symbolizer gets them */
+	cli_supervise(kids, sfd, ring, o->no_symbolize ? NULL : &restart);
+	if (restart.restarts)
+		lp_warn("the symbolizer was restarted %d times: the outputs cover the run "
+			"from its last start (the summary says from when)",
+			restart.restarts);
 
 	if (!cli_child_ok(&kids[0]))
 		lp_err("lowprof-collector failed (%s)",

@@ -32,6 +32,8 @@ struct lp_record_opts {
 };
 
 #define LP_RECORD_MAX_OUTPUTS 6
+/* a symbolizer that dies during a run is started again at most this often */
+#define LP_RECORD_MAX_RESTARTS 20
 
 #define LP_RECORD_DEFAULT_CACHE	 "/var/cache/lowprof/symbols.db"
 #define LP_RECORD_MAX_DEBUG_DIRS 16

@@ -94,10 +94,14 @@ struct coll {
 };
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t resend_signal; /* SIGUSR1: a new symbolizer reads the ring */
 
 static void on_signal(int sig)
 {
-	stop_signal = sig;
+	if (sig == SIGUSR1)
+		resend_signal = 1;
+	else
+		stop_signal = sig;
 }
 
 static uint64_t now_ns(clockid_t clk)
@@ -1150,7 +1154,39 @@ static void install_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/*
+ * SIGUSR1: the symbolizer was restarted on the ring (lowprof record). It
+ * knows nothing of the run: send the metadata, the kernel symbols and the
+ * mappings of every process seen again; it skips what it reads before the
+ * metadata. The records go to the capture too (a replay then sees the
+ * second snapshot, which replaces the first).
+ */
+static void resend_state(struct coll *c)
+{
+	uint32_t *pids;
+	uint32_t n = 0;
+
+	c->consumer_stalled = false; /* a new consumer: worth waiting for again */
+	send_meta(c);
+	send_ksyms(c);
+	pids = malloc(sizeof(*pids) * (c->procs.count ? c->procs.count : 1));
+	if (!pids) {
+		c->maps_errors += c->procs.count;
+		return;
+	}
+	/* send_maps adds to the table: collect the pids first */
+	for (uint32_t i = 0; i < c->procs.cap; i++)
+		if (c->procs.slots[i].used)
+			pids[n++] = c->procs.slots[i].pid;
+	for (uint32_t i = 0; i < n; i++)
+		send_maps(c, pids[i], WAIT_RUN_MS);
+	free(pids);
+	lp_info("a new symbolizer: metadata, kernel symbols and %u processes' mappings sent again",
+		n);
 }
 
 static const char *capture_name(const struct coll *c)
@@ -1211,6 +1247,11 @@ static const char *drain_loop(struct coll *c)
 
 		if (stop_signal)
 			return "signal";
+		if (resend_signal) {
+			resend_signal = 0;
+			if (c->ring)
+				resend_state(c);
+		}
 		if (deadline) {
 			now = now_ns(CLOCK_MONOTONIC);
 			if (now >= deadline)

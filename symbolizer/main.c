@@ -58,6 +58,9 @@ static const char usage[] =
 	"                         binaries themselves) in DIR/.build-id/\n"
 	"                         (repeatable; default " SYMB_DEFAULT_DEBUG_DIR ")\n"
 	"      --no-sandbox       do not install the seccomp filter (debugging only)\n"
+	"      --resumed          started again on a ring already in use (lowprof\n"
+	"                         record, after a symbolizer died): skip records until\n"
+	"                         the collector's metadata comes again\n"
 	"      --check-sandbox    become --user, enter the sandbox, try what it must\n"
 	"                         stop (ptrace, bpf, perf_event_open, sockets,\n"
 	"                         /proc/1/mem, execve), print each result and exit\n"
@@ -132,6 +135,7 @@ int main(int argc, char **argv)
 		{"capture-fd", required_argument, NULL, 'K'},
 		{"progress", no_argument, NULL, 'p'},
 		{"no-sandbox", no_argument, NULL, 'S'},
+		{"resumed", no_argument, NULL, 'M'},
 		{"check-sandbox", no_argument, NULL, 'k'},
 		{"output", required_argument, NULL, 'o'},
 		{"output-fds", required_argument, NULL, 'O'},
@@ -197,6 +201,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			o.no_sandbox = true;
+			break;
+		case 'M':
+			o.resumed = true;
 			break;
 		case 'k':
 			o.check_sandbox = true;

@@ -385,6 +385,20 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 		symb_print_summary(s, cpu, offcpu, STDOUT_FILENO);
 		if (rd)
 			print_capture(rd, o->capture_path, STDOUT_FILENO);
+		if (o->resumed)
+			dprintf(STDOUT_FILENO,
+				"  resumed         this symbolizer was started again during the "
+				"run: "
+				"the profile covers %.2f s from %.2f s into it (%llu records "
+				"before "
+				"the collector's metadata skipped)\n",
+				s->first_ns && s->last_ns > s->first_ns
+					? (s->last_ns - s->first_ns) / 1e9
+					: 0.0,
+				s->first_ns > s->start_mono_ns
+					? (s->first_ns - s->start_mono_ns) / 1e9
+					: 0.0,
+				(unsigned long long)s->n.skipped_resume);
 	}
 	symb_built_free(cpu);
 	symb_built_free(offcpu);
@@ -480,6 +494,7 @@ int symb_run(const struct symb_opts *o)
 	symb_state_init(&s);
 	s.off_cpu = off_cpu;
 	s.replay = replay;
+	s.wait_meta = o->resumed;
 	if (o->check_sandbox) {
 		rc = drop_privileges(o->user) ? 1 : symb_sandbox_check();
 		symb_state_free(&s);

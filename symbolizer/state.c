@@ -746,6 +746,13 @@ int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 		s->n.bad_records++;
 		return 0;
 	}
+	if (s->wait_meta) {
+		if (r.type != LPS_META) {
+			s->n.skipped_resume++;
+			return 0;
+		}
+		s->wait_meta = false;
+	}
 	switch (r.type) {
 	case LPS_META:
 		s->have_meta = true;

@@ -169,6 +169,7 @@ struct symb_counters {
 	uint64_t cache_hits, cache_stored, cache_bad;
 	uint64_t unreadable_objs;
 	uint64_t mismatched_objs; /* a file whose build-id is not the one mapped */
+	uint64_t skipped_resume;  /* records read before the meta of a resumed stream */
 	uint64_t load_ns;	  /* time spent loading objects */
 	struct lps_loss loss;	  /* last loss record */
 	bool have_loss;
@@ -192,6 +193,12 @@ struct symb_state {
 	 * and inode, and never through /proc/PID/root.
 	 */
 	bool replay;
+	/*
+	 * Set by the caller: a restarted symbolizer on a ring already in use.
+	 * Records before the next meta record (which the collector sends
+	 * again, with the kernel symbols and mappings) are skipped and counted.
+	 */
+	bool wait_meta;
 	uint64_t seed;		       /* of every hash a stream can steer (no flooding) */
 	struct symb_cache *cache;      /* set by the caller, may be NULL; not owned */
 	const char *const *debug_dirs; /* NULL-terminated; set by the caller */

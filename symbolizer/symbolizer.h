@@ -41,9 +41,10 @@ struct symb_opts {
 	 * data (with out_fds, offcpu_fds must be given too).
 	 */
 	const char *capture_path;
-	int capture_fd; /* or an inherited one; -1: none */
-	bool progress;	/* a progress line on stderr while replaying, even if not a tty */
+	int capture_fd;	    /* or an inherited one; -1: none */
+	bool progress;	    /* a progress line on stderr while replaying, even if not a tty */
 	bool no_sandbox;    /* skip the seccomp filter (debugging) */
+	bool resumed;	    /* restarted on a ring in use: wait for the resent metadata */
 	bool check_sandbox; /* drop privileges, enter the sandbox, try what it must stop */
 };
 
