@@ -292,6 +292,41 @@ for n in 70 late; do
 		grep -Eq '^damage +[1-9][0-9]* records lost' "$TMP/info-cut$n.out"
 done
 
+# ---- off-CPU: a capture with --off-cpu replays to the same offcpu.* as live
+cat >"$TMP/capsleep.c" <<'EOS'
+#include <time.h>
+__attribute__((noinline)) void cap_sleeper(void)
+{
+	struct timespec t = {0, 20000000};
+	nanosleep(&t, 0);
+}
+int main(void)
+{
+	for (int i = 0; i < 400; i++)
+		cap_sleeper();
+	return 0;
+}
+EOS
+gcc -O2 -o "$TMP/capsleep" "$TMP/capsleep.c" || fail "gcc capsleep"
+start_bg "$TMP/capsleep"
+SPID=$BGPID
+sleep 0.3
+"$BIN/lowprof" record -d 3 -p "$SPID" --off-cpu -o "$TMP/offlive" --capture "$TMP/off.lpcap" \
+	>"$TMP/offlive.out" 2>&1
+rc=$?
+check "record --off-cpu --capture exits 0 (got $rc)" test "$rc" -eq 0
+"$BIN/lowprof" replay "$TMP/off.lpcap" -o "$TMP/offr" --no-cache >"$TMP/offr.out" 2>&1
+rc=$?
+check "replay of an off-CPU capture exits 0 (got $rc)" test "$rc" -eq 0
+check "the replay writes offcpu.folded" test -s "$TMP/offr/offcpu.folded"
+check "offcpu.folded of the replay is byte-identical to the live run's" \
+	cmp -s "$TMP/offlive/offcpu.folded" "$TMP/offr/offcpu.folded"
+pct=$(share "$TMP/offr/offcpu.folded" 'main;cap_sleeper;.*nanosleep')
+check "replayed off-CPU time is in main;cap_sleeper;...nanosleep ($pct%)" test "${pct:-0}" -ge 90
+check "a capture without off-CPU data replays to no offcpu.* files" \
+	test ! -e "$TMP/r1/offcpu.folded" -a ! -e "$TMP/r1/offcpu.pb.gz"
+kill "$SPID" 2>/dev/null
+
 # ---- 4. the binary moved away, found by build-id under --debug-dir
 id=$(readelf -n "$W" | awk '/Build ID:/ { print $3 }')
 check "the workload has a build-id ($id)" test -n "$id"

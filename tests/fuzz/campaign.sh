@@ -6,7 +6,7 @@
 #   tests/fuzz/campaign.sh [-n RUNS | -t SECONDS] [-j JOBS] [--build DIR] [TARGET...]
 #
 # Each target (built with ASan and UBSan by the normal build: build/tests/
-# fuzz/NAME/fuzz_NAME) runs from a copy of its checked-in seed corpus, for
+# fuzz/NAME/fuzz_NAME*) runs from a copy of its checked-in seed corpus, for
 # RUNS executions (default 1000000) or SECONDS, in JOBS parallel processes
 # (default 1). Prints a table of targets, executions, time, executions per
 # second, corpus growth and crashes, and keeps every crash, leak or timeout
@@ -53,6 +53,9 @@ printf '%-10s %12s %8s %10s %16s %8s\n' target executions seconds execs/s corpus
 status=0
 for t in "${targets[@]}"; do
 	bin="$build/tests/fuzz/$t/fuzz_$t"
+	# a directory's target may be named after what it reads (fuzz_symb_stream)
+	[[ -x "$bin" ]] || bin=$(find "$build/tests/fuzz/$t" -maxdepth 1 -type f -name 'fuzz_*' \
+		-perm -u+x 2>/dev/null | sort | head -1)
 	seeds="$here/$t/corpus"
 	if [[ ! -x "$bin" || ! -d "$seeds" ]]; then
 		printf '%-10s %s\n' "$t" "not built (cmake --build $build) or no corpus"
