@@ -232,7 +232,6 @@ static void make_block(struct coll_capture *c, struct slot *s)
 	if (n) {
 		b.flags = LPC_COMP_ZSTD;
 		b.stored_len = (uint32_t)n;
-		c->st.zstd_blocks++;
 	} else {
 		memcpy(payload, c->raw, c->raw_len);
 		b.flags = LPC_COMP_NONE;
@@ -268,7 +267,7 @@ static void flush(struct coll_capture *c)
 		c->stalled = !s;
 	}
 	if (c->failed || !s) {
-		drop_block(c); /* never wait for the disk in the drain loop */
+		drop_block(c);
 		goto reset;
 	}
 	c->stalled = false;
@@ -276,6 +275,7 @@ static void flush(struct coll_capture *c)
 	c->st.records += s->nrecords;
 	c->st.record_bytes += s->record_bytes;
 	c->st.blocks++;
+	c->st.zstd_blocks += s->zstd;
 	c->st.file_bytes += s->len;
 	if (c->uring) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);

@@ -346,17 +346,14 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 static void put_sample(struct coll *c, const struct lps_sample *s)
 {
 	uint32_t max = SAMPLE_ENC_SLACK + (s->nkstack + s->nustack) * 8 + s->stack_copy_len;
+	/* NULL: dropped and counted by the capture; the ring may still have room */
+	void *in_cap = c->cap ? coll_capture__reserve(c->cap, max) : NULL;
+	void *slot = in_cap ? in_cap : c->ring ? lp_ring__reserve(c->ring, max) : NULL;
 	struct lps_enc enc;
-	void *slot;
 	long len;
 
-	slot = c->cap ? coll_capture__reserve(c->cap, max) : lp_ring__reserve(c->ring, max);
-	if (!slot) {
-		/* dropped and counted by the capture (or the ring); the ring may have room */
-		if (c->cap && c->ring && (slot = lp_ring__reserve(c->ring, max)))
-			goto ring_only;
-		return;
-	}
+	if (!slot)
+		return; /* dropped and counted by the ring */
 	lps_enc_init_fixed(&enc, slot, max);
 	lps_enc_sample(&enc, s);
 	len = lps_enc_len(&enc);
@@ -365,7 +362,7 @@ static void put_sample(struct coll *c, const struct lps_sample *s)
 		c->bad_events++;
 		len = 0;
 	}
-	if (!c->cap) {
+	if (!in_cap) {
 		lp_ring__commit(c->ring, (uint32_t)len);
 		return;
 	}
@@ -373,12 +370,6 @@ static void put_sample(struct coll *c, const struct lps_sample *s)
 	if (c->ring && len)
 		lp_ring__write(c->ring, slot, (uint32_t)len);
 	coll_capture__commit(c->cap, (uint32_t)len);
-	return;
-ring_only:
-	lps_enc_init_fixed(&enc, slot, max);
-	lps_enc_sample(&enc, s);
-	len = lps_enc_len(&enc);
-	lp_ring__commit(c->ring, len < 0 ? 0 : (uint32_t)len);
 }
 
 static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
