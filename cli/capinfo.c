@@ -433,15 +433,9 @@ int lp_cmd_capture_info(int argc, char **argv)
 	become_nobody();
 	err = lpc_reader__open_fd(fd, &rd, &h);
 	if (err) {
-		lp_err("%s: %s", file,
-		       err == -EBADF	 ? "not a lowprof capture file"
-		       : err == -EPROTO	 ? "a capture format this lowprof does not read"
-		       : err == -EBADMSG ? "its header is damaged or cut short"
-		       : err == -EINVAL	 ? "not a regular file"
-					 : strerror(-err));
-		if (err == -EPROTO)
-			lp_err("%s: format %u.%u; this lowprof reads %u.x", file, h.major, h.minor,
-			       LPC_VERSION_MAJOR);
+		char msg[96];
+
+		lp_err("%s: %s", file, lpc_open_strerror(err, &h, msg, sizeof(msg)));
 		goto out;
 	}
 	lpc_reader__set_warn(rd, warn_cb, (void *)file, 10);

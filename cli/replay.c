@@ -68,13 +68,15 @@ struct replay_opts {
 	size_t ndebug;
 };
 
-/* Opens the capture and checks its header: an fd, or -1 (said why). */
+/*
+ * Opens the capture and checks its header (the reader's own check, which
+ * reads 64 bytes): an fd, or -1 (said why).
+ */
 static int open_capture(const char *file)
 {
-	uint8_t head[LPC_HDR_SIZE];
+	struct lpc_reader *rd;
 	struct lpc_header h;
-	struct stat st;
-	ssize_t n;
+	char msg[96];
 	int fd, err;
 
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -82,34 +84,14 @@ static int open_capture(const char *file)
 		lp_err("%s: %m", file);
 		return -1;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		lp_err("%s: not a regular file", file);
-		goto fail;
-	}
-	n = pread(fd, head, sizeof(head), 0);
-	if (n < 0) {
-		lp_err("%s: %m", file);
-		goto fail;
-	}
-	err = lpc_header_decode(head, (size_t)n, &h);
-	if (err == -EBADF) {
-		lp_err("%s: not a lowprof capture file (%s)", file,
-		       n ? "no capture header" : "empty");
-		goto fail;
-	}
-	if (err == -EPROTO) {
-		lp_err("%s: capture format %u.%u; this lowprof reads %u.x", file, h.major, h.minor,
-		       LPC_VERSION_MAJOR);
-		goto fail;
-	}
+	err = lpc_reader__open_fd(fd, &rd, &h);
+	lpc_reader__free(rd);
 	if (err) {
-		lp_err("%s: the capture's header is damaged or cut short", file);
-		goto fail;
+		lp_err("%s: %s", file, lpc_open_strerror(err, &h, msg, sizeof(msg)));
+		close(fd);
+		return -1;
 	}
 	return fd;
-fail:
-	close(fd);
-	return -1;
 }
 
 static void symbolizer_argv(const struct replay_opts *o, char *path, char **argv)

@@ -389,8 +389,7 @@ void symb_obj_load(struct symb_state *s, struct symb_obj *o)
 	}
 	idlen = dwelf_elf_gnu_build_id(elf, &id);
 	if (idlen > 0 && idlen <= 40)
-		for (ssize_t i = 0; i < idlen; i++)
-			snprintf(o->build_id + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
+		hex_id(o->build_id, id, (size_t)idlen);
 	/* replaced in place since the collector read the maps: not the mapped file */
 	if (o->want_id_len &&
 	    (idlen != (ssize_t)o->want_id_len || memcmp(id, o->want_id, o->want_id_len))) {

@@ -447,29 +447,15 @@ static int start_replay(const struct symb_opts *o, int fd, struct lpc_reader **r
 {
 	const char *name = o->capture_path ? o->capture_path : "file";
 	struct lpc_header h;
+	char msg[96];
 	int err = lpc_reader__open_fd(fd, rd, &h);
 
-	switch (err) {
-	case 0:
-		lpc_reader__set_warn(*rd, capture_warn, (void *)name, 10);
-		return 0;
-	case -EBADF:
-		lp_err("capture %s: not a lowprof capture file", name);
-		break;
-	case -EPROTO:
-		lp_err("capture %s: capture format %u.%u; this lowprof reads %u.x", name, h.major,
-		       h.minor, LPC_VERSION_MAJOR);
-		break;
-	case -EBADMSG:
-		lp_err("capture %s: its header is damaged or cut short", name);
-		break;
-	case -EINVAL:
-		lp_err("capture %s: not a regular file", name);
-		break;
-	default:
-		lp_err("capture %s: %s", name, strerror(-err));
+	if (err) {
+		lp_err("capture %s: %s", name, lpc_open_strerror(err, &h, msg, sizeof(msg)));
+		return err;
 	}
-	return err;
+	lpc_reader__set_warn(*rd, capture_warn, (void *)name, 10);
+	return 0;
 }
 
 int symb_run(const struct symb_opts *o)

@@ -164,6 +164,23 @@ int lpc_block_decode(const void *buf, struct lpc_block *b)
 	return 0;
 }
 
+const char *lpc_open_strerror(int err, const struct lpc_header *hdr, char *buf, size_t cap)
+{
+	switch (err) {
+	case -EBADF:
+		return "not a lowprof capture file";
+	case -EBADMSG:
+		return "its header is damaged or cut short";
+	case -EINVAL:
+		return "not a regular file";
+	case -EPROTO:
+		snprintf(buf, cap, "capture format %u.%u; this lowprof reads %u.x", hdr->major,
+			 hdr->minor, LPC_VERSION_MAJOR);
+		return buf;
+	}
+	return strerror(-err);
+}
+
 const char *lpc_compression_name(uint32_t comp)
 {
 	switch (comp) {

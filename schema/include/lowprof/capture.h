@@ -142,6 +142,14 @@ int lpc_reader__next(struct lpc_reader *r, const void **rec, uint32_t *len);
 uint64_t lpc_reader__offset(const struct lpc_reader *r);
 void lpc_reader__stats(const struct lpc_reader *r, struct lpc_stats *st);
 
+/*
+ * Why an lpc_reader__open_* failed, for a message after the file's name: "not
+ * a lowprof capture file", "its header is damaged or cut short", "not a
+ * regular file", "capture format M.N; this lowprof reads 1.x" (hdr as open
+ * filled it), or strerror. The text is in buf (cap bytes) or static.
+ */
+const char *lpc_open_strerror(int err, const struct lpc_header *hdr, char *buf, size_t cap);
+
 /* "none", "zstd" or "unknown". */
 const char *lpc_compression_name(uint32_t comp);
 
