@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -55,6 +56,8 @@ static const struct {
 	{CAP_BPF, "CAP_BPF", "load the BPF programs"},
 	{CAP_PERFMON, "CAP_PERFMON", "open cpu-clock perf events and attach to them"},
 	{CAP_SYS_PTRACE, "CAP_SYS_PTRACE", "read /proc/PID/maps of other users' processes"},
+	{CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH",
+	 "open binaries only their owners can read, for the symbolizer"},
 	{CAP_SYSLOG, "CAP_SYSLOG", "read kernel symbol addresses"},
 	{CAP_SETUID, "CAP_SETUID", "start the symbolizer as --user"},
 	{CAP_SETGID, "CAP_SETGID", "start the symbolizer as --user"},
@@ -184,7 +187,7 @@ int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const 
 		return -1;
 	}
 	if (ch->pid == 0) {
-		int tmp[8], devnull;
+		int tmp[16], devnull;
 
 		setsid();
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -297,8 +300,10 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **a
 	int n = 0;
 
 	argv[n++] = path;
-	argv[n++] = "--ring-fd=3";
-	argv[n++] = o->off_cpu ? "--output-fds=4,5,6,7,8,9" : "--output-fds=4,5,6";
+	/* inherited: the ring (read-only) and its consumer page, the file channel, the outputs */
+	argv[n++] = "--ring-fd=3,4";
+	argv[n++] = "--files-fd=5";
+	argv[n++] = o->off_cpu ? "--output-fds=6,7,8,9,10,11" : "--output-fds=6,7,8";
 	if (o->off_cpu)
 		argv[n++] = "--off-cpu";
 	argv[n++] = "--user";
@@ -333,11 +338,15 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
 	int n = 0;
 
 	argv[n++] = path;
-	/* inherited: the ring as fd 3, then the capture file */
-	if (!o->no_symbolize)
-		argv[n++] = "--ring-fd=3";
+	/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
+	if (!o->no_symbolize) {
+		argv[n++] = "--ring-fd=3,4";
+		argv[n++] = "--files-fd=5";
+		argv[n++] = "--ring-owner";
+		argv[n++] = (char *)o->user;
+	}
 	if (o->capture_path)
-		argv[n++] = o->no_symbolize ? "--capture-fd=3" : "--capture-fd=4";
+		argv[n++] = o->no_symbolize ? "--capture-fd=3" : "--capture-fd=6";
 	if (o->capture_compress) {
 		argv[n++] = "--capture-compress";
 		argv[n++] = (char *)o->capture_compress;
@@ -529,13 +538,14 @@ int lp_record(const struct lp_record_opts *o)
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
 	struct cli_child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
 				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
-	int fds[LP_RECORD_MAX_OUTPUTS] = {-1, -1, -1, -1, -1, -1}, ring_fd = -1, sfd = -1, rc = 1;
+	int fds[LP_RECORD_MAX_OUTPUTS] = {-1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1;
+	int ring_fds[2] = {-1, -1}, reader_fd = -1, files[2] = {-1, -1};
 	int nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3, cap_fd = -1;
 	struct lp_ring *ring = NULL;
 	size_t ring_size = 0;
 	void *ring_mem = NULL;
 	uint32_t cpus[LP_MAX_CPUS];
-	int ncpus;
+	int ncpus, err;
 	sigset_t mask;
 
 	if (check_privileges())
@@ -568,17 +578,33 @@ int lp_record(const struct lp_record_opts *o)
 	if (o->no_symbolize)
 		goto start_collector;
 	ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
-	ring_fd = lp_ring_create_memfd(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz,
-							LPS_SAMPLE_RECORD_MAX(o->stack_bytes)));
-	if (ring_fd < 0) {
-		lp_err("ring: creating shared memory: %s", strerror(-ring_fd));
+	err = lp_ring_create_memfds(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz,
+						     LPS_SAMPLE_RECORD_MAX(o->stack_bytes)),
+				    ring_fds);
+	if (err) {
+		lp_err("ring: creating shared memory: %s", strerror(-err));
 		goto out;
 	}
-	/* our own view, to mark the stream closed if the collector dies */
-	ring_mem = lp_ring_map_fd(ring_fd, &ring_size);
+	/*
+	 * our own view, to mark the stream closed if the collector dies; the
+	 * collector seals the ring against writes once it has mapped it too
+	 */
+	ring_mem = lp_ring_map_fds(ring_fds[LP_RING_FD_DATA], ring_fds[LP_RING_FD_CONS], true,
+				   &ring_size);
 	ring = ring_mem ? lp_ring__producer(ring_mem, ring_size) : NULL;
 	if (!ring) {
 		lp_err("ring: mapping shared memory: %m");
+		goto out;
+	}
+	/* the symbolizer's: read-only, and it cannot open the object again (0600, root's) */
+	reader_fd = lp_ring_reader_fd(ring_fds[LP_RING_FD_DATA]);
+	if (reader_fd < 0) {
+		lp_err("ring: a read-only descriptor: %s", strerror(-reader_fd));
+		goto out;
+	}
+	/* the file channel; the symbolizer's end stays here too, for a restarted one */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, files)) {
+		lp_err("file channel: %m");
 		goto out;
 	}
 start_collector:
@@ -597,9 +623,12 @@ start_collector:
 	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
 
 	/* the symbolizer first: it is ready to drain when the collector starts */
-	int sfds[1 + LP_RECORD_MAX_OUTPUTS] = {ring_fd, fds[0], fds[1], fds[2],
-					       fds[3],	fds[4], fds[5]};
-	struct cli_restart restart = {symb_path, rargv, sfds, 1 + nout, LP_RECORD_MAX_RESTARTS, 0};
+	int sfds[3 + LP_RECORD_MAX_OUTPUTS] = {reader_fd, ring_fds[LP_RING_FD_CONS],
+					       files[1],  fds[0],
+					       fds[1],	  fds[2],
+					       fds[3],	  fds[4],
+					       fds[5]};
+	struct cli_restart restart = {symb_path, rargv, sfds, 3 + nout, LP_RECORD_MAX_RESTARTS, 0};
 
 	if (o->no_symbolize) {
 		kids[1].done = true; /* none: the collector alone */
@@ -613,13 +642,14 @@ start_collector:
 		}
 		rargv[n++] = "--resumed";
 		rargv[n] = NULL;
-		if (cli_spawn(&kids[1], symb_path, sargv, sfds, 1 + nout, true))
+		if (cli_spawn(&kids[1], symb_path, sargv, sfds, 3 + nout, true))
 			goto out;
 	}
 	collector_argv(o, coll_path, cargv, freq, dur, stack, pidbuf);
-	int cfds[2] = {o->no_symbolize ? cap_fd : ring_fd, cap_fd};
+	int cfds[4] = {o->no_symbolize ? cap_fd : ring_fds[LP_RING_FD_DATA],
+		       ring_fds[LP_RING_FD_CONS], files[0], cap_fd};
 
-	if (cli_spawn(&kids[0], coll_path, cargv, cfds, o->no_symbolize ? 1 : 1 + (cap_fd >= 0),
+	if (cli_spawn(&kids[0], coll_path, cargv, cfds, o->no_symbolize ? 1 : 3 + (cap_fd >= 0),
 		      false)) {
 		/* the collector never ran: count it as failed */
 		kids[0].done = true;
@@ -630,6 +660,10 @@ start_collector:
 	if (cap_fd >= 0) {
 		close(cap_fd);
 		cap_fd = -1;
+	}
+	if (files[0] >= 0) { /* the collector's end: its hang-up is the collector's exit */
+		close(files[0]);
+		files[0] = -1;
 	}
 	/* the ring and the outputs stay open here: a restarted symbolizer gets them */
 	cli_supervise(kids, sfd, ring, o->no_symbolize ? NULL : &restart);
@@ -666,8 +700,14 @@ out:
 	for (int i = 0; i < 2; i++)
 		if (kids[1].out[i] >= 0)
 			close(kids[1].out[i]);
-	if (ring_fd >= 0)
-		close(ring_fd);
+	for (int i = 0; i < 2; i++) {
+		if (ring_fds[i] >= 0)
+			close(ring_fds[i]);
+		if (files[i] >= 0)
+			close(files[i]);
+	}
+	if (reader_fd >= 0)
+		close(reader_fd);
 	if (cap_fd >= 0)
 		close(cap_fd);
 	if (sfd >= 0)

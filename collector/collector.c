@@ -77,8 +77,11 @@ struct coll {
 	void *ring_mem;
 	size_t ring_mem_size;
 	struct lp_ring *ring;
-	int ring_fd;	   /* the ring's memfd */
-	int listen_fd;	   /* --ring PATH: socket until the symbolizer connects */
+	int ring_fd;	  /* the ring's memfd (header and data) */
+	int ring_cons_fd; /* the consumer page's memfd */
+	int listen_fd;	  /* --ring PATH: socket until the symbolizer connects */
+	int files_fd;	  /* the file channel (files.c), or -1 */
+	struct coll_files_stats files;
 	bool sock_created; /* we created the socket at ring_path: unlink it */
 
 	struct coll_capture *cap; /* --capture: every record also goes to the file */
@@ -494,8 +497,10 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 /*
  * --ring PATH: a Unix socket at PATH, owned by the symbolizer's user and
- * mode 0600, where the first symbolizer to connect receives the ring's
- * memfd. A stale socket left by a collector that was killed is replaced.
+ * mode 0600, where the first symbolizer to connect receives the ring (a
+ * read-only descriptor of its data and the consumer page) and then keeps
+ * the connection as its file channel. A stale socket left by a collector
+ * that was killed is replaced.
  */
 static int ring_listen(struct coll *c)
 {
@@ -510,11 +515,11 @@ static int ring_listen(struct coll *c)
 		return -ENAMETOOLONG;
 	}
 	strcpy(a.sun_path, path);
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 		if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof(a)) &&
 		    errno == ECONNREFUSED)
@@ -531,8 +536,10 @@ static int ring_listen(struct coll *c)
 		return err;
 	}
 	c->sock_created = true;
-	if (fchownat(AT_FDCWD, path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
-	    chmod(path, 0600) || listen(s, 4)) {
+	/* the mode first: once the socket is the symbolizer's, only CAP_FOWNER could */
+	if (chmod(path, 0600) ||
+	    fchownat(AT_FDCWD, path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
+	    listen(s, 4)) {
 		err = -errno;
 		lp_err("ring: socket %s: %s", path, strerror(-err));
 		close(s);
@@ -540,6 +547,31 @@ static int ring_listen(struct coll *c)
 	}
 	c->listen_fd = s;
 	return 0;
+}
+
+/* Requests on the file channel carry their sender's credentials. */
+static void files_channel_init(struct coll *c)
+{
+	int one = 1;
+
+	if (c->files_fd >= 0 &&
+	    setsockopt(c->files_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one))) {
+		lp_warn("files: the file channel: %m; the symbolizer opens files itself");
+		close(c->files_fd);
+		c->files_fd = -1;
+	}
+}
+
+/* The consumer's descriptors: the ring read-only, the consumer page. */
+static int send_ring(struct coll *c, int sock)
+{
+	int fds[2] = {lp_ring_reader_fd(c->ring_fd), c->ring_cons_fd}, err;
+
+	if (fds[0] < 0)
+		return fds[0];
+	err = lp_send_fds(sock, fds, 2);
+	close(fds[0]);
+	return err;
 }
 
 /* Waits for a symbolizer of the ring's user and hands it the ring. */
@@ -570,12 +602,14 @@ static int ring_handoff(struct coll *c)
 			close(cfd);
 			continue;
 		}
-		err = lp_send_fd(cfd, c->ring_fd);
-		close(cfd);
+		err = send_ring(c, cfd);
 		if (err) {
+			close(cfd);
 			lp_warn("ring: handing the ring to pid %d: %s", cred.pid, strerror(-err));
 			continue;
 		}
+		c->files_fd = cfd;
+		files_channel_init(c);
 		/* one consumer: the socket has done its job */
 		close(c->listen_fd);
 		c->listen_fd = -1;
@@ -596,14 +630,17 @@ static int open_ring(struct coll *c)
 	int err;
 
 	if (o->ring_fd >= 0) {
-		if (lp_ring_check_sealed(o->ring_fd)) {
-			lp_err("ring: fd %d is not a sealed lowprof ring (it could be truncated "
-			       "under the collector)",
-			       o->ring_fd);
+		if (lp_ring_check_sealed(o->ring_fd) || lp_ring_check_sealed(o->ring_cons_fd)) {
+			lp_err("ring: fds %d,%d are not a sealed lowprof ring (it could be "
+			       "truncated under the collector)",
+			       o->ring_fd, o->ring_cons_fd);
 			return -EPERM;
 		}
 		c->ring_fd = o->ring_fd;
+		c->ring_cons_fd = o->ring_cons_fd;
 	} else {
+		int fds[2];
+
 		uint64_t size = o->ring_size
 					? o->ring_size
 					: lp_shm_ring_size(c->ncpus, o->freq_hz,
@@ -614,21 +651,32 @@ static int open_ring(struct coll *c)
 			       (unsigned long long)size, LP_RING_MIN_DATA);
 			return -EINVAL;
 		}
-		c->ring_fd = lp_ring_create_memfd(size);
-		if (c->ring_fd < 0) {
-			lp_err("ring: creating shared memory: %s", strerror(-c->ring_fd));
-			return c->ring_fd;
+		err = lp_ring_create_memfds(size, fds);
+		if (err) {
+			lp_err("ring: creating shared memory: %s", strerror(-err));
+			return err;
 		}
+		c->ring_fd = fds[LP_RING_FD_DATA];
+		c->ring_cons_fd = fds[LP_RING_FD_CONS];
 		err = ring_listen(c);
 		if (err)
 			return err;
 	}
-	c->ring_mem = lp_ring_map_fd(c->ring_fd, &c->ring_mem_size);
+	c->ring_mem = lp_ring_map_fds(c->ring_fd, c->ring_cons_fd, true, &c->ring_mem_size);
 	if (!c->ring_mem) {
 		err = -errno;
-		lp_err("ring: mapping fd %d: %s", c->ring_fd, strerror(-err));
+		lp_err("ring: mapping fds %d,%d: %s", c->ring_fd, c->ring_cons_fd, strerror(-err));
 		return err;
 	}
+	/*
+	 * Ours is the last writable mapping there will be: from here on no
+	 * one, the consumer included, can write the header or the data area.
+	 */
+	err = lp_ring_seal_writes(c->ring_fd);
+	if (err)
+		lp_warn("ring: sealing it against writes: %s; the consumer is kept out of it "
+			"only by its read-only descriptor",
+			strerror(-err));
 	c->ring = lp_ring__producer(c->ring_mem, c->ring_mem_size);
 	if (!c->ring) {
 		err = -errno;
@@ -1132,6 +1180,10 @@ static void coll_cleanup(struct coll *c)
 		unlink(c->o->ring_path);
 	if (c->ring_fd >= 0 && c->ring_fd != c->o->ring_fd)
 		close(c->ring_fd);
+	if (c->ring_cons_fd >= 0 && c->ring_cons_fd != c->o->ring_cons_fd)
+		close(c->ring_cons_fd);
+	if (c->files_fd >= 0)
+		close(c->files_fd);
 	coll_procs_free(&c->procs);
 	lps_enc_free(&c->dyn);
 	free(c->cpus);
@@ -1227,6 +1279,40 @@ static void finish_capture(struct coll *c)
 		(unsigned long long)cs.blocks, (unsigned long long)cs.dropped_records);
 }
 
+/*
+ * Sleeps ms, answering the symbolizer's file requests as they come (a few
+ * at a time: a flood of them cannot keep the BPF ring from being drained).
+ */
+static void nap_serving(struct coll *c, uint32_t ms)
+{
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000;
+
+	for (;;) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		struct pollfd pfd = {c->files_fd, POLLIN, 0};
+		int n;
+
+		if (now >= end || stop_signal)
+			return;
+		if (c->files_fd < 0) {
+			sleep_ms((uint32_t)((end - now + 999999) / 1000000));
+			return;
+		}
+		n = poll(&pfd, 1, (int)((end - now + 999999) / 1000000));
+		if (n < 0 && errno == EINTR)
+			return; /* the loop looks at the signal */
+		if (n <= 0)
+			continue;
+		n = coll_files_serve(c->files_fd, c->o->ring_uid, 16, &c->files);
+		if (n < 0 || (pfd.revents & (POLLHUP | POLLERR) && !(pfd.revents & POLLIN))) {
+			lp_debug("files: the file channel closed (%s)",
+				 n < 0 ? strerror(-n) : "hang-up");
+			close(c->files_fd);
+			c->files_fd = -1;
+		}
+	}
+}
+
 static const char *drain_loop(struct coll *c)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_loss = start;
@@ -1250,7 +1336,7 @@ static const char *drain_loop(struct coll *c)
 			if (deadline - now < (uint64_t)nap * 1000000)
 				nap = (uint32_t)((deadline - now) / 1000000) + 1;
 		}
-		sleep_ms(nap);
+		nap_serving(c, nap);
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (c->cap) {
@@ -1278,7 +1364,14 @@ static const char *drain_loop(struct coll *c)
 int coll_run(const struct coll_opts *o)
 {
 	struct coll c = {
-		.o = o, .ring_fd = -1, .listen_fd = -1, .capture_fd = -1, .btf = {.fd = -1}};
+		.o = o,
+		.ring_fd = -1,
+		.ring_cons_fd = -1,
+		.listen_fd = -1,
+		.files_fd = o->files_fd,
+		.capture_fd = -1,
+		.btf = {.fd = -1},
+	};
 	struct lps_end end;
 	const char *reason;
 	int err;
@@ -1308,6 +1401,7 @@ int coll_run(const struct coll_opts *o)
 		if (err)
 			goto err_out;
 	}
+	files_channel_init(&c);
 	if (o->capture_fd >= 0 || o->capture_path) {
 		err = open_capture(&c);
 		if (err)
@@ -1384,6 +1478,11 @@ int coll_run(const struct coll_opts *o)
 	}
 	lp_debug("collector: %llu maps records, %llu maps errors", (unsigned long long)c.maps_sent,
 		 (unsigned long long)c.maps_errors);
+	if (c.files.sent || c.files.failed || c.files.refused)
+		lp_info("files: %llu mapped files handed to the symbolizer, %llu not found or "
+			"replaced, %llu requests refused",
+			(unsigned long long)c.files.sent, (unsigned long long)c.files.failed,
+			(unsigned long long)c.files.refused);
 	lp_debug("collector: peak RSS %lu KiB (VmHWM)", coll_peak_rss_kib());
 	coll_cleanup(&c);
 	return 0;

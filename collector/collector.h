@@ -6,7 +6,8 @@
  * process can read: process mappings (/proc/PID/maps) and the kernel symbol
  * snapshot (/proc/kallsyms). It never opens or parses ELF files or anything
  * else a profiled process controls. After attaching it drops every
- * capability but CAP_SYS_PTRACE (needed to read other users' maps). With a
+ * capability but CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (other users' maps,
+ * and opening mapped files for the symbolizer: files.c). With a
  * capture file it also writes every record there (capture.h), with or
  * without a symbolizer on the ring.
  */
@@ -57,6 +58,8 @@ struct coll_opts {
 	const pid_t *pids; /* processes to profile; npids == 0: whole host */
 	size_t npids;
 	int ring_fd;	       /* sealed, formatted ring memfd to produce into, or -1 */
+	int ring_cons_fd;      /* and its consumer page's memfd */
+	int files_fd;	       /* the file channel (lowprof/files.h), or -1 */
 	const char *ring_path; /* or: create a ring and hand it out on this socket */
 	uint64_t ring_size;    /* data size when creating the ring (0: formula) */
 	uid_t ring_uid;	       /* the only uid (besides root) the ring is handed to */

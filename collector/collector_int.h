@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lowprof/schema.h"
 
@@ -36,6 +37,21 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 
 /* Capabilities: caps.c */
 int coll_drop_caps(void);
+
+/*
+ * The file channel (lowprof/files.h): files.c. coll_file_open opens
+ * read-only the file pid maps executable from that device and inode, or
+ * returns -errno (-ENOENT: no such mapping; -ESTALE: the path now leads to
+ * another file). coll_files_serve answers up to max waiting requests on
+ * sock from uid owner (or root); returns how many it read, -EPIPE when the
+ * peer is gone, or another -errno.
+ */
+struct coll_files_stats {
+	uint64_t sent, failed, refused;
+	uint32_t warned;
+};
+int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode);
+int coll_files_serve(int sock, uid_t owner, int max, struct coll_files_stats *st);
 
 /*
  * Off-CPU records the BPF ring is sized for, per online CPU and second: an

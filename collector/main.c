@@ -10,16 +10,20 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 
 static const char usage[] =
-	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD | --ring PATH | --capture FILE)\n"
+	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD,FD | --ring PATH | --capture FILE)\n"
 	"\n"
 	"The privileged half of lowprof: samples on-CPU stacks (and, with --off-cpu,\n"
 	"where threads block and for how long) with BPF and writes\n"
 	"schema records into a shared-memory ring that lowprof-symbolizer reads.\n"
 	"It never parses ELF or other files a profiled process controls. After\n"
-	"attaching it keeps only CAP_SYS_PTRACE (to read /proc/PID/maps).\n"
+	"attaching it keeps only CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: to read\n"
+	"/proc/PID/maps, and to open files processes have mapped, read-only, for the\n"
+	"symbolizer (which names them by process, device and inode; the collector\n"
+	"never opens a path it names).\n"
 	"'lowprof record' starts it for you; run it alone to split collection and\n"
 	"symbolization, e.g.:\n"
 	"  lowprof-collector --ring /run/lowprof.sock -d 30 &\n"
@@ -32,13 +36,19 @@ static const char usage[] =
 	"  -d, --duration SECS    stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
 	"  -p, --pid PID          profile only this process and its threads (repeatable)\n"
 	"      --ring PATH        create the ring and wait for a symbolizer to connect to\n"
-	"                         the Unix socket PATH, which receives it (the socket is\n"
-	"                         removed once the ring is handed over)\n"
-	"      --ring-owner USER  the symbolizer's user: owns the socket, the only uid\n"
-	"                         besides root the ring is handed to (default nobody)\n"
+	"                         the Unix socket PATH, which receives it read-only (the\n"
+	"                         socket is removed once the ring is handed over; the\n"
+	"                         connection stays open for the symbolizer's requests\n"
+	"                         for mapped files)\n"
+	"      --ring-owner USER  the symbolizer's user (a name or a uid): owns the\n"
+	"                         socket, the only uid besides root the ring is handed\n"
+	"                         to and files are opened for (default nobody)\n"
 	"      --ring-size BYTES  ring data size for --ring, a power of two\n"
 	"                         (default: sized from online CPUs and -F, >= 4 MiB)\n"
-	"      --ring-fd FD       produce into an inherited, sealed ring (lowprof record)\n"
+	"      --ring-fd DATA,CONS  produce into an inherited, sealed ring: its data and\n"
+	"                         its consumer page (lowprof record)\n"
+	"      --files-fd FD      answer requests for mapped files on this inherited\n"
+	"                         Unix socket (SOCK_SEQPACKET; lowprof record)\n"
 	"      --capture FILE     also write every record to FILE, a capture file that\n"
 	"                         'lowprof replay' turns into the same profile (created\n"
 	"                         mode 0600: it holds copies of stacks); with no ring the\n"
@@ -97,6 +107,7 @@ int main(int argc, char **argv)
 		{"ring-owner", required_argument, NULL, 'O'},
 		{"ring-size", required_argument, NULL, 'S'},
 		{"ring-fd", required_argument, NULL, 'R'},
+		{"files-fd", required_argument, NULL, 'f'},
 		{"drain-ms", required_argument, NULL, 'D'},
 		{"capture", required_argument, NULL, 'c'},
 		{"capture-fd", required_argument, NULL, 'C'},
@@ -118,6 +129,8 @@ int main(int argc, char **argv)
 	struct coll_opts o = {.sz = sizeof(o),
 			      .freq_hz = COLL_DEFAULT_FREQ,
 			      .ring_fd = -1,
+			      .ring_cons_fd = -1,
+			      .files_fd = -1,
 			      .drain_ms = COLL_DEFAULT_DRAIN_MS,
 			      .stack_bytes = COLL_DEFAULT_STACK_BYTES,
 			      .off_cpu_mode = COLL_DEFAULT_OFFCPU_MODE,
@@ -179,11 +192,15 @@ int main(int argc, char **argv)
 		case 'O': {
 			struct passwd *pw = getpwnam(optarg);
 
-			if (!pw) {
+			/* a number where no passwd names it (containers) */
+			if (pw)
+				o.ring_uid = pw->pw_uid;
+			else if (!parse_uint(optarg, 0xfffffffe, &v))
+				o.ring_uid = (uid_t)v;
+			else {
 				lp_err("--ring-owner %s: no such user", optarg);
 				return 2;
 			}
-			o.ring_uid = pw->pw_uid;
 			break;
 		}
 		case 'S':
@@ -191,10 +208,19 @@ int main(int argc, char **argv)
 				goto bad_value;
 			o.ring_size = v;
 			break;
-		case 'R':
+		case 'R': {
+			int fds[2];
+
+			if (lp_parse_fds(optarg, fds, 2))
+				goto bad_value;
+			o.ring_fd = fds[0];
+			o.ring_cons_fd = fds[1];
+			break;
+		}
+		case 'f':
 			if (parse_uint(optarg, INT_MAX, &v))
 				goto bad_value;
-			o.ring_fd = (int)v;
+			o.files_fd = (int)v;
 			break;
 		case 'c':
 			o.capture_path = optarg;
@@ -298,11 +324,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (o.ring_fd >= 0 && o.ring_path) {
-		lp_err("give one of --ring PATH or --ring-fd FD (see --help)");
+		lp_err("give one of --ring PATH or --ring-fd DATA,CONS (see --help)");
 		return 2;
 	}
 	if (o.ring_fd < 0 && !o.ring_path && !o.capture_path && o.capture_fd < 0) {
-		lp_err("nowhere to write: give --ring PATH, --ring-fd FD or --capture FILE (see "
+		lp_err("nowhere to write: give --ring PATH, --ring-fd DATA,CONS or --capture FILE "
+		       "(see "
 		       "--help)");
 		return 2;
 	}

@@ -8,12 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
 #include "symbolizer.h"
 
 static const char usage[] =
-	"Usage: lowprof-symbolizer [OPTIONS] (--ring-fd FD | --ring PATH | --capture FILE) -o DIR\n"
+	"Usage: lowprof-symbolizer [OPTIONS] (--ring-fd FD,FD | --ring PATH | --capture FILE) -o "
+	"DIR\n"
 	"\n"
 	"The unprivileged half of lowprof: reads the records lowprof-collector\n"
 	"writes into a shared-memory ring, symbolizes and aggregates the stacks,\n"
@@ -25,12 +27,20 @@ static const char usage[] =
 	"threads were blocked, and prints a summary. Started as root, it first\n"
 	"becomes --user (no capabilities in any set, no_new_privs); once its files\n"
 	"are open a seccomp filter leaves it only file, memory and time calls\n"
-	"(ptrace, bpf, perf_event_open, exec and sockets fail). 'lowprof record'\n"
-	"starts it for you; 'lowprof replay' runs it on a capture file.\n"
+	"(ptrace, bpf, perf_event_open, exec and new sockets fail). It maps the\n"
+	"ring's data read-only; binaries it cannot open itself (another user's,\n"
+	"another mount namespace's) the collector opens for it, read-only, after\n"
+	"checking they are the ones mapped. 'lowprof record' starts it for you;\n"
+	"'lowprof replay' runs it on a capture file.\n"
 	"\n"
 	"Options:\n"
-	"      --ring PATH        attach to the ring file the collector created\n"
-	"      --ring-fd FD       attach to an inherited ring (lowprof record)\n"
+	"      --ring PATH        receive the ring from the collector's Unix socket\n"
+	"                         PATH (lowprof-collector --ring PATH); the connection\n"
+	"                         is then the file channel\n"
+	"      --ring-fd DATA,CONS  attach to an inherited ring: its data (read-only)\n"
+	"                         and its consumer page (lowprof record)\n"
+	"      --files-fd FD      ask the collector for mapped files on this inherited\n"
+	"                         socket (lowprof record)\n"
 	"      --capture FILE     replay a capture file (lowprof record --capture)\n"
 	"                         instead: binaries are found by build-id, at their\n"
 	"                         path or as DIR/.build-id/xx/rest under a --debug-dir;\n"
@@ -63,7 +73,9 @@ static const char usage[] =
 	"                         the collector's metadata comes again\n"
 	"      --check-sandbox    become --user, enter the sandbox, try what it must\n"
 	"                         stop (ptrace, bpf, perf_event_open, sockets,\n"
-	"                         /proc/1/mem, execve), print each result and exit\n"
+	"                         /proc/1/mem, execve, writing the ring's data: the\n"
+	"                         --ring/--ring-fd given, else one made as the\n"
+	"                         collector makes it), print each result and exit\n"
 	"                         0 if all failed, 1 if not\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
 	"  -h, --help             this help\n"
@@ -131,6 +143,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, 'r'},
 		{"ring-fd", required_argument, NULL, 'R'},
+		{"files-fd", required_argument, NULL, 'f'},
 		{"capture", required_argument, NULL, 'c'},
 		{"capture-fd", required_argument, NULL, 'K'},
 		{"progress", no_argument, NULL, 'p'},
@@ -154,6 +167,8 @@ int main(int argc, char **argv)
 	struct symb_opts o = {
 		.sz = sizeof(o),
 		.ring_fd = -1,
+		.ring_cons_fd = -1,
+		.files_fd = -1,
 		.capture_fd = -1,
 		.out_fds = {-1, -1, -1},
 		.offcpu_fds = {-1, -1, -1},
@@ -175,14 +190,25 @@ int main(int argc, char **argv)
 		case 'r':
 			o.ring_path = optarg;
 			break;
-		case 'R':
+		case 'R': {
+			int rfds[2];
+
+			if (lp_parse_fds(optarg, rfds, 2)) {
+				lp_err("invalid value '%s' for --ring-fd (DATA,CONS)", optarg);
+				return 2;
+			}
+			o.ring_fd = rfds[0];
+			o.ring_cons_fd = rfds[1];
+			break;
+		}
+		case 'f':
 			errno = 0;
 			v = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || v < 0 || v > INT_MAX) {
-				lp_err("invalid value '%s' for --ring-fd", optarg);
+				lp_err("invalid value '%s' for --files-fd", optarg);
 				return 2;
 			}
-			o.ring_fd = (int)v;
+			o.files_fd = (int)v;
 			break;
 		case 'c':
 			o.capture_path = optarg;
@@ -269,7 +295,7 @@ int main(int argc, char **argv)
 	if (o.check_sandbox)
 		return symb_run(&o);
 	if ((o.ring_fd >= 0) + !!o.ring_path + !!o.capture_path + (o.capture_fd >= 0) != 1) {
-		lp_err("give exactly one of --ring PATH, --ring-fd FD, --capture FILE or "
+		lp_err("give exactly one of --ring PATH, --ring-fd DATA,CONS, --capture FILE or "
 		       "--capture-fd FD (see --help)");
 		return 2;
 	}

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,14 @@
 #include "cache.h"
 #include "cfi.h"
 #include "dwarf.h"
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "symb_int.h"
 
 /* Objects whose DWARF stays open (each holds a descriptor or two). */
 #define SYMB_MAX_DWARF_OPEN 256
+/* How long to wait for the collector's answer to a file request. */
+#define FILES_WAIT_MS 2000
 
 static uint64_t now_ns(void)
 {
@@ -72,7 +76,6 @@ static bool is_mapped_file(const struct stat *st, const struct symb_obj *o)
  */
 static int open_checked(const char *path, const struct symb_obj *o, struct stat *st)
 {
-	char self[32];
 	int pfd, fd, err;
 
 	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -87,12 +90,10 @@ static int open_checked(const char *path, const struct symb_obj *o, struct stat 
 		close(pfd);
 		return -ESTALE;
 	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	err = fd < 0 ? -errno : 0;
+	fd = lp_reopen(pfd, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	close(pfd);
-	if (err)
-		return err;
+	if (fd < 0)
+		return fd;
 	if (fstat(fd, st) || (o ? !is_mapped_file(st, o) : !S_ISREG(st->st_mode))) {
 		close(fd);
 		return -ESTALE;
@@ -191,26 +192,108 @@ static int open_replay_file(struct symb_state *s, struct symb_obj *o, struct sta
 }
 
 /*
- * Opens an object's file, falling back to the mapping process's root, which
- * reaches files in other mount namespaces when we are allowed to. Returns
- * an fd or -errno.
+ * Asks the collector for the object's file over the file channel: it opens
+ * what process o->pid has mapped from o's device and inode (nothing else)
+ * and sends a read-only descriptor. Waits up to FILES_WAIT_MS for the
+ * answer; an answer to an earlier request (one that timed out, or of a
+ * symbolizer before us on the same socket) is recognised by its id and
+ * dropped. Returns an fd of the mapped file or -errno.
  */
-static int open_obj_file(const struct symb_obj *o, struct stat *st)
+static int ask_collector(struct symb_state *s, const struct symb_obj *o, struct stat *st)
+{
+	struct lp_file_req q = {.magic = LP_FILE_REQ_MAGIC,
+				.id = ((uint32_t)getpid() << 12) ^ ++s->files_next_id,
+				.pid = o->pid,
+				.dev_major = o->dev_major,
+				.dev_minor = o->dev_minor,
+				.inode = o->inode};
+	uint64_t deadline = now_ns() + FILES_WAIT_MS * 1000000ull;
+	int err;
+
+	s->files.asked++;
+	err = lp_send_msg(s->files_fd, &q, sizeof(q), NULL, 0);
+	if (err) {
+		lp_warn("files: the file channel to the collector: %s; opening files ourselves "
+			"only",
+			strerror(-err));
+		s->have_files = false;
+		return err;
+	}
+	for (;;) {
+		struct pollfd p = {s->files_fd, POLLIN, 0};
+		struct lp_file_rep r;
+		uint64_t now = now_ns();
+		int fd[1], nfds;
+		ssize_t n;
+
+		if (now >= deadline) {
+			s->files.timeouts++;
+			return -ETIMEDOUT;
+		}
+		if (poll(&p, 1, (int)((deadline - now) / 1000000) + 1) <= 0)
+			continue;
+		n = lp_recv_msg(s->files_fd, &r, sizeof(r), fd, 1, &nfds, MSG_DONTWAIT, NULL);
+		if (n == -EAGAIN || n == -EINTR || n == -EBADMSG)
+			continue;
+		if (n < 0) {
+			lp_warn("files: the file channel to the collector: %s; opening files "
+				"ourselves only",
+				n == -EPIPE ? "closed" : strerror((int)-n));
+			s->have_files = false;
+			return (int)n;
+		}
+		if ((size_t)n != sizeof(r) || r.magic != LP_FILE_REP_MAGIC || r.id != q.id ||
+		    (r.err == 0) != (nfds == 1)) {
+			if (nfds)
+				close(fd[0]); /* not the answer to this request */
+			continue;
+		}
+		if (r.err) {
+			s->files.refused++;
+			return r.err < 0 && r.err > -4096 ? r.err : -EIO;
+		}
+		/* the collector checked; so do we: the mapped file, regular */
+		if (fstat(fd[0], st) || !is_mapped_file(st, o)) {
+			close(fd[0]);
+			s->files.refused++;
+			return -ESTALE;
+		}
+		s->files.received++;
+		return fd[0];
+	}
+}
+
+/*
+ * Opens an object's file: at its path, then through the mapping process's
+ * root (other mount namespaces, when we are allowed to), then from the
+ * collector. Returns an fd or -errno.
+ */
+static int open_obj_file(struct symb_state *s, const struct symb_obj *o, struct stat *st)
 {
 	char alt[LPS_MAX_PATH + 32];
 	const char *paths[2] = {o->path, alt};
 	int err = -EINVAL;
 
-	if (!path_is_plain(o->path))
-		return -EINVAL;
-	if (snprintf(alt, sizeof(alt), "/proc/%u/root%s", o->pid, o->path) >= (int)sizeof(alt))
-		paths[1] = NULL;
-	for (int i = 0; i < 2 && paths[i]; i++) {
-		int fd = open_checked(paths[i], o, st);
+	if (path_is_plain(o->path)) {
+		if (snprintf(alt, sizeof(alt), "/proc/%u/root%s", o->pid, o->path) >=
+		    (int)sizeof(alt))
+			paths[1] = NULL;
+		for (int i = 0; i < 2 && paths[i]; i++) {
+			int fd = open_checked(paths[i], o, st);
+
+			if (fd >= 0)
+				return fd;
+			err = fd;
+		}
+	}
+	if (s->have_files) {
+		int fd = ask_collector(s, o, st);
 
 		if (fd >= 0)
 			return fd;
-		err = fd;
+		/* our own reason says more when the collector found nothing either */
+		if (err == -EINVAL || fd == -EACCES || fd == -EPERM)
+			err = fd;
 	}
 	return err;
 }
@@ -363,7 +446,7 @@ void symb_obj_load(struct symb_state *s, struct symb_obj *o)
 	if (s->offline)
 		return;
 	t0 = now_ns();
-	fd = s->replay ? open_replay_file(s, o, &st) : open_obj_file(o, &st);
+	fd = s->replay ? open_replay_file(s, o, &st) : open_obj_file(s, o, &st);
 	if (fd < 0 && s->replay) {
 		s->n.load_ns += now_ns() - t0;
 		return;

@@ -61,7 +61,7 @@ static int drop_privileges(const char *user)
 	int err = 0;
 
 	if (geteuid() != 0)
-		return lp_caps_limit(-1); /* already unprivileged: give up what we were handed */
+		return lp_caps_limit(0); /* already unprivileged: give up what we were handed */
 	pw = getpwnam(user);
 	if (!pw) {
 		lp_err("--user %s: no such user", user);
@@ -71,7 +71,7 @@ static int drop_privileges(const char *user)
 		lp_err("--user %s: refusing to run the symbolizer as root", user);
 		return -EPERM;
 	}
-	err = lp_caps_bound(-1);
+	err = lp_caps_bound(0);
 	if (err)
 		return err;
 	if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
@@ -80,14 +80,16 @@ static int drop_privileges(const char *user)
 		lp_err("privileges: becoming %s: %m", user);
 		return err;
 	}
-	return lp_caps_limit(-1);
+	return lp_caps_limit(0);
 }
 
 /*
  * --ring PATH: connect to the collector's Unix socket (waiting for it to
- * appear) and receive the ring's memfd.
+ * appear) and receive the ring: a read-only descriptor of its header and
+ * data, and its consumer page. The connection stays open as the file
+ * channel (*sock).
  */
-static int receive_ring(const char *path)
+static int receive_ring(const char *path, int fds[2], int *sock)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int err = 0;
@@ -98,18 +100,21 @@ static int receive_ring(const char *path)
 	}
 	strcpy(a.sun_path, path);
 	for (int waited = 0;; waited += 100) {
-		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 		if (s < 0)
 			return -errno;
 		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
-			fd = lp_recv_fd(s);
-			close(s);
-			if (fd < 0)
+			err = lp_recv_fds(s, fds, 2);
+			if (err) {
+				close(s);
 				lp_err("ring: receiving the ring from %s: %s", path,
-				       fd == -EPIPE ? "refused (are we the ring's --ring-owner?)"
-						    : strerror(-fd));
-			return fd;
+				       err == -EPIPE ? "refused (are we the ring's --ring-owner?)"
+						     : strerror(-err));
+				return err;
+			}
+			*sock = s;
+			return 0;
 		}
 		err = -errno;
 		close(s);
@@ -123,27 +128,33 @@ static int receive_ring(const char *path)
 }
 
 /*
- * Maps the ring, which must be sealed against shrinking: if it could be
- * truncated under the collector, the ring is not one lowprof made.
+ * Maps the ring, whose two objects must be sealed against shrinking: if
+ * they could be truncated under the collector, the ring is not one lowprof
+ * made. The header and data are mapped read-only. *files_fd: the file
+ * channel (the socket the ring came on, or --files-fd). With data_fd, the
+ * ring object's descriptor is kept open and stored there (the sandbox
+ * check writes at it); otherwise it is closed once mapped.
  */
-static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring)
+static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring,
+		       int *files_fd, int *data_fd)
 {
-	int fd = o->ring_fd, err;
+	int fds[2] = {o->ring_fd, o->ring_cons_fd}, err;
 
-	if (fd < 0) {
-		fd = receive_ring(o->ring_path);
-		if (fd < 0)
-			return fd;
+	*files_fd = o->files_fd;
+	if (fds[0] < 0) {
+		err = receive_ring(o->ring_path, fds, files_fd);
+		if (err)
+			return err;
 	}
-	if (lp_ring_check_sealed(fd)) {
-		lp_err("ring: fd %d is not a sealed lowprof ring", fd);
+	if (lp_ring_check_sealed(fds[0]) || lp_ring_check_sealed(fds[1])) {
+		lp_err("ring: fds %d,%d are not a sealed lowprof ring", fds[0], fds[1]);
 		err = -EPERM;
 		goto out;
 	}
-	*mem = lp_ring_map_fd(fd, size);
+	*mem = lp_ring_map_fds(fds[0], fds[1], false, size);
 	if (!*mem) {
 		err = -errno;
-		lp_err("ring: mapping fd %d: %s", fd, strerror(-err));
+		lp_err("ring: mapping fds %d,%d: %s", fds[0], fds[1], strerror(-err));
 		goto out;
 	}
 	*ring = lp_ring__consumer(*mem, *size);
@@ -151,9 +162,64 @@ static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, stru
 	if (err)
 		lp_err("ring: not a lowprof ring: %s", strerror(-err));
 out:
-	if (fd != o->ring_fd)
-		close(fd);
+	if (data_fd && !err) {
+		*data_fd = fds[0];
+		fds[0] = o->ring_fd; /* not closed below */
+	}
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0 && fds[i] != (i ? o->ring_cons_fd : o->ring_fd))
+			close(fds[i]);
 	return err;
+}
+
+/*
+ * --check-sandbox: the checks of sandbox.c on a real ring, the one given
+ * (--ring-fd, --ring) or else one made here as the collector makes it
+ * (sealed, handed over read-only) before privileges are dropped.
+ */
+static int check_sandbox(const struct symb_opts *o)
+{
+	struct lp_ring *ring = NULL;
+	int own[2] = {-1, -1}, data_fd = -1, files_fd = -1, rc = 1;
+	void *pmem = NULL, *mem = NULL;
+	size_t psize = 0, size = 0;
+
+	if (o->ring_fd < 0 && !o->ring_path) {
+		if (lp_ring_create_memfds(LP_RING_MIN_DATA, own))
+			return 1;
+		pmem = lp_ring_map_fds(own[0], own[1], true, &psize);
+		if (!pmem || lp_ring_seal_writes(own[0]))
+			goto out;
+		data_fd = lp_ring_reader_fd(own[0]);
+		if (data_fd < 0)
+			goto out;
+	}
+	if (drop_privileges(o->user))
+		goto out;
+	if (data_fd >= 0) {
+		mem = lp_ring_map_fds(data_fd, own[1], false, &size);
+		if (!mem) {
+			lp_err("ring: mapping: %m");
+			goto out;
+		}
+	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd)) {
+		goto out;
+	}
+	rc = symb_sandbox_check(mem, size, data_fd);
+out:
+	lp_ring__free(ring);
+	if (mem)
+		munmap(mem, size);
+	if (pmem)
+		munmap(pmem, psize);
+	for (int i = 0; i < 2; i++)
+		if (own[i] >= 0)
+			close(own[i]);
+	if (data_fd >= 0 && data_fd != o->ring_fd)
+		close(data_fd);
+	if (files_fd >= 0 && files_fd != o->files_fd)
+		close(files_fd);
+	return rc;
 }
 
 /*
@@ -478,13 +544,13 @@ int symb_run(const struct symb_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	symb_state_init(&s);
+	s.files_fd = -1;
 	s.off_cpu = off_cpu;
 	s.replay = replay;
 	s.wait_meta = o->resumed;
 	if (o->check_sandbox) {
-		rc = drop_privileges(o->user) ? 1 : symb_sandbox_check();
 		symb_state_free(&s);
-		return rc;
+		return check_sandbox(o);
 	}
 
 	if (replay) {
@@ -527,9 +593,10 @@ int symb_run(const struct symb_opts *o)
 		lpc_reader__stats(rd, &st);
 		err = consume_capture(rd, &s, st.file_bytes, o->progress);
 	} else {
-		err = attach_ring(o, &mem, &size, &ring);
+		err = attach_ring(o, &mem, &size, &ring, &s.files_fd, NULL);
 		if (err)
 			goto out;
+		s.have_files = s.files_fd >= 0;
 		/* everything opened that needs more than the sandbox allows */
 		if (!o->no_sandbox && symb_sandbox_enter())
 			goto out;
@@ -545,6 +612,11 @@ int symb_run(const struct symb_opts *o)
 	}
 	/* a corrupt ring or no memory: what was read is written, but the run failed */
 	rc = write_outputs(&s, o, off_cpu, fds, rd) || err ? 1 : 0;
+	if (s.files.asked)
+		lp_info("files: asked the collector for %llu files: %llu received, %llu not "
+			"found or refused, %llu unanswered",
+			(unsigned long long)s.files.asked, (unsigned long long)s.files.received,
+			(unsigned long long)s.files.refused, (unsigned long long)s.files.timeouts);
 	for (int i = 0; i < NOUT; i++)
 		fds[i] = -1;
 out:
@@ -557,6 +629,8 @@ out:
 		close(cap_fd);
 	if (mem)
 		munmap(mem, size);
+	if (s.files_fd >= 0 && s.files_fd != o->files_fd)
+		close(s.files_fd);
 	symb_state_free(&s);
 	symb_cache__close(cache);
 	return rc;

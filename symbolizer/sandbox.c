@@ -11,9 +11,13 @@
 #include <sys/syscall.h>
 #include <stdbool.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <stdint.h>
 #include <unistd.h>
 
+#include "lowprof/files.h"
 #include "lowprof/log.h"
+#include "lowprof/ring.h"
 #include "sandbox.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -90,6 +94,11 @@ static const char *const allowed[] = {
 	"rt_sigprocmask",
 	"tgkill",
 	"dup",
+	/* the file channel: requests and descriptors on the collector's socket */
+	"sendmsg",
+	"recvmsg",
+	"poll",
+	"ppoll",
 	"fadvise64",
 	"getdents64",
 	"restart_syscall",
@@ -175,7 +184,49 @@ static int report(const char *what, long rc, int err)
 	return denied ? 0 : 1;
 }
 
-int symb_sandbox_check(void)
+/*
+ * Every way the consumer could write the ring's header or data area: its
+ * own mapping made writable, a new writable mapping or a write through its
+ * read-only descriptor, or that object opened again for writing.
+ */
+static int check_ring(uint8_t *mem, size_t size, int fd)
+{
+	int bad = 0, rw;
+	long rc;
+	void *p;
+
+	rc = mprotect(mem + LP_RING_CONS_SIZE, size - LP_RING_CONS_SIZE, PROT_READ | PROT_WRITE);
+	bad |= report("mprotect(ring data, PROT_WRITE)", rc, errno);
+	p = mmap(NULL, size - LP_RING_CONS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	bad |= report("mmap(ring fd, PROT_WRITE, MAP_SHARED)", p == MAP_FAILED ? -1 : 0, errno);
+	if (p != MAP_FAILED)
+		munmap(p, size - LP_RING_CONS_SIZE);
+	rc = pwrite(fd, "x", 1, LP_RING_HDR_SIZE);
+	bad |= report("pwrite(ring fd)", rc, errno);
+	rw = lp_reopen(fd, O_RDWR);
+	bad |= report("open(ring fd again, O_RDWR)", rw, -rw);
+	if (rw >= 0) {
+		p = mmap(NULL, size - LP_RING_CONS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
+		bad |= report("  then mmap(PROT_WRITE, MAP_SHARED)", p == MAP_FAILED ? -1 : 0,
+			      errno);
+		if (p != MAP_FAILED)
+			munmap(p, size - LP_RING_CONS_SIZE);
+		rc = pwrite(rw, "x", 1, LP_RING_HDR_SIZE);
+		bad |= report("  then pwrite", rc, errno);
+		close(rw);
+	}
+	/* what it may write: its own position, in the consumer page */
+	{
+		volatile uint64_t *cons = (volatile uint64_t *)mem;
+		uint64_t v = *cons;
+
+		*cons = v;
+		printf("%-34s %s\n", "write(consumer position)", "allowed (its one field)");
+	}
+	return bad;
+}
+
+int symb_sandbox_check(void *ring_mem, size_t ring_size, int ring_fd)
 {
 	union bpf_attr attr = {
 		.map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 4, .max_entries = 1};
@@ -205,6 +256,8 @@ int symb_sandbox_check(void)
 	bad |= report("open(/proc/1/mem)", rc, errno);
 	rc = execv(argv[0], argv);
 	bad |= report("execve(/bin/true)", rc, errno);
+	if (ring_mem)
+		bad |= check_ring(ring_mem, ring_size, ring_fd);
 	fflush(stdout);
 	return bad;
 }

@@ -199,6 +199,18 @@ struct symb_state {
 	 * again, with the kernel symbols and mappings) are skipped and counted.
 	 */
 	bool wait_meta;
+	/*
+	 * Set by the caller: the file channel to the collector
+	 * (lowprof/files.h), used when have_files. Objects the symbolizer
+	 * cannot open itself (another user's, another mount namespace's) are
+	 * asked for there (objects.c).
+	 */
+	bool have_files;
+	int files_fd;
+	uint32_t files_next_id;
+	struct {
+		uint64_t asked, received, refused, timeouts;
+	} files;
 	uint64_t seed;		       /* of every hash a stream can steer (no flooding) */
 	struct symb_cache *cache;      /* set by the caller, may be NULL; not owned */
 	const char *const *debug_dirs; /* NULL-terminated; set by the caller */

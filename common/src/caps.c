@@ -6,10 +6,10 @@
 #include "lowprof/caps.h"
 #include "lowprof/log.h"
 
-int lp_caps_bound(int keep)
+int lp_caps_bound(uint64_t keep)
 {
 	for (int c = 0; c < cap_max_bits(); c++) {
-		if (c == keep)
+		if (c < 64 && (keep & (1ull << c)))
 			continue;
 		/* EINVAL: a capability this kernel does not know */
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL) {
@@ -22,11 +22,15 @@ int lp_caps_bound(int keep)
 	return 0;
 }
 
-int lp_caps_limit(int keep)
+int lp_caps_limit(uint64_t keep)
 {
-	cap_value_t v = keep;
+	cap_value_t v[64];
+	int n = 0, err = 0;
 	cap_t caps;
-	int err = 0;
+
+	for (int c = 0; c < 64; c++)
+		if (keep & (1ull << c))
+			v[n++] = c;
 
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL) {
 		err = -errno;
@@ -36,8 +40,8 @@ int lp_caps_limit(int keep)
 	caps = cap_init();
 	if (!caps)
 		return -ENOMEM;
-	if ((keep >= 0 && (cap_set_flag(caps, CAP_PERMITTED, 1, &v, CAP_SET) ||
-			   cap_set_flag(caps, CAP_EFFECTIVE, 1, &v, CAP_SET))) ||
+	if ((n && (cap_set_flag(caps, CAP_PERMITTED, n, v, CAP_SET) ||
+		   cap_set_flag(caps, CAP_EFFECTIVE, n, v, CAP_SET))) ||
 	    cap_set_proc(caps)) {
 		err = -errno;
 		lp_err("caps: dropping capabilities: %m");

@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -65,25 +68,29 @@ err_out:
 	return err;
 }
 
-int lp_send_fd(int sock, int fd)
+int lp_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
 	char byte = 'F';
-	struct iovec iov = {&byte, 1};
+	struct iovec iov = {len ? (void *)buf : &byte, len ? len : 1};
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(LP_MAX_SEND_FDS * sizeof(int))];
 	} u;
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
 
-	memset(&u, 0, sizeof(u));
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (nfds < 0 || nfds > LP_MAX_SEND_FDS)
+		return -EINVAL;
+	if (nfds) {
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	}
 	while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
 		if (errno != EINTR)
 			return -errno;
@@ -91,47 +98,116 @@ int lp_send_fd(int sock, int fd)
 	return 0;
 }
 
-int lp_recv_fd(int sock)
+ssize_t lp_recv_msg(int sock, void *buf, size_t cap, int *fds, int maxfds, int *nfds, int flags,
+		    struct ucred *cred)
 {
 	char byte;
-	struct iovec iov = {&byte, 1};
+	struct iovec iov = {cap ? buf : &byte, cap ? cap : 1};
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(LP_MAX_SEND_FDS * sizeof(int)) +
+			 CMSG_SPACE(sizeof(struct ucred))];
 	} u;
 	struct msghdr msg = {.msg_iov = &iov,
 			     .msg_iovlen = 1,
 			     .msg_control = u.buf,
 			     .msg_controllen = sizeof(u.buf)};
-	int fd = -1;
+	bool have_cred = false;
 	ssize_t n;
+	int got = 0;
 
-	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0) {
+	*nfds = 0;
+	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags)) < 0) {
 		if (errno != EINTR)
 			return -errno;
 	}
-	if (n == 0)
+	if (n == 0 && !msg.msg_controllen)
 		return -EPIPE;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		size_t nfds;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		if (c->cmsg_level != SOL_SOCKET)
 			continue;
-		nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfds; i++) {
-			int got;
+		if (c->cmsg_type == SCM_CREDENTIALS && cred &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			memcpy(cred, CMSG_DATA(c), sizeof(*cred));
+			have_cred = true;
+			continue;
+		}
+		if (c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
 
-			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (fd < 0)
-				fd = got;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (got < maxfds)
+				fds[got++] = fd;
 			else
-				close(got);
+				close(fd); /* more than asked for: not ours to keep */
 		}
 	}
-	if (msg.msg_flags & MSG_CTRUNC) {
-		if (fd >= 0)
-			close(fd);
+	if ((msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) || (cred && !have_cred)) {
+		while (got > 0)
+			close(fds[--got]);
 		return -EBADMSG;
 	}
-	return fd >= 0 ? fd : -EBADMSG;
+	*nfds = got;
+	return cap ? n : 0;
+}
+
+int lp_send_fds(int sock, const int *fds, int nfds)
+{
+	return lp_send_msg(sock, NULL, 0, fds, nfds);
+}
+
+int lp_recv_fds(int sock, int *fds, int nfds)
+{
+	int got = 0;
+	ssize_t n = lp_recv_msg(sock, NULL, 0, fds, nfds, &got, 0, NULL);
+
+	if (n < 0)
+		return (int)n;
+	if (got != nfds) {
+		while (got > 0)
+			close(fds[--got]);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int lp_send_fd(int sock, int fd)
+{
+	return lp_send_fds(sock, &fd, 1);
+}
+
+int lp_recv_fd(int sock)
+{
+	int fd = -1, err = lp_recv_fds(sock, &fd, 1);
+
+	return err ? err : fd;
+}
+
+int lp_reopen(int fd, int flags)
+{
+	char self[32];
+	int nfd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	nfd = open(self, flags | O_CLOEXEC);
+	return nfd < 0 ? -errno : nfd;
+}
+
+int lp_parse_fds(const char *s, int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || end == s || v < 0 || v > INT_MAX ||
+		    !(*end == (i + 1 < n ? ',' : '\0')))
+			return -EINVAL;
+		fds[i] = (int)v;
+		s = end + 1;
+	}
+	return 0;
 }

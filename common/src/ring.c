@@ -28,6 +28,7 @@
  * fields is loaded once per operation and validated before use.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -35,13 +36,14 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 
 _Static_assert(sizeof(struct lp_ring_hdr) == 192, "lp_ring_hdr layout changed");
 _Static_assert(sizeof(struct lp_ring_hdr) <= LP_RING_HDR_SIZE, "lp_ring_hdr exceeds its page");
 _Static_assert(__builtin_offsetof(struct lp_ring_hdr, prod_pos) == 64, "producer cache line");
-_Static_assert(__builtin_offsetof(struct lp_ring_hdr, cons_pos) == 128, "consumer cache line");
+_Static_assert(sizeof(struct lp_ring_cons) <= LP_RING_CONS_SIZE, "lp_ring_cons exceeds its page");
 
 /* Record header at the start of every record in the data area. */
 struct lp_ring_rec {
@@ -53,6 +55,7 @@ _Static_assert(sizeof(struct lp_ring_rec) == LP_RING_REC_HDR, "record header siz
 
 struct lp_ring {
 	struct lp_ring_hdr *hdr;
+	struct lp_ring_cons *cpage; /* the consumer page */
 	uint8_t *data;
 	uint64_t data_size; /* validated at attach; never re-read */
 	bool producer;
@@ -88,9 +91,9 @@ static bool data_size_valid(uint64_t data_size)
 size_t lp_ring_mem_size(uint64_t data_size)
 {
 	/* 0 rather than a wrapped size on a 32-bit size_t */
-	if (data_size > SIZE_MAX - LP_RING_HDR_SIZE)
+	if (data_size > SIZE_MAX - LP_RING_DATA_OFF)
 		return 0;
-	return LP_RING_HDR_SIZE + data_size;
+	return LP_RING_DATA_OFF + data_size;
 }
 
 uint64_t lp_ring_round_size(uint64_t want)
@@ -104,19 +107,25 @@ uint64_t lp_ring_round_size(uint64_t want)
 	return size;
 }
 
-int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size)
+/* The header of the ring object (without the consumer page). */
+static void format_hdr(struct lp_ring_hdr *hdr, uint64_t data_size)
 {
-	struct lp_ring_hdr *hdr = mem;
-	size_t need = lp_ring_mem_size(data_size);
-
-	if (!mem || ((uintptr_t)mem & 7) || !data_size_valid(data_size) || !need || mem_size < need)
-		return -EINVAL;
 	memset(hdr, 0, LP_RING_HDR_SIZE);
 	hdr->version = LP_RING_VERSION;
 	hdr->hdr_size = LP_RING_HDR_SIZE;
 	hdr->data_size = data_size;
 	/* magic last: whoever sees it sees a complete header */
 	__atomic_store_n(&hdr->magic, LP_RING_MAGIC, __ATOMIC_RELEASE);
+}
+
+int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size)
+{
+	size_t need = lp_ring_mem_size(data_size);
+
+	if (!mem || ((uintptr_t)mem & 7) || !data_size_valid(data_size) || !need || mem_size < need)
+		return -EINVAL;
+	memset(mem, 0, LP_RING_CONS_SIZE);
+	format_hdr((struct lp_ring_hdr *)((uint8_t *)mem + LP_RING_CONS_SIZE), data_size);
 	return 0;
 }
 
@@ -127,11 +136,11 @@ int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size)
  */
 static int ring_attach(struct lp_ring *r, void *mem, size_t mem_size)
 {
-	struct lp_ring_hdr *hdr = mem;
+	struct lp_ring_hdr *hdr = (struct lp_ring_hdr *)((uint8_t *)mem + LP_RING_CONS_SIZE);
 	uint64_t magic, data_size;
 	uint32_t version, hdr_size;
 
-	if (!mem || ((uintptr_t)mem & 7) || mem_size < LP_RING_HDR_SIZE + LP_RING_MIN_DATA)
+	if (!mem || ((uintptr_t)mem & 7) || mem_size < LP_RING_DATA_OFF + LP_RING_MIN_DATA)
 		return -EINVAL;
 	magic = __atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE);
 	version = __atomic_load_n(&hdr->version, __ATOMIC_RELAXED);
@@ -146,13 +155,14 @@ static int ring_attach(struct lp_ring *r, void *mem, size_t mem_size)
 		return -EINVAL;
 	}
 	/* data_size <= LP_RING_MAX_DATA, so the sum cannot overflow a u64 */
-	if (!data_size_valid(data_size) || LP_RING_HDR_SIZE + data_size > mem_size) {
+	if (!data_size_valid(data_size) || LP_RING_DATA_OFF + data_size > mem_size) {
 		lp_warn("ring: bad data size %llu for a %zu-byte mapping",
 			(unsigned long long)data_size, mem_size);
 		return -EINVAL;
 	}
+	r->cpage = mem;
 	r->hdr = hdr;
-	r->data = (uint8_t *)mem + LP_RING_HDR_SIZE;
+	r->data = (uint8_t *)mem + LP_RING_DATA_OFF;
 	r->data_size = data_size;
 	return 0;
 }
@@ -201,7 +211,7 @@ struct lp_ring *lp_ring__consumer(void *mem, size_t mem_size)
 	if (err)
 		goto err_out;
 	/* The one read of our own shared position (re-attach after a restart). */
-	r->cons = __atomic_load_n(&r->hdr->cons_pos, __ATOMIC_RELAXED);
+	r->cons = __atomic_load_n(&r->cpage->cons_pos, __ATOMIC_RELAXED);
 	if (r->cons & 7) {
 		lp_warn("ring: unaligned consumer position %llu", (unsigned long long)r->cons);
 		err = -EINVAL;
@@ -274,7 +284,7 @@ static void rec_store(uint8_t *at, uint32_t len, uint32_t flags)
  */
 static int prod_load_cons(struct lp_ring *r, uint64_t *cons, uint64_t *used)
 {
-	*cons = __atomic_load_n(&r->hdr->cons_pos, __ATOMIC_ACQUIRE);
+	*cons = __atomic_load_n(&r->cpage->cons_pos, __ATOMIC_ACQUIRE);
 	*used = r->prod - *cons;
 	/* cons > prod is caught by the unsigned difference too; kept explicit. */
 	if (*cons > r->prod || *used > r->data_size || (*cons & 7))
@@ -438,7 +448,7 @@ int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len)
 		r->cons += tail;
 		avail -= tail;
 		/* The tail is free now; nothing in it is handed out. */
-		__atomic_store_n(&r->hdr->cons_pos, r->cons, __ATOMIC_RELEASE);
+		__atomic_store_n(&r->cpage->cons_pos, r->cons, __ATOMIC_RELEASE);
 		if (!avail)
 			return closed ? -EPIPE : -EAGAIN;
 		off = 0;
@@ -465,7 +475,7 @@ void lp_ring__consume(struct lp_ring *r)
 	r->cons += r->pending;
 	r->pending = 0;
 	/* We are done reading the record: the producer may reuse it. */
-	__atomic_store_n(&r->hdr->cons_pos, r->cons, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->cpage->cons_pos, r->cons, __ATOMIC_RELEASE);
 }
 
 void lp_ring__stats(const struct lp_ring *r, struct lp_ring_stats *st)
@@ -481,63 +491,117 @@ void lp_ring__stats(const struct lp_ring *r, struct lp_ring_stats *st)
 	/* closed first, as in peek: counters stored before it are then final. */
 	st->closed = __atomic_load_n(&hdr->closed, __ATOMIC_ACQUIRE) != 0;
 	st->prod_pos = __atomic_load_n(&hdr->prod_pos, __ATOMIC_ACQUIRE);
-	st->cons_pos = __atomic_load_n(&hdr->cons_pos, __ATOMIC_ACQUIRE);
+	st->cons_pos = __atomic_load_n(&r->cpage->cons_pos, __ATOMIC_ACQUIRE);
 	st->data_size = r->data_size;
 	st->dropped_records = __atomic_load_n(&hdr->dropped_records, __ATOMIC_RELAXED);
 	st->dropped_bytes = __atomic_load_n(&hdr->dropped_bytes, __ATOMIC_RELAXED);
 	st->bad_consumer_pos = __atomic_load_n(&hdr->bad_consumer_pos, __ATOMIC_RELAXED);
 }
 
-void *lp_ring_map_fd(int fd, size_t *size)
+/*
+ * One mapping of both objects: an address range reserved with PROT_NONE,
+ * then each object mapped over its part with MAP_FIXED, so the consumer
+ * page and the header keep the offsets of the layout.
+ */
+void *lp_ring_map_fds(int data_fd, int cons_fd, bool producer, size_t *size)
 {
-	struct stat st;
-	void *mem;
+	struct stat dst, cst;
+	uint8_t *mem;
+	size_t total;
+	int prot = PROT_READ | (producer ? PROT_WRITE : 0), err;
 
-	if (fstat(fd, &st))
+	if (fstat(data_fd, &dst) || fstat(cons_fd, &cst))
 		return NULL;
-	if (st.st_size <= 0) {
+	if (!S_ISREG(dst.st_mode) || !S_ISREG(cst.st_mode) ||
+	    dst.st_size < (off_t)(LP_RING_HDR_SIZE + LP_RING_MIN_DATA) ||
+	    (uint64_t)dst.st_size > LP_RING_HDR_SIZE + LP_RING_MAX_DATA ||
+	    cst.st_size < (off_t)LP_RING_CONS_SIZE) {
 		errno = EINVAL;
 		return NULL;
 	}
-	mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	total = LP_RING_CONS_SIZE + (size_t)dst.st_size;
+	mem = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return NULL;
-	*size = (size_t)st.st_size;
+	if (mmap(mem, LP_RING_CONS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, cons_fd,
+		 0) == MAP_FAILED ||
+	    mmap(mem + LP_RING_CONS_SIZE, (size_t)dst.st_size, prot, MAP_SHARED | MAP_FIXED,
+		 data_fd, 0) == MAP_FAILED) {
+		err = errno;
+		munmap(mem, total);
+		errno = err;
+		return NULL;
+	}
+	*size = total;
 	return mem;
 }
 
-int lp_ring_create_memfd(uint64_t data_size)
+/* A memfd of size bytes, mode 0600, sealed against shrinking and growing. */
+static int sealed_memfd(const char *name, size_t size)
 {
-	size_t size = lp_ring_mem_size(data_size);
-	void *mem;
-	int fd, err;
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
 
-	if (!data_size_valid(data_size))
-		return -EINVAL;
-	fd = memfd_create("lowprof-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size)) {
+	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
 		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int lp_ring_create_memfds(uint64_t data_size, int fds[2])
+{
+	size_t size = lp_ring_mem_size(data_size) - LP_RING_CONS_SIZE;
+	void *mem;
+	int err;
+
+	fds[0] = fds[1] = -1;
+	if (!data_size_valid(data_size) || !lp_ring_mem_size(data_size))
+		return -EINVAL;
+	fds[LP_RING_FD_DATA] = sealed_memfd("lowprof-ring", size);
+	if (fds[LP_RING_FD_DATA] < 0) {
+		err = fds[LP_RING_FD_DATA];
 		goto err_out;
 	}
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	fds[LP_RING_FD_CONS] = sealed_memfd("lowprof-ring-consumer", LP_RING_CONS_SIZE);
+	if (fds[LP_RING_FD_CONS] < 0) {
+		err = fds[LP_RING_FD_CONS];
+		goto err_out;
+	}
+	/* a new memfd reads as zeros: the consumer page needs nothing */
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[LP_RING_FD_DATA], 0);
 	if (mem == MAP_FAILED) {
 		err = -errno;
 		goto err_out;
 	}
-	err = lp_ring_format(mem, size, data_size);
+	format_hdr(mem, data_size);
 	munmap(mem, size);
-	if (err)
-		goto err_out;
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		err = -errno;
-		goto err_out;
-	}
-	return fd;
+	return 0;
 err_out:
-	close(fd);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	fds[0] = fds[1] = -1;
 	return err;
+}
+
+int lp_ring_seal_writes(int data_fd)
+{
+	int seals;
+
+	if (fcntl(data_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) == 0)
+		return 0;
+	/* sealed before (a collector that took over the ring): fine if so */
+	seals = fcntl(data_fd, F_GET_SEALS);
+	return seals >= 0 && (seals & F_SEAL_FUTURE_WRITE) ? 0 : -EPERM;
+}
+
+int lp_ring_reader_fd(int data_fd)
+{
+	return lp_reopen(data_fd, O_RDONLY);
 }
 
 int lp_ring_check_sealed(int fd)

@@ -27,11 +27,21 @@ if [[ -n "$SYM" && -n "$COL" ]]; then
 	check "symbolizer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$SYM/status
 	check "symbolizer runs under a seccomp filter (Seccomp: 2)" \
 		grep -q '^Seccomp:[[:space:]]*2$' /proc/$SYM/status
-	# CAP_SYS_PTRACE is bit 19
+	# CAP_SYS_PTRACE is bit 19, CAP_DAC_READ_SEARCH bit 2
 	for set in CapEff CapPrm CapBnd; do
-		check "collector $set is CAP_SYS_PTRACE only" \
-			grep -q "^$set:[[:space:]]*0000000000080000$" /proc/$COL/status
+		check "collector $set is CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH only" \
+			grep -q "^$set:[[:space:]]*0000000000080004$" /proc/$COL/status
 	done
+	check "collector CapInh and CapAmb are 0" \
+		bash -c "grep -q '^CapInh:[[:space:]]*0000000000000000$' /proc/$COL/status &&
+			grep -q '^CapAmb:[[:space:]]*0000000000000000$' /proc/$COL/status"
+	# the ring's data is mapped read-only by the symbolizer, the consumer page read-write
+	check "symbolizer maps the ring read-only" \
+		grep -Eq ' r--s .*/memfd:lowprof-ring ' /proc/$SYM/maps
+	check "symbolizer maps no writable view of the ring" \
+		bash -c "! grep -E ' rw.s .*/memfd:lowprof-ring ' /proc/$SYM/maps"
+	check "symbolizer maps the consumer page read-write" \
+		grep -Eq ' rw-s .*/memfd:lowprof-ring-consumer ' /proc/$SYM/maps
 	check "collector has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$COL/status
 	# no controlling terminal: field 7 of /proc/PID/stat (tty_nr) is 0
 	for p in $SYM $COL; do
@@ -52,6 +62,11 @@ check "symbolizer --check-sandbox tried bpf and execve" \
 	grep -q 'bpf.*denied' <<<"$out"
 check "the sandbox, not the uid, stops execve (ENOSYS)" \
 	grep -q 'execve.*denied (Function not implemented)' <<<"$out"
+for what in 'mprotect(ring data, PROT_WRITE)' 'mmap(ring fd, PROT_WRITE' 'pwrite(ring fd)' \
+	'open(ring fd again, O_RDWR)'; do
+	check "from the sandbox, writing the ring's data fails: $what" \
+		grep -qF "$what" <<<"$(grep denied <<<"$out")"
+done
 check "lowprof record exits 0 (got $rc)" test "$rc" -eq 0
 F="$TMP/out/cpu.folded"
 check "cpu.folded is not empty" test -s "$F"

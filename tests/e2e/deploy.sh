@@ -23,8 +23,8 @@ check "systemd-analyze verify has nothing to say about our units" \
 
 C="$UNITS/lowprof-collector.service"
 S="$UNITS/lowprof-symbolizer.service"
-check "collector: bounding set is BPF PERFMON SYS_PTRACE SYSLOG CHOWN SETPCAP" \
-	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_SYSLOG CAP_CHOWN CAP_SETPCAP' "$C"
+check "collector: bounding set is BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP" \
+	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHOWN CAP_SETPCAP' "$C"
 check "collector: no ambient capabilities" grep -qx 'AmbientCapabilities=' "$C"
 check "collector: no network" grep -qx 'PrivateNetwork=yes' "$C"
 check "symbolizer: dynamic user" grep -qx 'DynamicUser=yes' "$S"

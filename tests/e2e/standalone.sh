@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The two programs run on their own: the collector hands its sealed ring to
-# the symbolizer over a Unix socket, only to the ring's owner.
+# the symbolizer over a Unix socket, only to the ring's owner; and run as
+# deployed, each with only its privileges.
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -42,6 +43,36 @@ kill -INT "$COL"
 wait "$COL"; crc=$?
 check "a collector interrupted while waiting exits 0 (got $crc)" test "$crc" -eq 0
 check "and removes its socket" test ! -e "$SOCK"
+
+# As deployed (deploy/systemd, deploy/kubernetes): the collector limited to
+# its bounding set, the symbolizer started directly as uid 65534 with no
+# capabilities (not by root), owner given as a number; a binary only its
+# owner (daemon) can read is still symbolized, through the collector.
+BASE=$(mktemp -d /tmp/lowprof-standalone.XXXXXX)
+chmod 711 "$BASE"
+mkdir -m 700 "$BASE/priv"
+cp "$WL/chain-fp" "$BASE/priv/chain-daemon"
+chown -R daemon: "$BASE/priv"
+trap 'cleanup; rm -rf "$BASE"' EXIT
+start_bg setpriv --reuid=daemon --regid=daemon --clear-groups "$BASE/priv/chain-daemon" 60
+DPID=$BGPID
+mkdir -m 700 "$TMP/out65534" && chown 65534:65534 "$TMP/out65534"
+start_bg setpriv --bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+dac_read_search,+syslog,+chown,+setpcap \
+	"$BIN/lowprof-collector" --ring "$SOCK" --ring-owner 65534 -d 4 -p "$DPID"
+COL=$BGPID
+setpriv --reuid=65534 --regid=65534 --clear-groups --bounding-set=-all --no-new-privs \
+	"$BIN/lowprof-symbolizer" --ring "$SOCK" -o "$TMP/out65534" --no-cache -v > "$TMP/s65534" 2>&1
+rc=$?
+grep -E 'files:|summary|samples  ' "$TMP/s65534"
+check "deployed layout: the symbolizer (uid 65534, no capabilities) exits 0 (got $rc)" test "$rc" -eq 0
+wait "$COL"; crc=$?
+check "deployed layout: the collector (bounded capabilities) exits 0 (got $crc)" test "$crc" -eq 0
+pct=$(share "$TMP/out65534/cpu.folded" '^chain-daemon;.*main;chain_one;chain_two;chain_three;chain_leaf$')
+check "deployed layout: $pct% of samples show daemon's unreadable binary's chain (>= 90%)" \
+	test "$pct" -ge 90
+check "deployed layout: the symbolizer got that binary from the collector" \
+	grep -Eq 'files: asked the collector for [0-9]+ files: [1-9][0-9]* received' "$TMP/s65534"
+kill "$DPID"
 
 kill "$WPID"
 left=$(leftovers)

@@ -8,6 +8,11 @@
 #ifndef LOWPROF_FILES_H
 #define LOWPROF_FILES_H
 
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
 /*
  * Opens output directory dir, creating it and missing parents (0755).
  * Returns an O_DIRECTORY fd (close-on-exec) or a negative errno (-ENOTDIR
@@ -23,14 +28,76 @@ int lp_open_output_dir(const char *dir);
  */
 int lp_open_output_file(int dirfd, const char *name);
 
-/* Sends fd over Unix socket sock. Returns 0 or a negative errno. */
+#define LP_MAX_SEND_FDS 4
+
+/*
+ * Sends len bytes of buf (one byte if len is 0) with nfds (<=
+ * LP_MAX_SEND_FDS) descriptors over Unix socket sock. 0 or a negative errno.
+ */
+int lp_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds);
+
+/*
+ * Receives one message of at most cap bytes (0: a one-byte message whose
+ * byte is ignored) and up to maxfds descriptors (close-on-exec; further ones
+ * are closed). flags go to recvmsg (MSG_DONTWAIT). With cred, the message
+ * must carry the sender's credentials (SO_PASSCRED on sock), stored there.
+ * Returns the bytes received (0 when cap is 0) with *nfds set, or a negative
+ * errno: -EPIPE at end of stream, -EBADMSG for a truncated message or one
+ * without credentials (its descriptors closed), -EAGAIN.
+ */
+ssize_t lp_recv_msg(int sock, void *buf, size_t cap, int *fds, int maxfds, int *nfds, int flags,
+		    struct ucred *cred);
+
+/* Sends nfds descriptors over Unix socket sock. Returns 0 or a negative errno. */
+int lp_send_fds(int sock, const int *fds, int nfds);
 int lp_send_fd(int sock, int fd);
 
 /*
- * Receives one fd from sock (close-on-exec); any further descriptors in the
- * message are closed. Returns the fd or a negative errno (-EBADMSG when the
- * message carried none, -EPIPE at end of stream).
+ * Receives exactly nfds descriptors (close-on-exec) in one message; more are
+ * closed, fewer is -EBADMSG (those received closed). Returns 0 or a negative
+ * errno (-EPIPE at end of stream). lp_recv_fd: one, returned.
  */
+int lp_recv_fds(int sock, int *fds, int nfds);
 int lp_recv_fd(int sock);
+
+/*
+ * Opens the file behind fd again (an O_PATH fd, say) through
+ * /proc/self/fd/N with flags (| O_CLOEXEC): a new open file description of
+ * the same inode, with the permission checks of an open. Returns the fd or
+ * a negative errno.
+ */
+int lp_reopen(int fd, int flags);
+
+/* Parses exactly n descriptor numbers "A,B,..." into fds; 0 or -EINVAL. */
+int lp_parse_fds(const char *s, int *fds, int n);
+
+/*
+ * The file channel: a SOCK_SEQPACKET Unix socket from a symbolizer to the
+ * collector. The symbolizer asks for a file a process has mapped
+ * executable, naming the process and the file's device and inode as a
+ * mappings record gave them; the collector answers with a read-only
+ * descriptor of that very file, or an errno. It never opens a path the
+ * symbolizer names. One request, one reply (with the descriptor as
+ * SCM_RIGHTS when err is 0); id pairs them, so replies to a request of an
+ * earlier symbolizer on the same socket are recognised and dropped.
+ */
+#define LP_FILE_REQ_MAGIC 0x5246504cu /* "LPFR" */
+#define LP_FILE_REP_MAGIC 0x4146504cu /* "LPFA" */
+
+struct lp_file_req {
+	uint32_t magic;
+	uint32_t id;
+	uint32_t pid;
+	uint32_t dev_major, dev_minor;
+	uint32_t zero; /* must be 0 */
+	uint64_t inode;
+};
+
+struct lp_file_rep {
+	uint32_t magic;
+	uint32_t id;
+	int32_t err; /* 0: the descriptor is attached; else -errno */
+	uint32_t zero;
+};
 
 #endif /* LOWPROF_FILES_H */

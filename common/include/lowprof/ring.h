@@ -13,14 +13,19 @@
  * Trust: the consumer can write its consumer position, so the producer reads
  * it once per operation and treats any value (ahead of the producer,
  * backwards, unaligned) as hostile: it counts it and treats the ring as full.
- * The consumer treats everything else in the mapping as possibly malformed:
- * every length and position is read once and checked before use.
+ * The consumer position is all it can write: it lives in a page of its own,
+ * a second shared object, and the consumer maps the header and the data
+ * area read-only. The consumer treats everything in the mapping as possibly
+ * malformed: every length and position is read once and checked before use.
  *
- * Layout of the shared object (all little-endian, host order):
+ * Layout of one side's mapping (all little-endian, host order), made of two
+ * shared objects (memfds) mapped next to each other:
  *
- *   offset 0      struct lp_ring_hdr   (one page; producer fields and
- *                                       consumer field on separate cache lines)
- *   offset 4096   data area, data_size bytes (power of two, >= 4096)
+ *   offset 0      struct lp_ring_cons  (the consumer page: its own object,
+ *                                       writable by the consumer)
+ *   offset 4096   struct lp_ring_hdr   (one page, the start of the ring object;
+ *                                       written only by the producer)
+ *   offset 8192   data area, data_size bytes (power of two, >= 4096)
  *
  * A record in the data area is an 8-byte header { u32 len; u32 flags; }
  * followed by len payload bytes, padded to a multiple of 8. A record never
@@ -45,13 +50,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LP_RING_MAGIC	 0x474e52504cULL /* "LPRNG" */
-#define LP_RING_VERSION	 1
-#define LP_RING_HDR_SIZE 4096u
-#define LP_RING_MIN_DATA 4096u
-#define LP_RING_MAX_DATA (1ull << 32)
-#define LP_RING_REC_HDR	 8u
-#define LP_RING_F_WRAP	 1u
+#define LP_RING_MAGIC	  0x474e52504cULL /* "LPRNG" */
+#define LP_RING_VERSION	  2		  /* 2: the consumer position moved to a page of its own */
+#define LP_RING_CONS_SIZE 4096u
+#define LP_RING_HDR_SIZE  4096u
+#define LP_RING_DATA_OFF  (LP_RING_CONS_SIZE + LP_RING_HDR_SIZE)
+#define LP_RING_MIN_DATA  4096u
+#define LP_RING_MAX_DATA  (1ull << 32)
+#define LP_RING_REC_HDR	  8u
+#define LP_RING_F_WRAP	  1u
 
 struct lp_ring_hdr {
 	uint64_t magic;
@@ -66,9 +73,13 @@ struct lp_ring_hdr {
 	uint64_t bad_consumer_pos; /* times the consumer position was invalid */
 	uint32_t closed;	   /* 1 once the producer wrote its last record */
 	uint8_t _pad1[64 - 36];
-	/* consumer cache line: written only by the consumer */
+	uint8_t _reserved[64]; /* version 1's consumer position */
+};
+
+/* The consumer page: the one thing the consumer writes. */
+struct lp_ring_cons {
 	uint64_t cons_pos; /* release-stored after a record was used */
-	uint8_t _pad2[64 - 8];
+	uint8_t _pad[64 - 8];
 };
 
 struct lp_ring;
@@ -83,7 +94,10 @@ struct lp_ring_stats {
 	bool closed;
 };
 
-/* Bytes of shared memory needed for a data area of data_size bytes. */
+/*
+ * Bytes of one side's mapping (consumer page, header, data area) for a data
+ * area of data_size bytes; the ring object itself is LP_RING_CONS_SIZE less.
+ */
 size_t lp_ring_mem_size(uint64_t data_size);
 
 /* Smallest valid data size (power of two, >= LP_RING_MIN_DATA) holding at
@@ -91,29 +105,47 @@ size_t lp_ring_mem_size(uint64_t data_size);
 uint64_t lp_ring_round_size(uint64_t want);
 
 /*
- * Formats mem (mem_size bytes, zeroed or not) as an empty ring with a
- * data_size-byte data area. data_size must be a power of two >=
- * LP_RING_MIN_DATA and mem_size >= lp_ring_mem_size(data_size).
- * Returns 0 or -EINVAL. Done once, by whoever creates the shared object,
- * before either side attaches.
+ * Formats mem (mem_size bytes, zeroed or not; laid out as above) as an
+ * empty ring with a data_size-byte data area and a zero consumer position.
+ * data_size must be a power of two >= LP_RING_MIN_DATA and mem_size >=
+ * lp_ring_mem_size(data_size). Returns 0 or -EINVAL. Done once, before
+ * either side attaches (lp_ring_create_memfds does it for shared objects).
  */
 int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size);
 
 /*
- * Maps the whole shared object behind fd (its size from fstat) read-write
- * and shared. Returns the mapping and stores its size, or NULL with errno
- * set. Undo with munmap(mem, size). The fd may be closed afterwards.
+ * The two shared objects of a ring, as memfds (close-on-exec):
+ * fds[LP_RING_FD_DATA] the header and data area (formatted), and
+ * fds[LP_RING_FD_CONS] the consumer page (zero). Both are sealed against
+ * shrinking and growing (a truncation would turn the other side's next
+ * access into SIGBUS) and mode 0600, so a consumer of another user handed
+ * a read-only descriptor cannot open the object again for writing through
+ * /proc/self/fd. Returns 0 or a negative errno.
  */
-void *lp_ring_map_fd(int fd, size_t *size);
+#define LP_RING_FD_DATA 0
+#define LP_RING_FD_CONS 1
+int lp_ring_create_memfds(uint64_t data_size, int fds[2]);
 
 /*
- * Creates the shared object of a ring with a data_size-byte data area as an
- * anonymous memfd, formatted, and sealed against shrinking and growing: the
- * consumer holds a writable descriptor (it stores its position), and a
- * truncation would turn the producer's next access into SIGBUS. Returns the
- * fd (close-on-exec) or a negative errno.
+ * Maps a ring's two objects as one mapping laid out as above: the consumer
+ * page read-write, the header and data area read-write for the producer
+ * and read-only otherwise (PROT_READ: no write through this mapping can
+ * ever reach the producer's bytes). Sizes come from fstat. Returns the
+ * mapping and stores its size, or NULL with errno set. Undo with
+ * munmap(mem, size). The fds may be closed afterwards.
  */
-int lp_ring_create_memfd(uint64_t data_size);
+void *lp_ring_map_fds(int data_fd, int cons_fd, bool producer, size_t *size);
+
+/*
+ * After the producer has mapped the ring object read-write: seals it
+ * against any further write or writable mapping (F_SEAL_FUTURE_WRITE), so
+ * not even a consumer of the same user can write the data area. Returns 0,
+ * or -EPERM if the object is already sealed (F_SEAL_SEAL) without it.
+ */
+int lp_ring_seal_writes(int data_fd);
+
+/* A read-only descriptor of the ring object, for a consumer. Or -errno. */
+int lp_ring_reader_fd(int data_fd);
 
 /* 0 if fd cannot shrink or grow (sealed as above), -EPERM otherwise. */
 int lp_ring_check_sealed(int fd);
@@ -123,8 +155,9 @@ int lp_ring_check_sealed(int fd);
  * lp_ring__free (which does not unmap it). Both sides validate magic, version,
  * hdr_size and data_size against mem_size once (the producer because
  * data_size bounds every write it makes); after that the producer reads only
- * cons_pos and the consumer only prod_pos, closed and the records. Both return
- * NULL with errno set (EINVAL, ENOMEM).
+ * cons_pos and the consumer only prod_pos, closed and the records. The
+ * consumer writes only the consumer page. Both return NULL with errno set
+ * (EINVAL, ENOMEM).
  * Destructor: lp_ring__free.
  */
 struct lp_ring *lp_ring__producer(void *mem, size_t mem_size);

@@ -4,9 +4,11 @@
  * (or anyone else with the mapping) could leave it.
  *
  * Input layout, compact so the fuzzer does not spend its time on padding:
- *   bytes [0, 192)   struct lp_ring_hdr (magic, data_size, positions, closed...)
+ *   bytes [0, 192)   struct lp_ring_hdr (magic, data_size, positions, closed...);
+ *                    its bytes [128, 136), version 1's consumer position, go to
+ *                    the consumer page instead (so older corpora still steer it)
  *   bytes [192, ...) the data area, from offset 0
- * The harness builds a mapping of LP_RING_HDR_SIZE + area bytes, where area is
+ * The harness builds a mapping of LP_RING_DATA_OFF + area bytes, where area is
  * the smallest power of two >= 4096 holding the rest of the input (at most
  * MAX_AREA; zero padded). The header's data_size is the fuzzer's and may
  * disagree with area: attach must catch it.
@@ -15,7 +17,7 @@
  * any read past it; on top, every record handed out must lie inside the data
  * area the header declared. A second pass attaches a producer to the same
  * input (hostile cons_pos) and checks it writes only its own header fields and
- * inside [0, data_size) of the data area.
+ * inside [0, data_size) of the data area, never the consumer page.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -50,13 +52,15 @@ static int map_input(struct mapping *m, const uint8_t *in, size_t n)
 		m->area <<= 1;
 	if (rest > m->area)
 		rest = m->area;
-	m->size = LP_RING_HDR_SIZE + m->area;
+	m->size = LP_RING_DATA_OFF + m->area;
 	m->mem = malloc(m->size);
 	if (!m->mem)
 		return -ENOMEM;
 	memset(m->mem, 0, m->size);
-	memcpy(m->mem, in, n < hsz ? n : hsz);
-	m->data = m->mem + LP_RING_HDR_SIZE;
+	memcpy(m->mem + LP_RING_CONS_SIZE, in, n < hsz ? n : hsz);
+	if (n >= 136)
+		memcpy(m->mem, in + 128, 8); /* the consumer position */
+	m->data = m->mem + LP_RING_DATA_OFF;
 	memcpy(m->data, in + hsz, rest);
 	return 0;
 }
@@ -64,7 +68,7 @@ static int map_input(struct mapping *m, const uint8_t *in, size_t n)
 /* Reads every record the consumer hands out; never more than fit. */
 static void consume_all(struct mapping *m)
 {
-	const struct lp_ring_hdr *hdr = (const struct lp_ring_hdr *)m->mem;
+	const struct lp_ring_hdr *hdr = (const struct lp_ring_hdr *)(m->mem + LP_RING_CONS_SIZE);
 	uint64_t data_size = hdr->data_size; /* nothing writes it while we run */
 	volatile uint8_t sink = 0;
 	struct lp_ring_stats st;
@@ -106,7 +110,7 @@ static void consume_all(struct mapping *m)
 /* A producer over the same hostile mapping writes only where it may. */
 static void produce_some(struct mapping *m, const uint8_t *in, size_t n)
 {
-	const struct lp_ring_hdr *hdr = (const struct lp_ring_hdr *)m->mem;
+	const struct lp_ring_hdr *hdr = (const struct lp_ring_hdr *)(m->mem + LP_RING_CONS_SIZE);
 	uint64_t data_size = hdr->data_size;
 	uint8_t *before, payload[256];
 	struct lp_ring *p;
@@ -133,11 +137,14 @@ static void produce_some(struct mapping *m, const uint8_t *in, size_t n)
 	}
 	lp_ring__close(p);
 	lp_ring__free(p);
+	/* The consumer page: never written by the producer. */
+	check(memcmp(before, m->mem, LP_RING_CONS_SIZE) == 0);
 	/* Header: only the producer cache line may change. */
-	check(memcmp(before, m->mem, 64) == 0);
-	check(memcmp(before + 128, m->mem + 128, LP_RING_HDR_SIZE - 128) == 0);
+	check(memcmp(before + LP_RING_CONS_SIZE, m->mem + LP_RING_CONS_SIZE, 64) == 0);
+	check(memcmp(before + LP_RING_CONS_SIZE + 128, m->mem + LP_RING_CONS_SIZE + 128,
+		     LP_RING_HDR_SIZE - 128) == 0);
 	/* Data area: nothing at or past data_size. */
-	check(memcmp(before + LP_RING_HDR_SIZE + data_size, m->data + data_size,
+	check(memcmp(before + LP_RING_DATA_OFF + data_size, m->data + data_size,
 		     m->area - data_size) == 0);
 out:
 	free(before);

@@ -110,32 +110,140 @@ static void test_fd_passing(void **state)
 	close(sv[1]);
 }
 
+/* Messages with a payload, several fds and the sender's credentials. */
+static void test_msg_passing(void **state)
+{
+	int sv[2], fds[3], got[2], n, one = 1;
+	struct ucred cred;
+	char buf[16];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
+	for (int i = 0; i < 3; i++) {
+		fds[i] = open("/proc/self/stat", O_RDONLY);
+		assert_true(fds[i] >= 0);
+	}
+	assert_int_equal(lp_send_msg(sv[0], "req", 3, fds, 2), 0);
+	assert_int_equal(lp_recv_msg(sv[1], buf, sizeof(buf), got, 2, &n, 0, &cred), 3);
+	assert_int_equal(n, 2);
+	assert_memory_equal(buf, "req", 3);
+	assert_int_equal(cred.pid, getpid());
+	assert_int_equal(cred.uid, geteuid());
+	close(got[0]);
+	close(got[1]);
+	/* three fds where one is wanted: the rest are closed, not leaked */
+	assert_int_equal(lp_send_msg(sv[0], "x", 1, fds, 3), 0);
+	assert_int_equal(lp_recv_msg(sv[1], buf, sizeof(buf), got, 1, &n, 0, NULL), 1);
+	assert_int_equal(n, 1);
+	close(got[0]);
+	/* a message longer than the buffer is refused, its fds closed */
+	assert_int_equal(lp_send_msg(sv[0], "0123456789abcdefXYZ", 19, fds, 1), 0);
+	assert_int_equal(lp_recv_msg(sv[1], buf, sizeof(buf), got, 1, &n, 0, NULL), -EBADMSG);
+	assert_int_equal(n, 0);
+	/* nothing waiting */
+	assert_int_equal(lp_recv_msg(sv[1], buf, sizeof(buf), got, 1, &n, MSG_DONTWAIT, NULL),
+			 -EAGAIN);
+	assert_int_equal(lp_send_msg(sv[0], NULL, 0, fds, LP_MAX_SEND_FDS + 1), -EINVAL);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	close(sv[0]);
+	assert_int_equal(lp_recv_msg(sv[1], buf, sizeof(buf), got, 1, &n, 0, NULL), -EPIPE);
+	close(sv[1]);
+}
+
 static void test_sealed_ring(void **state)
 {
-	int fd = lp_ring_create_memfd(1 << 16), plain;
-	struct lp_ring *r;
-	size_t size;
-	void *mem;
+	int fds[2], plain, rd, rw;
+	struct lp_ring *p, *c;
+	size_t psize, csize;
+	const void *data;
+	uint32_t len;
+	uint8_t *pmem, *cmem;
+	struct lp_ring_stats st;
 
-	assert_true(fd >= 0);
-	assert_int_equal(lp_ring_check_sealed(fd), 0);
-	/* the consumer's writable fd cannot shrink or grow it */
-	assert_int_equal(ftruncate(fd, 0), -1);
-	assert_int_equal(errno, EPERM);
-	assert_int_equal(ftruncate(fd, 1 << 30), -1);
-	assert_int_equal(errno, EPERM);
-	mem = lp_ring_map_fd(fd, &size);
-	assert_non_null(mem);
-	assert_int_equal(size, lp_ring_mem_size(1 << 16));
-	r = lp_ring__consumer(mem, size);
-	assert_non_null(r); /* formatted */
-	lp_ring__free(r);
-	close(fd);
+	assert_int_equal(lp_ring_create_memfds(1 << 16, fds), 0);
+	for (int i = 0; i < 2; i++) {
+		struct stat sb;
 
-	assert_int_equal(lp_ring_create_memfd(12345), -EINVAL);
+		assert_int_equal(lp_ring_check_sealed(fds[i]), 0);
+		/* no one can shrink or grow either object */
+		assert_int_equal(ftruncate(fds[i], 0), -1);
+		assert_int_equal(errno, EPERM);
+		assert_int_equal(ftruncate(fds[i], 1 << 30), -1);
+		assert_int_equal(errno, EPERM);
+		assert_int_equal(fstat(fds[i], &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, 0600);
+	}
+	/* the producer's view, then the seal against any later writer */
+	pmem = lp_ring_map_fds(fds[LP_RING_FD_DATA], fds[LP_RING_FD_CONS], true, &psize);
+	assert_non_null(pmem);
+	assert_int_equal(psize, lp_ring_mem_size(1 << 16));
+	p = lp_ring__producer(pmem, psize);
+	assert_non_null(p); /* formatted */
+	assert_int_equal(lp_ring_seal_writes(fds[LP_RING_FD_DATA]), 0);
+	assert_int_equal(lp_ring_seal_writes(fds[LP_RING_FD_DATA]), 0); /* again: still fine */
+
+	/* the consumer's view, through a read-only descriptor */
+	rd = lp_ring_reader_fd(fds[LP_RING_FD_DATA]);
+	assert_true(rd >= 0);
+	assert_int_equal(fcntl(rd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	cmem = lp_ring_map_fds(rd, fds[LP_RING_FD_CONS], false, &csize);
+	assert_non_null(cmem);
+	assert_int_equal(csize, psize);
+	c = lp_ring__consumer(cmem, csize);
+	assert_non_null(c);
+
+	assert_int_equal(lp_ring__write(p, "hello", 5), 0);
+	assert_int_equal(lp_ring__peek(c, &data, &len), 0);
+	assert_int_equal(len, 5);
+	assert_memory_equal(data, "hello", 5);
+	lp_ring__consume(c);
+	lp_ring__stats(p, &st);
+	assert_int_equal(st.cons_pos, st.prod_pos); /* through the consumer page */
+
+	/* nothing the consumer holds writes the header or the data area */
+	assert_int_equal(mprotect(cmem + LP_RING_CONS_SIZE, csize - LP_RING_CONS_SIZE,
+				  PROT_READ | PROT_WRITE),
+			 -1);
+	assert_int_equal(errno, EACCES);
+	assert_true(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rd, 0) == MAP_FAILED);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(write(rd, "x", 1), -1);
+	assert_int_equal(errno, EBADF);
+	/* a writable descriptor opened again (root here; DAC stops other users) */
+	{
+		char self[32];
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", rd);
+		rw = open(self, O_RDWR);
+	}
+	assert_true(rw >= 0);
+	assert_true(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0) == MAP_FAILED);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(pwrite(rw, "x", 1, 0), -1);
+	assert_int_equal(errno, EPERM);
+	close(rw);
+	/* the producer's own mapping predates the seal: it still writes */
+	assert_int_equal(lp_ring__write(p, "again", 5), 0);
+	assert_int_equal(lp_ring__peek(c, &data, &len), 0);
+	assert_memory_equal(data, "again", 5);
+
+	lp_ring__free(c);
+	lp_ring__free(p);
+	munmap(cmem, csize);
+	munmap(pmem, psize);
+	close(rd);
+	for (int i = 0; i < 2; i++)
+		close(fds[i]);
+
+	assert_int_equal(lp_ring_create_memfds(12345, fds), -EINVAL);
+	assert_int_equal(fds[0], -1);
 	plain = memfd_create("plain", 0);
 	assert_true(plain >= 0);
 	assert_int_equal(lp_ring_check_sealed(plain), -EPERM);
+	/* too small to be a ring */
+	assert_null(lp_ring_map_fds(plain, plain, false, &csize));
+	assert_int_equal(errno, EINVAL);
 	close(plain);
 }
 
@@ -144,6 +252,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_output_dir_and_files),
 		cmocka_unit_test(test_fd_passing),
+		cmocka_unit_test(test_msg_passing),
 		cmocka_unit_test(test_sealed_ring),
 	};
 

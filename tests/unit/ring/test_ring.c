@@ -24,6 +24,7 @@ struct fixture {
 	uint8_t *mem;
 	size_t mem_size; /* header + data, without the guard */
 	uint64_t data_size;
+	struct lp_ring_cons *cons; /* the consumer page */
 	struct lp_ring_hdr *hdr;
 	uint8_t *data;
 };
@@ -37,8 +38,9 @@ static void fix_init(struct fixture *f, uint64_t data_size)
 	memset(f->mem, 0x5a, f->mem_size);
 	memset(f->mem + f->mem_size, 0xa5, GUARD);
 	assert_int_equal(lp_ring_format(f->mem, f->mem_size, data_size), 0);
-	f->hdr = (struct lp_ring_hdr *)f->mem;
-	f->data = f->mem + LP_RING_HDR_SIZE;
+	f->cons = (struct lp_ring_cons *)f->mem;
+	f->hdr = (struct lp_ring_hdr *)(f->mem + LP_RING_CONS_SIZE);
+	f->data = f->mem + LP_RING_DATA_OFF;
 }
 
 static void fix_check_guard(const struct fixture *f)
@@ -112,7 +114,7 @@ static void expect_rec(struct lp_ring *r, uint64_t seq, uint32_t len)
 
 static void test_sizes(void **state)
 {
-	assert_int_equal(lp_ring_mem_size(4096), 8192);
+	assert_int_equal(lp_ring_mem_size(4096), 12288);
 	assert_int_equal(lp_ring_round_size(0), LP_RING_MIN_DATA);
 	assert_int_equal(lp_ring_round_size(4096), 4096);
 	assert_int_equal(lp_ring_round_size(4097), 8192);
@@ -176,7 +178,10 @@ static void test_attach_invalid(void **state)
 	expect_attach_fails(&f, f.mem_size);
 	f.hdr->magic ^= 1;
 
-	f.hdr->version = 2;
+	/* version 1 kept the consumer position in the header: refused too */
+	f.hdr->version = 1;
+	expect_attach_fails(&f, f.mem_size);
+	f.hdr->version = LP_RING_VERSION + 1;
 	expect_attach_fails(&f, f.mem_size);
 	f.hdr->version = LP_RING_VERSION;
 
@@ -199,11 +204,11 @@ static void test_attach_invalid(void **state)
 	f.hdr->data_size = 8192;
 
 	/* Each side refuses an unaligned position of its own. */
-	f.hdr->cons_pos = 12;
+	f.cons->cons_pos = 12;
 	errno = 0;
 	assert_null(lp_ring__consumer(f.mem, f.mem_size));
 	assert_int_equal(errno, EINVAL);
-	f.hdr->cons_pos = 0;
+	f.cons->cons_pos = 0;
 	f.hdr->prod_pos = 4;
 	errno = 0;
 	assert_null(lp_ring__producer(f.mem, f.mem_size));
@@ -228,7 +233,7 @@ static void test_roundtrip(void **state)
 
 	assert_int_equal(lp_ring__peek(c, &data, &len), -EAGAIN);
 	lp_ring__consume(c); /* nothing peeked: no-op */
-	assert_int_equal(f.hdr->cons_pos, 0);
+	assert_int_equal(f.cons->cons_pos, 0);
 
 	assert_int_equal(write_seq(p, 1, 5), 0);
 	assert_int_equal(write_seq(p, 2, 0), 0);
@@ -243,9 +248,9 @@ static void test_roundtrip(void **state)
 	assert_int_equal(len, 5);
 	check_payload(data, 1, 5);
 	lp_ring__consume(c);
-	assert_int_equal(f.hdr->cons_pos, 16);
+	assert_int_equal(f.cons->cons_pos, 16);
 	lp_ring__consume(c); /* second consume without peek: no-op */
-	assert_int_equal(f.hdr->cons_pos, 16);
+	assert_int_equal(f.cons->cons_pos, 16);
 	expect_rec(c, 2, 0);
 	expect_rec(c, 3, 100);
 	assert_int_equal(lp_ring__peek(c, &data, &len), -EAGAIN);
@@ -466,14 +471,17 @@ static void test_hostile_consumer(void **state)
 	};
 	const uint64_t nbad = sizeof(bad) / sizeof(bad[0]);
 	for (size_t i = 0; i < nbad; i++) {
-		f.hdr->cons_pos = bad[i];
+		f.cons->cons_pos = bad[i];
 		memcpy(snap, f.mem, f.mem_size);
 		assert_int_equal(write_seq(p, 1000 + i, 16), -ENOSPC);
 		assert_null(lp_ring__reserve(p, 8));
 		assert_int_equal(lp_ring__writable(p), 0); /* and counts nothing */
 		/* Only the producer's counters changed. */
-		assert_memory_equal(snap + 192, f.mem + 192, f.mem_size - 192);
-		assert_memory_equal(snap, f.mem, offsetof(struct lp_ring_hdr, dropped_records));
+		assert_memory_equal(snap + LP_RING_CONS_SIZE + 192, f.mem + LP_RING_CONS_SIZE + 192,
+				    f.mem_size - LP_RING_CONS_SIZE - 192);
+		assert_memory_equal(snap, f.mem,
+				    LP_RING_CONS_SIZE +
+					    offsetof(struct lp_ring_hdr, dropped_records));
 		assert_int_equal(f.hdr->prod_pos, prod);
 		assert_int_equal(f.hdr->bad_consumer_pos, 2 * (i + 1));
 		assert_int_equal(f.hdr->dropped_records, 2 * (i + 1));
@@ -485,17 +493,17 @@ static void test_hostile_consumer(void **state)
 	f.hdr->prod_pos = 12345;
 	f.hdr->dropped_records = 0;
 	f.hdr->bad_consumer_pos = 0;
-	f.hdr->cons_pos = prod - 208;
+	f.cons->cons_pos = prod - 208;
 	assert_int_equal(write_seq(p, 41, 24), 0);
 	assert_int_equal(f.hdr->prod_pos, prod + 32);
-	f.hdr->cons_pos = 1;
+	f.cons->cons_pos = 1;
 	assert_int_equal(write_seq(p, 42, 40), -ENOSPC);
 	lp_ring__stats(p, &st);
 	assert_int_equal(st.prod_pos, prod + 32);
 	assert_int_equal(st.dropped_records, 2 * nbad + 1);
 	assert_int_equal(st.bad_consumer_pos, 2 * nbad + 1);
 	assert_int_equal(st.dropped_bytes, nbad * (16 + 8) + 40);
-	f.hdr->cons_pos = prod - 208;
+	f.cons->cons_pos = prod - 208;
 
 	expect_rec(c, 40, 200);
 	expect_rec(c, 41, 24);
@@ -510,7 +518,7 @@ static struct lp_ring *craft_consumer(struct fixture *f, uint64_t cons, uint64_t
 {
 	struct lp_ring *c;
 
-	f->hdr->cons_pos = cons;
+	f->cons->cons_pos = cons;
 	f->hdr->prod_pos = prod;
 	c = lp_ring__consumer(f->mem, f->mem_size);
 	assert_non_null(c);
@@ -599,7 +607,7 @@ static void test_corrupt(void **state)
 	assert_int_equal(lp_ring__peek(c, &data, &len), 0);
 	assert_int_equal(len, 8);
 	assert_ptr_equal(data, f.data + 8);
-	assert_int_equal(f.hdr->cons_pos, 4096); /* the tail was released */
+	assert_int_equal(f.cons->cons_pos, 4096); /* the tail was released */
 	lp_ring__free(c);
 	fix_fini(&f);
 
@@ -695,7 +703,7 @@ static void test_max_record(void **state)
 		fix_init(&f, 4096);
 		/* an empty ring whose positions start at off */
 		f.hdr->prod_pos = off;
-		f.hdr->cons_pos = off;
+		f.cons->cons_pos = off;
 		p = lp_ring__producer(f.mem, f.mem_size);
 		c = lp_ring__consumer(f.mem, f.mem_size);
 		assert_non_null(p);
