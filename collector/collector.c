@@ -81,6 +81,7 @@ struct coll {
 	int ring_cons_fd; /* the consumer page's memfd */
 	int listen_fd;	  /* --ring PATH: socket until the symbolizer connects */
 	int files_fd;	  /* the file channel (files.c), or -1 */
+	int kallsyms_fd;  /* opened with CAP_SYSLOG: read again for a new symbolizer */
 	struct coll_files_stats files;
 	bool sock_created; /* we created the socket at ring_path: unlink it */
 
@@ -780,9 +781,21 @@ static void send_ksyms(struct coll *c)
 
 	if (!ch || !buf)
 		goto out;
-	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		lp_warn("kallsyms: %m; kernel frames will be shown as addresses");
+	/*
+	 * The kernel decides at open whether the file shows addresses (by the
+	 * opener's CAP_SYSLOG), so the one fd opened at start, before the
+	 * capabilities went, serves every snapshot.
+	 */
+	if (c->kallsyms_fd < 0) {
+		c->kallsyms_fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+		if (c->kallsyms_fd < 0)
+			lp_warn("kallsyms: %m; kernel frames will be shown as addresses");
+	} else if (lseek(c->kallsyms_fd, 0, SEEK_SET) < 0) {
+		lp_warn("kallsyms: reading it again: %m; kernel frames will be shown as "
+			"addresses");
+		goto out;
+	}
+	fd = c->kallsyms_fd;
 	while (fd >= 0 && !eof) {
 		ssize_t r = read(fd, buf + have, KSYMS_READ_BUF - have);
 		const char *p = buf, *end, *nl;
@@ -821,8 +834,6 @@ out:
 	/* the last chunk (possibly empty) completes the snapshot */
 	if (ch)
 		ksym_chunk_send(c, ch, seq++, true);
-	if (fd >= 0)
-		close(fd);
 	free(buf);
 	free(ch);
 	if (total && !nonzero)
@@ -1184,6 +1195,8 @@ static void coll_cleanup(struct coll *c)
 		close(c->ring_cons_fd);
 	if (c->files_fd >= 0)
 		close(c->files_fd);
+	if (c->kallsyms_fd >= 0)
+		close(c->kallsyms_fd);
 	coll_procs_free(&c->procs);
 	lps_enc_free(&c->dyn);
 	free(c->cpus);
@@ -1369,6 +1382,7 @@ int coll_run(const struct coll_opts *o)
 		.ring_cons_fd = -1,
 		.listen_fd = -1,
 		.files_fd = o->files_fd,
+		.kallsyms_fd = -1,
 		.capture_fd = -1,
 		.btf = {.fd = -1},
 	};

@@ -43,7 +43,7 @@ left=$(leftovers)
 check "collector killed: nothing left behind: '$left'" test -z "$left"
 # the symbolizer killed ten times: lowprof record starts it again each time,
 # the collector never stops, and the profile covers the last stretch
-start_bg "$BIN/lowprof" record -d 22 -p "$WPID" -o "$TMP/out-skill"
+start_bg "$BIN/lowprof" record -d 22 -p "$WPID" -o "$TMP/out-skill" 2> "$TMP/skill.log"
 REC=$BGPID
 sleep 2
 COL0=$(pgrep -f 'lowprof-collector --ring-fd' | head -1)
@@ -60,6 +60,12 @@ check "symbolizer killed $kills times: the collector kept running (pid ${COL:-no
 	test -n "$COL0" -a "$COL" = "$COL0" -a "$kills" -eq 10
 wait "$REC"; rc=$?
 check "symbolizer killed: lowprof record completes (got $rc)" test "$rc" -eq 0
+check "symbolizer killed: it was started again (log says so)" \
+	grep -q 'starting it again' "$TMP/skill.log"
+# the kernel symbols sent again after the capabilities are gone still have
+# addresses (the collector reads the fd it opened with CAP_SYSLOG)
+check "symbolizer killed: the kernel symbols resent had their addresses" \
+	bash -c "! grep -q 'addresses are hidden' '$TMP/skill.log'"
 n=$(awk '{s += $NF} END {print s + 0}' "$TMP/out-skill/cpu.folded" 2>/dev/null)
 check "symbolizer killed: the profile has the samples since its last start ($n)" test "${n:-0}" -gt 300
 pct=$(share "$TMP/out-skill/cpu.folded" 'chain_one;chain_two;chain_three;chain_leaf$')
