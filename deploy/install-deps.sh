@@ -14,8 +14,9 @@ build_pkgs=(
 # and g++ build the test workloads (their frame-pointer behaviour is the one
 # users see); linux-perf is the peer the unwinding test compares against;
 # bpftrace and jq serve the benchmark (tests/bench/bench.sh); libc6-dbg gives
-# the tests a separate debug file found by build-id (libc's local symbols).
-test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq libc6-dbg)
+# the tests a separate debug file found by build-id (libc's local symbols);
+# python3-yaml reads the Kubernetes manifest in tests/e2e/deploy.sh.
+test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq libc6-dbg python3-yaml)
 
 want=("${build_pkgs[@]}" libcmocka-dev)
 if [[ "${1:-}" == "--test" ]]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/systemd: the units pass `systemd-analyze verify` (with ExecStart
+# deploy/systemd and deploy/kubernetes: the units pass `systemd-analyze verify` (with ExecStart
 # pointed at the binaries just built), the collector's bounding set is the
 # documented one, and the symbolizer's unit gives it no capability at all.
 source "$(dirname "$0")/lib.sh"
@@ -38,4 +38,54 @@ done
 for opt in --ring --cache -o; do
 	check "symbolizer --help documents $opt" bash -c "\"$BIN/lowprof-symbolizer\" --help | grep -q -- '$opt'"
 done
+
+# deploy/kubernetes: the DaemonSet, read as YAML (no cluster here): two
+# containers sharing a memory-backed volume, the collector with only its
+# capabilities and not privileged, the symbolizer non-root with none, and
+# every option they pass documented in the binaries' --help.
+K="$(cd "$(dirname "$0")/../../deploy/kubernetes" && pwd)/lowprof-daemonset.yaml"
+out=$(python3 - "$K" "$BIN" <<'PY' 2>&1
+import subprocess, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ds = next(d for d in docs if d["kind"] == "DaemonSet")
+pod = ds["spec"]["template"]["spec"]
+c = {x["name"]: x for x in pod["containers"]}
+col, sym = c["collector"], c["symbolizer"]
+cs, ss = col["securityContext"], sym["securityContext"]
+def ok(what, cond):
+    print(("ok: " if cond else "FAIL: ") + what)
+ok("two containers, collector and symbolizer", sorted(c) == ["collector", "symbolizer"])
+ok("hostPID (the node's processes)", pod.get("hostPID") is True)
+ok("collector is not privileged", cs.get("privileged") is False)
+ok("collector drops ALL and adds exactly BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP",
+   cs["capabilities"]["drop"] == ["ALL"] and sorted(cs["capabilities"]["add"]) ==
+   sorted(["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG", "CHOWN", "SETPCAP"]))
+ok("collector: no privilege escalation", cs.get("allowPrivilegeEscalation") is False)
+ok("symbolizer is non-root (runAsNonRoot, uid 65534)",
+   ss.get("runAsNonRoot") is True and ss.get("runAsUser") == 65534)
+ok("symbolizer drops ALL and adds nothing",
+   ss["capabilities"]["drop"] == ["ALL"] and not ss["capabilities"].get("add"))
+ok("symbolizer: no privilege escalation, read-only root, RuntimeDefault seccomp",
+   ss.get("allowPrivilegeEscalation") is False and ss.get("readOnlyRootFilesystem") is True
+   and ss["seccompProfile"]["type"] == "RuntimeDefault")
+mem = [v["name"] for v in pod["volumes"] if v.get("emptyDir", {}).get("medium") == "Memory"]
+mounts = lambda x: {m["name"]: m["mountPath"] for m in x.get("volumeMounts", [])}
+shared = [v for v in mem if v in mounts(col) and mounts(col)[v] == mounts(sym).get(v)]
+ok("a memory-backed volume mounted at the same path in both", len(shared) == 1)
+run = mounts(col)[shared[0]] if shared else "?"
+ok("the ring's socket is in it", any(a.startswith(run + "/") for a in col["args"]) and
+   any(a.startswith(run + "/") for a in sym["args"]))
+owner = col["args"][col["args"].index("--ring-owner") + 1]
+ok("the collector hands the ring to the symbolizer's uid", owner == str(ss["runAsUser"]))
+for x, prog in ((col, "lowprof-collector"), (sym, "lowprof-symbolizer")):
+    helptext = subprocess.run([sys.argv[2] + "/" + prog, "--help"], capture_output=True,
+                              text=True).stdout
+    for a in x["args"]:
+        if a.startswith("-"):
+            ok(prog + " --help documents " + a, a in helptext)
+PY
+)
+echo "$out"
+check "the DaemonSet's YAML reads and has the shape above (python3-yaml)" \
+	bash -c "grep -q '^ok: ' <<<\"\$1\" && ! grep -qv '^ok: ' <<<\"\$1\"" _ "$out"
 finish
