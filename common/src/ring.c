@@ -136,12 +136,13 @@ int lp_ring_format(void *mem, size_t mem_size, uint64_t data_size)
  */
 static int ring_attach(struct lp_ring *r, void *mem, size_t mem_size)
 {
-	struct lp_ring_hdr *hdr = (struct lp_ring_hdr *)((uint8_t *)mem + LP_RING_CONS_SIZE);
+	struct lp_ring_hdr *hdr;
 	uint64_t magic, data_size;
 	uint32_t version, hdr_size;
 
 	if (!mem || ((uintptr_t)mem & 7) || mem_size < LP_RING_DATA_OFF + LP_RING_MIN_DATA)
 		return -EINVAL;
+	hdr = (struct lp_ring_hdr *)((uint8_t *)mem + LP_RING_CONS_SIZE);
 	magic = __atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE);
 	version = __atomic_load_n(&hdr->version, __ATOMIC_RELAXED);
 	hdr_size = __atomic_load_n(&hdr->hdr_size, __ATOMIC_RELAXED);
