@@ -500,8 +500,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  * --ring PATH: a Unix socket at PATH, owned by the symbolizer's user and
  * mode 0600, where the first symbolizer to connect receives the ring (a
  * read-only descriptor of its data and the consumer page) and then keeps
- * the connection as its file channel. A stale socket left by a collector
- * that was killed is replaced.
+ * the connection as its file channel; if it dies, the next one to connect
+ * takes over. A stale socket left by a collector that was killed is
+ * replaced.
  */
 static int ring_listen(struct coll *c)
 {
@@ -516,7 +517,7 @@ static int ring_listen(struct coll *c)
 		return -ENAMETOOLONG;
 	}
 	strcpy(a.sun_path, path);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return -errno;
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
@@ -550,73 +551,106 @@ static int ring_listen(struct coll *c)
 	return 0;
 }
 
-/* Requests on the file channel carry their sender's credentials. */
+/*
+ * Requests on the file channel carry their sender's credentials; replies
+ * never block (a symbolizer that stops reading loses its own answers, it
+ * cannot stall the collector).
+ */
 static void files_channel_init(struct coll *c)
 {
 	int one = 1;
 
 	if (c->files_fd >= 0 &&
-	    setsockopt(c->files_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one))) {
+	    (setsockopt(c->files_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	     fcntl(c->files_fd, F_SETFL, fcntl(c->files_fd, F_GETFL) | O_NONBLOCK))) {
 		lp_warn("files: the file channel: %m; the symbolizer opens files itself");
 		close(c->files_fd);
 		c->files_fd = -1;
 	}
 }
 
-/* The consumer's descriptors: the ring read-only, the consumer page. */
-static int send_ring(struct coll *c, int sock)
+/*
+ * The consumer's descriptors: the ring read-only, the consumer page; the
+ * byte is 'R' when the ring is already in use (the symbolizer resumes).
+ */
+static int send_ring(struct coll *c, int sock, bool resumed)
 {
 	int fds[2] = {lp_ring_reader_fd(c->ring_fd), c->ring_cons_fd}, err;
 
 	if (fds[0] < 0)
 		return fds[0];
-	err = lp_send_fds(sock, fds, 2);
+	err = lp_send_msg(sock, resumed ? "R" : "F", 1, fds, 2);
 	close(fds[0]);
 	return err;
 }
 
-/* Waits for a symbolizer of the ring's user and hands it the ring. */
+/*
+ * Accepts one pending symbolizer on the --ring socket: of the ring's user
+ * (or root), and only while none is attached (the file channel is open
+ * until the attached one exits). resumed: the ring is in use, the new one
+ * must skip what it reads before the metadata sent again. Returns 1 when
+ * the ring was handed over, 0 when there was none or it was refused, or a
+ * negative errno of the listening socket.
+ */
+static int accept_consumer(struct coll *c, bool resumed)
+{
+	static uint64_t refused;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int cfd, err;
+
+	cfd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (cfd < 0)
+		return errno == EINTR || errno == EAGAIN || errno == ECONNABORTED ? 0 : -errno;
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+	    (cred.uid != c->o->ring_uid && cred.uid != 0)) {
+		/* said for the first few and then every power of two: no log flood */
+		if (++refused <= 3 || !(refused & (refused - 1)))
+			lp_warn("ring: refusing a consumer with uid %u (the ring's owner is %u; "
+				"%llu refused)",
+				cred.uid, c->o->ring_uid, (unsigned long long)refused);
+		close(cfd);
+		return 0;
+	}
+	if (c->files_fd >= 0) {
+		if (++refused <= 3 || !(refused & (refused - 1)))
+			lp_warn("ring: refusing a second symbolizer (pid %d): one is attached "
+				"(%llu refused)",
+				cred.pid, (unsigned long long)refused);
+		close(cfd);
+		return 0;
+	}
+	err = send_ring(c, cfd, resumed);
+	if (err) {
+		close(cfd);
+		lp_warn("ring: handing the ring to pid %d: %s", cred.pid, strerror(-err));
+		return 0;
+	}
+	c->files_fd = cfd;
+	files_channel_init(c);
+	return 1;
+}
+
+/*
+ * Waits for a symbolizer of the ring's user and hands it the ring. The
+ * socket stays: a symbolizer that dies can be replaced by a new one
+ * (systemd's Restart=, a container restarting), see nap_serving.
+ */
 static int ring_handoff(struct coll *c)
 {
 	lp_info("waiting for a symbolizer: lowprof-symbolizer --ring %s", c->o->ring_path);
 	for (;;) {
-		struct ucred cred;
-		socklen_t len = sizeof(cred);
 		struct pollfd pfd = {c->listen_fd, POLLIN, 0};
-		int cfd, err;
+		int r;
 
 		/* a short poll: a signal that came before it is seen within 200 ms */
 		if (stop_signal)
 			return -EINTR;
 		if (poll(&pfd, 1, 200) <= 0)
 			continue;
-		cfd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (cfd < 0) {
-			if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED)
-				continue;
-			return -errno;
-		}
-		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
-		    (cred.uid != c->o->ring_uid && cred.uid != 0)) {
-			lp_warn("ring: refusing a consumer with uid %u (the ring's owner is %u)",
-				cred.uid, c->o->ring_uid);
-			close(cfd);
-			continue;
-		}
-		err = send_ring(c, cfd);
-		if (err) {
-			close(cfd);
-			lp_warn("ring: handing the ring to pid %d: %s", cred.pid, strerror(-err));
-			continue;
-		}
-		c->files_fd = cfd;
-		files_channel_init(c);
-		/* one consumer: the socket has done its job */
-		close(c->listen_fd);
-		c->listen_fd = -1;
-		unlink(c->o->ring_path);
-		c->sock_created = false;
-		return 0;
+		r = accept_consumer(c, false);
+		if (r)
+			return r < 0 ? r : 0;
 	}
 }
 
@@ -1302,26 +1336,41 @@ static void nap_serving(struct coll *c, uint32_t ms)
 
 	for (;;) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
-		struct pollfd pfd = {c->files_fd, POLLIN, 0};
+		/* a negative fd is ignored by poll */
+		struct pollfd pfd[2] = {{c->files_fd, POLLIN, 0}, {c->listen_fd, POLLIN, 0}};
 		int n;
 
 		if (now >= end || stop_signal)
 			return;
-		if (c->files_fd < 0) {
+		if (c->files_fd < 0 && c->listen_fd < 0) {
 			sleep_ms((uint32_t)((end - now + 999999) / 1000000));
 			return;
 		}
-		n = poll(&pfd, 1, (int)((end - now + 999999) / 1000000));
+		n = poll(pfd, 2, (int)((end - now + 999999) / 1000000));
 		if (n < 0 && errno == EINTR)
 			return; /* the loop looks at the signal */
 		if (n <= 0)
 			continue;
-		n = coll_files_serve(c->files_fd, c->o->ring_uid, 16, &c->files);
-		if (n < 0 || (pfd.revents & (POLLHUP | POLLERR) && !(pfd.revents & POLLIN))) {
-			lp_debug("files: the file channel closed (%s)",
-				 n < 0 ? strerror(-n) : "hang-up");
-			close(c->files_fd);
-			c->files_fd = -1;
+		if (pfd[0].revents) {
+			n = coll_files_serve(c->files_fd, c->o->ring_uid, 16, &c->files);
+			if (n < 0 || ((pfd[0].revents & (POLLHUP | POLLERR)) &&
+				      !(pfd[0].revents & POLLIN))) {
+				lp_debug("files: the file channel closed (%s)",
+					 n < 0 ? strerror(-n) : "hang-up");
+				close(c->files_fd);
+				c->files_fd = -1;
+				if (c->listen_fd >= 0)
+					lp_warn("ring: the symbolizer is gone; waiting for another "
+						"on %s (meanwhile what the ring cannot hold is "
+						"dropped and counted)",
+						c->o->ring_path);
+			}
+		}
+		/* a new symbolizer in place of one that died: it resumes */
+		if (pfd[1].revents && accept_consumer(c, true) > 0) {
+			lp_info("ring: a new symbolizer attached; sending it the metadata, "
+				"kernel symbols and mappings");
+			resend_state(c);
 		}
 	}
 }

@@ -87,9 +87,10 @@ static int drop_privileges(const char *user)
  * --ring PATH: connect to the collector's Unix socket (waiting for it to
  * appear) and receive the ring: a read-only descriptor of its header and
  * data, and its consumer page. The connection stays open as the file
- * channel (*sock).
+ * channel (*sock). *resumed: the ring is in use (we replace a symbolizer
+ * that died).
  */
-static int receive_ring(const char *path, int fds[2], int *sock)
+static int receive_ring(const char *path, int fds[2], int *sock, bool *resumed)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int err = 0;
@@ -105,7 +106,16 @@ static int receive_ring(const char *path, int fds[2], int *sock)
 		if (s < 0)
 			return -errno;
 		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
-			err = lp_recv_fds(s, fds, 2);
+			char how = 0;
+			int nfds = 0;
+			ssize_t n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
+
+			err = n < 0 ? (int)n : 0;
+			if (!err && (n != 1 || nfds != 2 || (how != 'F' && how != 'R'))) {
+				while (nfds > 0)
+					close(fds[--nfds]);
+				err = -EBADMSG;
+			}
 			if (err) {
 				close(s);
 				lp_err("ring: receiving the ring from %s: %s", path,
@@ -114,6 +124,7 @@ static int receive_ring(const char *path, int fds[2], int *sock)
 				return err;
 			}
 			*sock = s;
+			*resumed = how == 'R';
 			return 0;
 		}
 		err = -errno;
@@ -136,13 +147,14 @@ static int receive_ring(const char *path, int fds[2], int *sock)
  * check writes at it); otherwise it is closed once mapped.
  */
 static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring,
-		       int *files_fd, int *data_fd)
+		       int *files_fd, int *data_fd, bool *resumed)
 {
 	int fds[2] = {o->ring_fd, o->ring_cons_fd}, err;
 
 	*files_fd = o->files_fd;
+	*resumed = false;
 	if (fds[0] < 0) {
-		err = receive_ring(o->ring_path, fds, files_fd);
+		err = receive_ring(o->ring_path, fds, files_fd, resumed);
 		if (err)
 			return err;
 	}
@@ -182,6 +194,7 @@ static int check_sandbox(const struct symb_opts *o)
 	struct lp_ring *ring = NULL;
 	int own[2] = {-1, -1}, data_fd = -1, files_fd = -1, rc = 1;
 	void *pmem = NULL, *mem = NULL;
+	bool resumed;
 	size_t psize = 0, size = 0;
 
 	if (o->ring_fd < 0 && !o->ring_path) {
@@ -202,7 +215,7 @@ static int check_sandbox(const struct symb_opts *o)
 			lp_err("ring: mapping: %m");
 			goto out;
 		}
-	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd)) {
+	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd, &resumed)) {
 		goto out;
 	}
 	rc = symb_sandbox_check(mem, size, data_fd);
@@ -593,9 +606,16 @@ int symb_run(const struct symb_opts *o)
 		lpc_reader__stats(rd, &st);
 		err = consume_capture(rd, &s, st.file_bytes, o->progress);
 	} else {
-		err = attach_ring(o, &mem, &size, &ring, &s.files_fd, NULL);
+		bool resumed;
+
+		err = attach_ring(o, &mem, &size, &ring, &s.files_fd, NULL, &resumed);
 		if (err)
 			goto out;
+		if (resumed) {
+			lp_info("ring: resuming a run in progress; records before the "
+				"collector's metadata are skipped");
+			s.wait_meta = true;
+		}
 		s.have_files = s.files_fd >= 0;
 		/* everything opened that needs more than the sandbox allows */
 		if (!o->no_sandbox && symb_sandbox_enter())

@@ -44,6 +44,36 @@ wait "$COL"; crc=$?
 check "a collector interrupted while waiting exits 0 (got $crc)" test "$crc" -eq 0
 check "and removes its socket" test ! -e "$SOCK"
 
+# The symbolizer dies (SIGKILL) and another takes its place on the same
+# socket, as systemd's Restart= or a container restart would do: the
+# collector keeps collecting, refuses a second symbolizer while one is
+# attached, and the new one resumes and writes the stretch it saw.
+start_bg "$BIN/lowprof-collector" --ring "$SOCK" -d 9 -p "$WPID"
+COL=$BGPID
+for i in $(seq 50); do [[ -S $SOCK ]] && break; sleep 0.1; done
+start_bg "$BIN/lowprof-symbolizer" --ring "$SOCK" -o "$TMP/outA"
+SYMA=$BGPID
+sleep 2
+out=$(timeout 20 "$BIN/lowprof-symbolizer" --ring "$SOCK" -o "$TMP/outC" 2>&1)
+rc=$?
+check "a second symbolizer is refused while one is attached (rc $rc)" test "$rc" -ne 0
+kill -KILL "$SYMA"
+wait "$SYMA" 2>/dev/null
+sleep 1
+check "the collector keeps running without its symbolizer" kill -0 "$COL"
+"$BIN/lowprof-symbolizer" --ring "$SOCK" -o "$TMP/outB" > "$TMP/sB" 2>&1
+rc=$?
+grep -E 'resum|samples ' "$TMP/sB"
+check "a new symbolizer takes over and exits 0 (got $rc)" test "$rc" -eq 0
+check "it says it resumed a run in progress" grep -q 'resuming a run in progress' "$TMP/sB"
+wait "$COL"; crc=$?
+check "the collector exits 0 (got $crc)" test "$crc" -eq 0
+n=$(awk '{s += $NF} END {print s + 0}' "$TMP/outB/cpu.folded" 2>/dev/null)
+pct=$(share "$TMP/outB/cpu.folded" '^chain-fp;.*main;chain_one;chain_two;chain_three;chain_leaf$')
+check "the new symbolizer's profile has the run since it came ($n samples, >= 300)" \
+	test "${n:-0}" -ge 300
+check "with the whole chain ($pct% >= 90%)" test "${pct:-0}" -ge 90
+
 # As deployed (deploy/systemd, deploy/kubernetes): the collector limited to
 # its bounding set, the symbolizer started directly as uid 65534 with no
 # capabilities (not by root), owner given as a number; a binary only its
