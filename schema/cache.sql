@@ -27,7 +27,9 @@ INSERT INTO meta (name, value) VALUES ('bytes', 0);
 -- One row per cached blob.
 --   key       what the blob describes: "b:<hex build-id>" or
 --             "p:<path>:<size>:<mtime ns>" (see cache.h)
---   kind      enum symb_cache_kind: 1 symbol table, 2 stack deltas
+--   kind      enum symb_cache_kind: 1 symbol table, 2 stack deltas, 3 DWARF
+--             results by address (a new kind needs no new version: older
+--             symbolizers never ask for it, and its rows are evicted as any)
 --   version   the blob format's version (its owner's *_BLOB_VERSION); a
 --             reader asking for another version gets a miss
 --   size      length of blobs.data in bytes, checked on every read

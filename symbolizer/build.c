@@ -19,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "dwarf.h"
 #include "lowprof/log.h"
 #include "symb_int.h"
@@ -148,7 +149,75 @@ static int slots_grow(const struct symb_state *s, struct loc_slot **slots, uint3
 	return 0;
 }
 
-/* Fills location nloc for frame f: 0 or -ENOMEM. */
+/*
+ * The cache key of an object's DWARF results: the one objects.c gives its
+ * tables, "b:<build-id>", with ":dbg" when the DWARF is a separate debug
+ * file's. Objects without a build-id keep their results for this run only.
+ */
+static bool lines_key(const struct symb_obj *o, char *key, size_t cap)
+{
+	int n;
+
+	if (!o->build_id[0])
+		return false;
+	n = snprintf(key, cap, "b:%s%s", o->build_id, o->dbg_h ? ":dbg" : "");
+	return n > 0 && (size_t)n < cap;
+}
+
+/*
+ * Before an object's first DWARF lookup: the results earlier runs stored,
+ * so that the addresses they cover need no libdw (which inflates and
+ * indexes the whole debug file when it starts).
+ */
+static void lines_load(struct symb_state *s, struct symb_obj *o)
+{
+	char key[sizeof(o->build_id) + 8];
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	int err;
+
+	o->lines_loaded = true;
+	if (!s->cache || !lines_key(o, key, sizeof(key)) ||
+	    symb_cache__get(s->cache, key, SYMB_CACHE_LINES, SYMB_DWARF_LINES_BLOB_VERSION, &blob,
+			    &len))
+		return;
+	err = symb_dwarf__load_lines(o->dwarf, blob, len);
+	free(blob);
+	if (err == -EBADMSG)
+		s->n.cache_bad++; /* replaced by this run's results */
+	else if (!err)
+		s->n.lines_cache_hits++;
+}
+
+/*
+ * After a profile's lookups: the DWARF results of objects that learned
+ * addresses, stored for the next run (all of an object's results, those
+ * it loaded included); and how many objects started libdw.
+ */
+static void lines_store(struct symb_state *s)
+{
+	char key[sizeof(s->objs[0].build_id) + 8];
+	uint8_t *blob;
+	size_t len;
+
+	s->n.dwarf_started = 0;
+	for (uint32_t i = 0; i < s->nobjs; i++) {
+		struct symb_obj *o = &s->objs[i];
+
+		if (!o->dwarf)
+			continue;
+		s->n.dwarf_started += symb_dwarf__opened(o->dwarf);
+		if (!s->cache || !symb_dwarf__lines_changed(o->dwarf) ||
+		    !lines_key(o, key, sizeof(key)) ||
+		    symb_dwarf__encode_lines(o->dwarf, &blob, &len))
+			continue;
+		if (symb_cache__put(s->cache, key, SYMB_CACHE_LINES, SYMB_DWARF_LINES_BLOB_VERSION,
+				    blob, len) == 0)
+			s->n.lines_stored++;
+		free(blob);
+	}
+}
+
 /*
  * Source frames from DWARF, where the object has debug information: inline
  * frames and file:line. The strings stay owned by the object's DWARF, which
@@ -165,6 +234,8 @@ static int add_lines(struct symb_state *s, struct symb_location *l, const struct
 
 	if (!o->dwarf || !o->elf || symb_elf__offset_to_vaddr(o->elf, f->addr, &vaddr))
 		return 0;
+	if (!o->lines_loaded)
+		lines_load(s, o);
 	n = symb_dwarf__lookup(o->dwarf, vaddr, src, SYMB_MAX_INLINE);
 	if (n <= 0)
 		return 0;
@@ -457,6 +528,7 @@ struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind)
 	if (!err)
 		err = build_locations(s, b, aggs, naggs, nframes, &nloc);
 	b->p.nlocations = nloc; /* names to free, even on error */
+	lines_store(s);
 	if (!err) {
 		b->stacks = calloc(naggs ? naggs : 1, sizeof(*b->stacks));
 		if (!b->stacks)
@@ -720,6 +792,12 @@ static void print_objects(const struct symb_state *s, int fd)
 	print_extra(fd, c->unreadable_objs, "unreadable");
 	print_extra(fd, c->mismatched_objs, "not found by build-id");
 	dprintf(fd, "%s\n", s->cache ? "" : " (no cache)");
+	if (c->lines_cache_hits || c->lines_stored || c->dwarf_started)
+		dprintf(fd,
+			"  source lines    DWARF results of %" PRIu64
+			" binaries from the cache, %" PRIu64 " stored; DWARF read from %" PRIu64
+			" files\n",
+			c->lines_cache_hits, c->lines_stored, c->dwarf_started);
 }
 
 /* Top functions of the on-CPU profile, by self and by total samples. */

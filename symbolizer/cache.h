@@ -2,9 +2,10 @@
 /*
  * The persistent symbol cache: SQLite, one file shared by any number of
  * symbolizer processes (WAL mode, a busy timeout). It stores opaque blobs
- * (symbol tables, stack-delta tables) under a key that names the binary's
- * content: "b:<hex build-id>", or "p:<path>:<size>:<mtime ns>" for binaries
- * without a build-id; the schema is schema/cache.sql.
+ * (symbol tables, stack-delta tables, DWARF results by address) under a key
+ * that names the binary's content: "b:<hex build-id>", or
+ * "p:<path>:<size>:<mtime ns>" for binaries without a build-id; the schema
+ * is schema/cache.sql.
  *
  * What it is: get/put of checksummed, versioned blobs, least-recently-used
  * eviction under a byte budget, and recovery from a damaged file (detected
@@ -26,6 +27,7 @@
 enum symb_cache_kind {
 	SYMB_CACHE_SYMBOLS = 1, /* elfsym.h's symb_elf__encode blob */
 	SYMB_CACHE_DELTAS = 2,	/* cfi.h's symb_deltas__encode blob */
+	SYMB_CACHE_LINES = 3,	/* dwarf.h's symb_dwarf__encode_lines blob */
 };
 
 struct symb_cache_stats {

@@ -2,8 +2,15 @@
 /*
  * Source frames from DWARF with libdw (see dwarf.h for the contract).
  *
- * Open builds a sorted table of the address ranges of every compile unit
- * (from the units' own DW_AT_ranges / low_pc+high_pc), because
+ * Opening is lazy: symb_dwarf__open only checks that the file has a
+ * .debug_info section; libdw is started (dwarf_begin_elf, which inflates
+ * every compressed debug section, tens of MiB for a distribution's debug
+ * file) and the units indexed on the first lookup that no remembered
+ * result answers. A symbolizer whose cache already holds the results of the
+ * addresses it meets (symb_dwarf__load_lines) never starts libdw at all.
+ *
+ * Starting builds a sorted table of the address ranges of every compile
+ * unit (from the units' own DW_AT_ranges / low_pc+high_pc), because
  * .debug_aranges, which dwarf_addrdie needs, is missing from clang and Rust
  * output and may be incomplete. A lookup then finds the unit by binary
  * search and walks its DIE tree down through the scopes that contain the
@@ -14,9 +21,10 @@
  *
  * Every string handed out is copied into an arena owned by the object and
  * interned (one copy per distinct string); names are also cached per DIE so
- * a function is demangled once, and whole results are cached per address in
- * a small direct-mapped table. The arena is bounded: once full, names become
- * "[unknown]" and files NULL rather than growing without limit.
+ * a function is demangled once, and every result is remembered per address
+ * (up to DW_MAX_RESULTS) in a seeded hash table. The arena is bounded: once
+ * full, names become "[unknown]" and files NULL rather than growing without
+ * limit, and the object's results are no longer offered for persisting.
  *
  * libdw objects are not safe for concurrent use, so neither is a
  * struct symb_dwarf: one thread at a time.
@@ -30,7 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dwarf.h"
@@ -51,13 +61,25 @@
 #define DW_MAX_DEPTH  64
 #define DW_MAX_LEVELS 256
 #define DW_MAX_VISITS (1u << 20)
-/* Per-address result cache: entries, and frames a cached result may hold. */
-#define DW_CACHE_SLOTS	512
-#define DW_CACHE_FRAMES 8
+/*
+ * Results remembered per object, and their frames (32 bytes each): far
+ * above the distinct addresses of one binary in a real profile, and at most
+ * ~45 MiB per object. Beyond, lookups still answer, from libdw every time.
+ */
+#define DW_MAX_RESULTS	     (1u << 18)
+#define DW_MAX_RESULT_FRAMES (1u << 20)
 /* Frames of one lookup, innermost first (DW_MAX_DEPTH bounds them anyway). */
 #define DW_MAX_FRAMES DW_MAX_DEPTH
 #define DW_UNKNOWN    "[unknown]"
 #define DW_TRUNC      "..."
+
+/* The lines blob: "LPDL", then counts and tables (see symb_dwarf__encode_lines). */
+#define DW_BLOB_MAGIC	0x4c44504cu /* "LPDL" little-endian */
+#define DW_BLOB_MANGLED 0x80000000u /* a function index flag: demangle on load */
+#define DW_BLOB_NO_FILE UINT32_MAX
+#define DW_BLOB_HDR	12u
+#define DW_BLOB_FRAME	12u
+#define DW_BLOB_RESULT	12u
 
 struct dw_range {
 	uint64_t lo; /* [lo, hi) belongs to units[unit] */
@@ -82,6 +104,7 @@ struct dw_strtab {
 struct dw_name {
 	const void *die; /* Dwarf_Die.addr: unique per DIE in memory */
 	const char *name;
+	const char *raw; /* the linkage name it was demangled from, or NULL */
 };
 
 struct dw_nametab {
@@ -90,13 +113,30 @@ struct dw_nametab {
 	size_t count;
 };
 
-struct dw_cache_entry {
+/* One frame of a result: what a lookup hands out, and how to persist it. */
+struct dw_frame {
+	const char *function;
+	const char *file;
+	const char *raw; /* function was demangled from this linkage name; or NULL */
+	uint32_t line;
+};
+
+/* A remembered lookup: frames[first, first + n) of symb_dwarf.frames. */
+struct dw_result {
 	uint64_t vaddr;
-	int n; /* -1: empty slot */
-	struct symb_srcline frames[DW_CACHE_FRAMES];
+	uint32_t first;
+	uint32_t n;
+};
+
+enum dw_state {
+	DW_LAZY,   /* libdw not started yet */
+	DW_OPEN,   /* started, units indexed */
+	DW_FAILED, /* starting failed: no lookup finds anything */
 };
 
 struct symb_dwarf {
+	Elf *elf; /* the file libdw is started on (not owned) */
+	enum dw_state state;
 	Dwarf *dw;
 	Dwarf_Die *units; /* DIEs whose subtree is walked (split units resolved) */
 	size_t nunits;
@@ -107,7 +147,16 @@ struct symb_dwarf {
 	size_t arena_bytes;
 	struct dw_strtab strs;
 	struct dw_nametab names;
-	struct dw_cache_entry *cache;
+
+	struct dw_result *results; /* in insertion order */
+	uint32_t nresults, cap_results;
+	uint32_t *index; /* open addressing by vaddr: result index + 1, 0 = empty */
+	uint32_t cap_index;
+	struct dw_frame *frames;
+	uint32_t nframes, cap_frames;
+	uint64_t seed;
+	bool changed;  /* results were added since the last load or encode */
+	bool degraded; /* a result may differ from a fresh one: not persisted */
 };
 
 /* ---- strings ---------------------------------------------------------- */
@@ -172,7 +221,8 @@ static int dw_strtab_grow(struct dw_strtab *t)
 
 /*
  * The interned copy of s, cut to SYMB_DWARF_NAME_MAX bytes (ending in
- * "..."), or NULL if the arena is full or memory ran out.
+ * "..."), or NULL if the arena is full or memory ran out (the object is
+ * then degraded).
  */
 static const char *dw_intern(struct symb_dwarf *d, const char *s)
 {
@@ -189,7 +239,7 @@ static const char *dw_intern(struct symb_dwarf *d, const char *s)
 		s = buf;
 	}
 	if (d->strs.count * 2 >= d->strs.cap && dw_strtab_grow(&d->strs))
-		return NULL;
+		goto fail;
 	i = dw_hash_bytes(s, len) & (d->strs.cap - 1);
 	for (; d->strs.slots[i]; i = (i + 1) & (d->strs.cap - 1)) {
 		if (strcmp(d->strs.slots[i], s) == 0)
@@ -197,11 +247,15 @@ static const char *dw_intern(struct symb_dwarf *d, const char *s)
 	}
 	copy = dw_arena_alloc(d, len + 1);
 	if (!copy)
-		return NULL;
+		goto fail;
 	memcpy(copy, s, len + 1);
 	d->strs.slots[i] = copy;
 	d->strs.count++;
 	return copy;
+fail:
+	/* names become "[unknown]" from here on: not what a fresh lookup gives */
+	d->degraded = true;
+	return NULL;
 }
 
 /* ---- function names --------------------------------------------------- */
@@ -213,30 +267,41 @@ static const char *dw_attr_string(Dwarf_Die *die, unsigned int name)
 	return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
 }
 
+/* The name shown for a linkage name: demangled, else as it is. NULL: arena full. */
+static const char *dw_linkage_name(struct symb_dwarf *d, const char *raw)
+{
+	const char *name;
+	char *dem = symb_demangle(raw);
+
+	if (!dem)
+		return dw_intern(d, raw);
+	name = dw_intern(d, dem);
+	free(dem);
+	return name;
+}
+
 /*
  * The name of the function a subprogram or inlined_subroutine DIE is an
  * instance of: its linkage name demangled, else its plain name, both found
- * through DW_AT_abstract_origin and DW_AT_specification.
+ * through DW_AT_abstract_origin and DW_AT_specification. *raw gets the
+ * interned linkage name when it is whole (so that the name can be made
+ * again from it), else NULL.
  */
-static const char *dw_die_name_uncached(struct symb_dwarf *d, Dwarf_Die *die)
+static const char *dw_die_name_uncached(struct symb_dwarf *d, Dwarf_Die *die, const char **raw)
 {
-	const char *raw, *name;
-	char *dem;
+	const char *link, *plain;
 
-	raw = dw_attr_string(die, DW_AT_linkage_name);
-	if (!raw)
-		raw = dw_attr_string(die, DW_AT_MIPS_linkage_name);
-	if (raw) {
-		dem = symb_demangle(raw);
-		if (dem) {
-			name = dw_intern(d, dem);
-			free(dem);
-			return name;
-		}
-		return dw_intern(d, raw);
+	*raw = NULL;
+	link = dw_attr_string(die, DW_AT_linkage_name);
+	if (!link)
+		link = dw_attr_string(die, DW_AT_MIPS_linkage_name);
+	if (link) {
+		if (strnlen(link, SYMB_DWARF_NAME_MAX + 1) <= SYMB_DWARF_NAME_MAX)
+			*raw = dw_intern(d, link);
+		return dw_linkage_name(d, link);
 	}
-	raw = dw_attr_string(die, DW_AT_name);
-	return raw ? dw_intern(d, raw) : NULL;
+	plain = dw_attr_string(die, DW_AT_name);
+	return plain ? dw_intern(d, plain) : NULL;
 }
 
 static int dw_nametab_grow(struct dw_nametab *t)
@@ -260,30 +325,39 @@ static int dw_nametab_grow(struct dw_nametab *t)
 	return 0;
 }
 
-static const char *dw_die_name(struct symb_dwarf *d, Dwarf_Die *die)
+/* The DIE's name (never NULL) and, in *raw, its linkage name (see above). */
+static const char *dw_die_name(struct symb_dwarf *d, Dwarf_Die *die, const char **raw)
 {
 	struct dw_nametab *t = &d->names;
 	const char *name;
 	size_t i;
 
+	*raw = NULL;
 	if (!die->addr)
 		return DW_UNKNOWN;
 	if (t->count * 2 >= t->cap && dw_nametab_grow(t))
 		goto uncached;
 	for (i = dw_hash_ptr(die->addr) & (t->cap - 1); t->slots[i].die;
 	     i = (i + 1) & (t->cap - 1)) {
-		if (t->slots[i].die == die->addr)
+		if (t->slots[i].die == die->addr) {
+			*raw = t->slots[i].raw;
 			return t->slots[i].name;
+		}
 	}
-	name = dw_die_name_uncached(d, die);
-	if (!name)
+	name = dw_die_name_uncached(d, die, raw);
+	if (!name) {
 		name = DW_UNKNOWN;
+		*raw = NULL;
+	}
 	t->slots[i].die = die->addr;
 	t->slots[i].name = name;
+	t->slots[i].raw = *raw;
 	t->count++;
 	return name;
 uncached:
-	name = dw_die_name_uncached(d, die);
+	name = dw_die_name_uncached(d, die, raw);
+	if (!name)
+		*raw = NULL;
 	return name ? name : DW_UNKNOWN;
 }
 
@@ -359,33 +433,116 @@ static int dw_index_units(struct symb_dwarf *d)
 	return 0;
 }
 
+/*
+ * Whether e has a .debug_info section with contents: what libdw needs to
+ * find any unit. Reads only the section headers and their names.
+ */
+static bool dw_has_debug_info(Elf *e)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	const char *name;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(e, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return true;
+	}
+	return false;
+}
+
+/* Seeds the results' hash: addresses come from the stream, which may be hostile. */
+static uint64_t dw_new_seed(const struct symb_dwarf *d)
+{
+	uint64_t seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		return seed;
+	return (uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+}
+
+static struct symb_dwarf *dw_new(Elf *elf)
+{
+	struct symb_dwarf *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->elf = elf;
+	d->state = elf ? DW_LAZY : DW_FAILED;
+	d->seed = dw_new_seed(d);
+	return d;
+}
+
 struct symb_dwarf *symb_dwarf__open(Elf *elf, Elf *debug_elf)
 {
+	Elf *e = debug_elf ? debug_elf : elf;
 	struct symb_dwarf *d;
-	int err = -ENOMEM, i;
 
-	d = calloc(1, sizeof(*d));
+	if (!e || !dw_has_debug_info(e)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	d = dw_new(e);
 	if (!d)
-		goto err_out;
-	d->cache = malloc(DW_CACHE_SLOTS * sizeof(*d->cache));
-	if (!d->cache)
-		goto err_out;
-	for (i = 0; i < DW_CACHE_SLOTS; i++)
-		d->cache[i].n = -1;
-	err = -ENOENT;
-	if (!elf && !debug_elf)
-		goto err_out;
-	d->dw = dwarf_begin_elf(debug_elf ? debug_elf : elf, DWARF_C_READ, NULL);
-	if (!d->dw)
-		goto err_out;
-	err = dw_index_units(d);
-	if (err)
-		goto err_out;
+		errno = ENOMEM;
 	return d;
-err_out:
-	symb_dwarf__free(d);
-	errno = -err;
-	return NULL;
+}
+
+struct symb_dwarf *symb_dwarf__new_empty(void)
+{
+	struct symb_dwarf *d = dw_new(NULL);
+
+	if (!d)
+		errno = ENOMEM;
+	return d;
+}
+
+/*
+ * Starts libdw and indexes the units, once: true when lookups can walk
+ * DWARF. A failure is final (the object then finds nothing, as an object
+ * without DWARF); one for want of memory also stops its results from being
+ * persisted.
+ */
+static bool dw_ready(struct symb_dwarf *d)
+{
+	int err;
+
+	if (d->state != DW_LAZY)
+		return d->state == DW_OPEN;
+	d->state = DW_FAILED;
+	errno = 0;
+	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
+	if (!d->dw) {
+		/* libdw's own codes are private; malloc's errno tells memory apart */
+		if (errno == ENOMEM)
+			d->degraded = true;
+		return false;
+	}
+	err = dw_index_units(d);
+	if (err) {
+		if (err == -ENOMEM)
+			d->degraded = true;
+		dwarf_end(d->dw);
+		d->dw = NULL;
+		free(d->units);
+		free(d->ranges);
+		d->units = NULL;
+		d->ranges = NULL;
+		d->nunits = d->nranges = 0;
+		return false;
+	}
+	d->state = DW_OPEN;
+	return true;
+}
+
+bool symb_dwarf__opened(const struct symb_dwarf *d)
+{
+	return d && d->state != DW_LAZY;
 }
 
 void symb_dwarf__free(struct symb_dwarf *d)
@@ -402,7 +559,9 @@ void symb_dwarf__free(struct symb_dwarf *d)
 	}
 	free(d->strs.slots);
 	free(d->names.slots);
-	free(d->cache);
+	free(d->results);
+	free(d->index);
+	free(d->frames);
 	free(d->units);
 	free(d->ranges);
 	free(d);
@@ -487,8 +646,7 @@ static const char *dw_file(struct symb_dwarf *d, const char *path)
 }
 
 /* The file:line of the call an inlined_subroutine DIE stands for. */
-static void dw_call_site(struct symb_dwarf *d, Dwarf_Die *cu, Dwarf_Die *inl,
-			 struct symb_srcline *out)
+static void dw_call_site(struct symb_dwarf *d, Dwarf_Die *cu, Dwarf_Die *inl, struct dw_frame *out)
 {
 	Dwarf_Attribute attr;
 	Dwarf_Files *files;
@@ -503,8 +661,8 @@ static void dw_call_site(struct symb_dwarf *d, Dwarf_Die *cu, Dwarf_Die *inl,
 		out->file = dw_file(d, dwarf_filesrc(files, val, NULL, NULL));
 }
 
-static int dw_lookup_uncached(struct symb_dwarf *d, uint64_t vaddr, struct symb_srcline *out,
-			      int max)
+/* The frames at vaddr from DWARF (at most DW_MAX_FRAMES); libdw must be ready. */
+static int dw_walk_frames(struct symb_dwarf *d, uint64_t vaddr, struct dw_frame *out)
 {
 	struct dw_walk walk, *w = &walk;
 	Dwarf_Die *cu, *scope;
@@ -518,13 +676,13 @@ static int dw_lookup_uncached(struct symb_dwarf *d, uint64_t vaddr, struct symb_
 	w->visits = 0;
 	depth = dw_descend(w, cu, 0, 0);
 	/* Innermost first: inlined instances up to the first real function. */
-	for (i = depth - 1; i >= 0 && n < max; i--) {
+	for (i = depth - 1; i >= 0 && n < DW_MAX_FRAMES; i--) {
 		scope = &w->chain[i];
 		tag = dwarf_tag(scope);
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
 		    tag != DW_TAG_entry_point)
 			continue;
-		out[n].function = dw_die_name(d, scope);
+		out[n].function = dw_die_name(d, scope, &out[n].raw);
 		if (n == 0) {
 			out[n].file = NULL;
 			out[n].line = 0;
@@ -536,7 +694,7 @@ static int dw_lookup_uncached(struct symb_dwarf *d, uint64_t vaddr, struct symb_
 		}
 		n++;
 		/* The caller's frame gets the file:line of this call. */
-		if (tag == DW_TAG_inlined_subroutine && n < max) {
+		if (tag == DW_TAG_inlined_subroutine && n < DW_MAX_FRAMES) {
 			out[n].file = NULL;
 			out[n].line = 0;
 			dw_call_site(d, cu, scope, &out[n]);
@@ -547,28 +705,396 @@ static int dw_lookup_uncached(struct symb_dwarf *d, uint64_t vaddr, struct symb_
 	return n;
 }
 
+/* ---- remembered results ----------------------------------------------- */
+
+static uint32_t dw_slot(const struct symb_dwarf *d, uint64_t vaddr)
+{
+	uint64_t x = vaddr ^ d->seed;
+
+	/* splitmix64's finalizer: a seeded, well-mixed slot for any address set */
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return (uint32_t)(x ^ (x >> 31)) & (d->cap_index - 1);
+}
+
+static const struct dw_result *dw_result_find(const struct symb_dwarf *d, uint64_t vaddr)
+{
+	uint32_t j;
+
+	if (!d->cap_index)
+		return NULL;
+	for (j = dw_slot(d, vaddr); d->index[j]; j = (j + 1) & (d->cap_index - 1)) {
+		const struct dw_result *r = &d->results[d->index[j] - 1];
+
+		if (r->vaddr == vaddr)
+			return r;
+	}
+	return NULL;
+}
+
+static int dw_index_grow(struct symb_dwarf *d)
+{
+	uint32_t cap = d->cap_index ? d->cap_index * 2 : 256, i, j;
+	uint32_t *index = calloc(cap, sizeof(*index));
+
+	if (!index)
+		return -ENOMEM;
+	free(d->index);
+	d->index = index;
+	d->cap_index = cap;
+	for (i = 0; i < d->nresults; i++) {
+		for (j = dw_slot(d, d->results[i].vaddr); index[j]; j = (j + 1) & (cap - 1))
+			;
+		index[j] = i + 1;
+	}
+	return 0;
+}
+
+/* Grows *p (of *cap elements of size elem) to hold need: 0 or -ENOMEM. */
+static int dw_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint32_t ncap = *cap ? *cap : 64;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2; /* need is bounded by DW_MAX_RESULT*, far below 2^31 */
+	np = realloc(*p, (size_t)ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/*
+ * Remembers the n frames at vaddr (not remembered yet). Returns the result,
+ * or NULL beyond the DW_MAX_RESULT* limits or without memory.
+ */
+static const struct dw_result *dw_result_add(struct symb_dwarf *d, uint64_t vaddr,
+					     const struct dw_frame *frames, uint32_t n)
+{
+	struct dw_result *r;
+	uint32_t j;
+
+	if (d->nresults >= DW_MAX_RESULTS || n > DW_MAX_RESULT_FRAMES - d->nframes)
+		return NULL;
+	if ((d->nresults + 1) * 2 > d->cap_index && dw_index_grow(d))
+		return NULL;
+	if (dw_grow((void **)&d->results, &d->cap_results, d->nresults + 1, sizeof(*d->results)) ||
+	    dw_grow((void **)&d->frames, &d->cap_frames, d->nframes + n, sizeof(*d->frames)))
+		return NULL;
+	if (n)
+		memcpy(&d->frames[d->nframes], frames, n * sizeof(*frames));
+	r = &d->results[d->nresults];
+	r->vaddr = vaddr;
+	r->first = d->nframes;
+	r->n = n;
+	for (j = dw_slot(d, vaddr); d->index[j]; j = (j + 1) & (d->cap_index - 1))
+		;
+	d->index[j] = ++d->nresults;
+	d->nframes += n;
+	return r;
+}
+
+static int dw_copy_out(const struct dw_frame *f, int n, struct symb_srcline *out, int max)
+{
+	if (n > max)
+		n = max;
+	for (int i = 0; i < n; i++)
+		out[i] = (struct symb_srcline){f[i].function, f[i].file, f[i].line};
+	return n;
+}
+
 int symb_dwarf__lookup(struct symb_dwarf *d, uint64_t vaddr, struct symb_srcline *out, int max)
 {
-	struct symb_srcline frames[DW_MAX_FRAMES];
-	struct dw_cache_entry *e;
+	struct dw_frame frames[DW_MAX_FRAMES];
+	const struct dw_result *r;
 	int n;
 
 	if (!d || !out || max <= 0)
 		return 0;
-	e = &d->cache[dw_hash_ptr((const void *)(uintptr_t)vaddr) % DW_CACHE_SLOTS];
-	if (e->n < 0 || e->vaddr != vaddr) {
-		n = dw_lookup_uncached(d, vaddr, frames, DW_MAX_FRAMES);
-		if (n > DW_CACHE_FRAMES) {
-			memcpy(out, frames, (n < max ? n : max) * sizeof(*out));
-			return n < max ? n : max;
+	r = dw_result_find(d, vaddr);
+	if (r)
+		return r->n ? dw_copy_out(&d->frames[r->first], (int)r->n, out, max) : 0;
+	n = dw_ready(d) ? dw_walk_frames(d, vaddr, frames) : 0;
+	r = dw_result_add(d, vaddr, frames, (uint32_t)n);
+	if (r)
+		d->changed = true;
+	return dw_copy_out(frames, n, out, max);
+}
+
+/* ---- persisted results ------------------------------------------------- */
+
+/*
+ * The lines blob, little-endian:
+ *   u32 magic "LPDL", u32 nstrings, u32 nresults
+ *   nstrings x { u32 len; len bytes, no NUL, len <= SYMB_DWARF_NAME_MAX }
+ *   nresults x { u64 vaddr (strictly ascending); u32 n (<= DW_MAX_FRAMES);
+ *                n x { u32 function, u32 file, u32 line } }
+ * function is a string index, with DW_BLOB_MANGLED set when the string is
+ * the linkage name the function's name is demangled from (so a cached name
+ * never depends on another build's demangler); file is a string index or
+ * DW_BLOB_NO_FILE. Frames are innermost first, as lookups return them.
+ */
+
+static void dw_put32(uint8_t **p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		*(*p)++ = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t dw_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t dw_get64(const uint8_t *p)
+{
+	return (uint64_t)dw_get32(p) | (uint64_t)dw_get32(p + 4) << 32;
+}
+
+bool symb_dwarf__lines_changed(const struct symb_dwarf *d)
+{
+	return d && d->changed && !d->degraded;
+}
+
+/* Strings of an encoding, deduplicated by content, numbered in first-use order. */
+struct dw_enc_strs {
+	const char **slots; /* open addressing */
+	uint32_t *ids;
+	uint32_t cap;
+	const char **list; /* by id */
+	uint32_t n;
+	size_t bytes; /* of their encoding */
+};
+
+static uint32_t dw_enc_str(struct dw_enc_strs *t, const char *s)
+{
+	size_t len = strlen(s);
+	uint32_t j = (uint32_t)dw_hash_bytes(s, len) & (t->cap - 1);
+
+	for (; t->slots[j]; j = (j + 1) & (t->cap - 1))
+		if (strcmp(t->slots[j], s) == 0)
+			return t->ids[j];
+	t->slots[j] = s;
+	t->ids[j] = t->n;
+	t->list[t->n] = s;
+	t->bytes += 4 + len;
+	return t->n++;
+}
+
+static int dw_cmp_vaddr(const void *a, const void *b, void *ctx)
+{
+	const struct dw_result *r = ctx;
+	uint64_t x = r[*(const uint32_t *)a].vaddr, y = r[*(const uint32_t *)b].vaddr;
+
+	return x < y ? -1 : x > y;
+}
+
+int symb_dwarf__encode_lines(struct symb_dwarf *d, uint8_t **blob, size_t *len)
+{
+	struct dw_enc_strs t = {0};
+	uint32_t *order = NULL, *fn = NULL, *file = NULL, i, k, cap;
+	size_t size;
+	uint8_t *p, *out = NULL;
+	int err = -ENOMEM;
+
+	*blob = NULL;
+	*len = 0;
+	if (!d || d->degraded)
+		return -ENODATA;
+	/* every frame has at most two strings: a table twice as large stays half empty */
+	for (cap = 16; cap < 4 * (uint64_t)d->nframes + 16; cap *= 2)
+		;
+	t.slots = calloc(cap, sizeof(*t.slots));
+	t.ids = calloc(cap, sizeof(*t.ids));
+	t.list = calloc(2 * (size_t)d->nframes + 1, sizeof(*t.list));
+	t.cap = cap;
+	order = malloc(((size_t)d->nresults + 1) * sizeof(*order));
+	fn = malloc(((size_t)d->nframes + 1) * sizeof(*fn));
+	file = malloc(((size_t)d->nframes + 1) * sizeof(*file));
+	if (!t.slots || !t.ids || !t.list || !order || !fn || !file)
+		goto out;
+	for (i = 0; i < d->nresults; i++)
+		order[i] = i;
+	qsort_r(order, d->nresults, sizeof(*order), dw_cmp_vaddr, d->results);
+	size = DW_BLOB_HDR;
+	for (i = 0; i < d->nresults; i++) {
+		const struct dw_result *r = &d->results[order[i]];
+
+		size += DW_BLOB_RESULT + (size_t)r->n * DW_BLOB_FRAME;
+		for (k = r->first; k < r->first + r->n; k++) {
+			const struct dw_frame *f = &d->frames[k];
+
+			fn[k] = f->raw ? dw_enc_str(&t, f->raw) | DW_BLOB_MANGLED
+				       : dw_enc_str(&t, f->function);
+			file[k] = f->file ? dw_enc_str(&t, f->file) : DW_BLOB_NO_FILE;
 		}
-		e->vaddr = vaddr;
-		e->n = n;
-		memcpy(e->frames, frames, n * sizeof(*frames));
 	}
-	n = e->n < max ? e->n : max;
-	memcpy(out, e->frames, n * sizeof(*out));
-	return n;
+	size += t.bytes;
+	out = malloc(size);
+	if (!out)
+		goto out;
+	p = out;
+	dw_put32(&p, DW_BLOB_MAGIC);
+	dw_put32(&p, t.n);
+	dw_put32(&p, d->nresults);
+	for (i = 0; i < t.n; i++) {
+		size_t n = strlen(t.list[i]);
+
+		dw_put32(&p, (uint32_t)n);
+		memcpy(p, t.list[i], n);
+		p += n;
+	}
+	for (i = 0; i < d->nresults; i++) {
+		const struct dw_result *r = &d->results[order[i]];
+
+		dw_put32(&p, (uint32_t)r->vaddr);
+		dw_put32(&p, (uint32_t)(r->vaddr >> 32));
+		dw_put32(&p, r->n);
+		for (k = r->first; k < r->first + r->n; k++) {
+			dw_put32(&p, fn[k]);
+			dw_put32(&p, file[k]);
+			dw_put32(&p, d->frames[k].line);
+		}
+	}
+	*blob = out;
+	*len = size;
+	d->changed = false;
+	err = 0;
+out:
+	free(t.slots);
+	free(t.ids);
+	free(t.list);
+	free(order);
+	free(fn);
+	free(file);
+	return err;
+}
+
+/* One string of a blob being loaded: where it is, and its interned forms. */
+struct dw_blob_str {
+	const uint8_t *p;
+	uint32_t len;
+	const char *plain;     /* interned as it is, or NULL (not yet) */
+	const char *demangled; /* the name it gives as a linkage name, or NULL (not yet) */
+};
+
+/*
+ * Checks a whole blob: the string table (filled into strs, nstrings of
+ * them) and every result. Returns 0 or -EBADMSG.
+ */
+static int dw_blob_check(const uint8_t *b, size_t len, struct dw_blob_str *strs, uint32_t nstrings,
+			 uint32_t nresults, size_t *results_at)
+{
+	size_t off = DW_BLOB_HDR, frames = 0;
+	uint64_t prev = 0;
+	uint32_t i, k, n, x;
+
+	for (i = 0; i < nstrings; i++) {
+		if (len - off < 4)
+			return -EBADMSG;
+		n = dw_get32(b + off);
+		off += 4;
+		if (n > SYMB_DWARF_NAME_MAX || len - off < n || memchr(b + off, '\0', n))
+			return -EBADMSG;
+		strs[i] = (struct dw_blob_str){b + off, n, NULL, NULL};
+		off += n;
+	}
+	*results_at = off;
+	for (i = 0; i < nresults; i++) {
+		uint64_t vaddr;
+
+		if (len - off < DW_BLOB_RESULT)
+			return -EBADMSG;
+		vaddr = dw_get64(b + off);
+		n = dw_get32(b + off + 8);
+		off += DW_BLOB_RESULT;
+		if ((i && vaddr <= prev) || n > DW_MAX_FRAMES || (len - off) / DW_BLOB_FRAME < n)
+			return -EBADMSG;
+		prev = vaddr;
+		frames += n;
+		for (k = 0; k < n; k++, off += DW_BLOB_FRAME) {
+			x = dw_get32(b + off);
+			if ((x & ~DW_BLOB_MANGLED) >= nstrings)
+				return -EBADMSG;
+			x = dw_get32(b + off + 4);
+			if (x != DW_BLOB_NO_FILE && x >= nstrings)
+				return -EBADMSG;
+		}
+	}
+	if (off != len || frames > DW_MAX_RESULT_FRAMES)
+		return -EBADMSG;
+	return 0;
+}
+
+/* String i of a blob, interned (demangled: the name it gives as a linkage name). */
+static const char *dw_blob_string(struct symb_dwarf *d, struct dw_blob_str *s, bool demangled)
+{
+	char buf[SYMB_DWARF_NAME_MAX + 1];
+
+	if (!s->plain) {
+		memcpy(buf, s->p, s->len);
+		buf[s->len] = '\0';
+		s->plain = dw_intern(d, buf);
+		if (!s->plain)
+			return NULL;
+	}
+	if (!demangled)
+		return s->plain;
+	if (!s->demangled)
+		s->demangled = dw_linkage_name(d, s->plain);
+	return s->demangled;
+}
+
+int symb_dwarf__load_lines(struct symb_dwarf *d, const uint8_t *blob, size_t len)
+{
+	struct dw_frame frames[DW_MAX_FRAMES];
+	struct dw_blob_str *strs = NULL;
+	uint32_t nstrings, nresults, i, k, n, x;
+	size_t off;
+	int err;
+
+	if (!d || (!blob && len))
+		return -EINVAL;
+	if (len < DW_BLOB_HDR || dw_get32(blob) != DW_BLOB_MAGIC)
+		return -EBADMSG;
+	nstrings = dw_get32(blob + 4);
+	nresults = dw_get32(blob + 8);
+	/* each string takes 4 bytes at least, each result 12 */
+	if (nstrings > (len - DW_BLOB_HDR) / 4 || nresults > (len - DW_BLOB_HDR) / DW_BLOB_RESULT ||
+	    nresults > DW_MAX_RESULTS)
+		return -EBADMSG;
+	strs = calloc(nstrings ? nstrings : 1, sizeof(*strs));
+	if (!strs)
+		return -ENOMEM;
+	err = dw_blob_check(blob, len, strs, nstrings, nresults, &off);
+	for (i = 0; !err && i < nresults; i++) {
+		uint64_t vaddr = dw_get64(blob + off);
+
+		n = dw_get32(blob + off + 8);
+		off += DW_BLOB_RESULT;
+		for (k = 0; k < n; k++, off += DW_BLOB_FRAME) {
+			struct dw_frame *f = &frames[k];
+
+			x = dw_get32(blob + off);
+			f->function =
+				dw_blob_string(d, &strs[x & ~DW_BLOB_MANGLED], x & DW_BLOB_MANGLED);
+			f->raw = x & DW_BLOB_MANGLED ? strs[x & ~DW_BLOB_MANGLED].plain : NULL;
+			x = dw_get32(blob + off + 4);
+			f->file = x == DW_BLOB_NO_FILE ? NULL : dw_blob_string(d, &strs[x], false);
+			f->line = dw_get32(blob + off + 8);
+			if (!f->function || (x != DW_BLOB_NO_FILE && !f->file))
+				err = -ENOMEM; /* the arena is full */
+		}
+		/* what this object found itself stays; so does what was loaded before */
+		if (!err && !dw_result_find(d, vaddr) && !dw_result_add(d, vaddr, frames, n))
+			err = -ENOMEM;
+	}
+	free(strs);
+	return err;
 }
 
 /* ---- separate debug files --------------------------------------------- */

@@ -14,6 +14,7 @@
 #define LOWPROF_SYMB_DWARF_H
 
 #include <gelf.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,13 +31,21 @@ struct symb_dwarf;
 
 /*
  * Opens the DWARF of a binary: from debug_elf (its separate debug file) if
- * given, else from elf itself. Neither handle is kept by libdw beyond
- * symb_dwarf__free, and the caller must keep both alive until then.
- * Returns NULL with errno ENOENT when there is no usable debug information
- * (the caller then uses ELF symbols only), ENOMEM. Destructor:
- * symb_dwarf__free.
+ * given, else from elf itself. Only the section headers are read here:
+ * libdw is started by the first lookup that no remembered result answers.
+ * Neither handle is kept by libdw beyond symb_dwarf__free, and the caller
+ * must keep both alive until then. Returns NULL with errno ENOENT when the
+ * file has no .debug_info (the caller then uses ELF symbols only), ENOMEM.
+ * A file whose .debug_info turns out unusable when libdw starts gives an
+ * object whose lookups find nothing. Destructor: symb_dwarf__free.
  */
 struct symb_dwarf *symb_dwarf__open(Elf *elf, Elf *debug_elf);
+/*
+ * An object without debug information: its lookups find only what
+ * symb_dwarf__load_lines gave it (tests, fuzzing). NULL with errno ENOMEM.
+ * Destructor: symb_dwarf__free.
+ */
+struct symb_dwarf *symb_dwarf__new_empty(void);
 void symb_dwarf__free(struct symb_dwarf *d);
 
 /*
@@ -44,9 +53,44 @@ void symb_dwarf__free(struct symb_dwarf *d);
  * inlined function (with the file:line of vaddr), out[n-1] the function
  * that contains vaddr (with the file:line of the call into out[n-2]).
  * Returns n (0 if no debug information covers vaddr; at most max). Strings
- * stay valid until symb_dwarf__free.
+ * stay valid until symb_dwarf__free. Every result is remembered (up to a
+ * limit far above real profiles), so asking again costs a hash lookup.
  */
 int symb_dwarf__lookup(struct symb_dwarf *d, uint64_t vaddr, struct symb_srcline *out, int max);
+
+/* Whether libdw was started (a lookup was not answered by a remembered result). */
+bool symb_dwarf__opened(const struct symb_dwarf *d);
+
+/*
+ * Remembered results, to keep in the symbol cache under the binary's
+ * build-id (and the debug file used): a later symbolizer that loads them
+ * answers those addresses without starting libdw. The blob holds every
+ * remembered address with its frames; functions named from linkage names
+ * are stored mangled and demangled again on load. Bump the version when a
+ * lookup's result for the same DWARF would change.
+ */
+#define SYMB_DWARF_LINES_BLOB_VERSION 1
+
+/*
+ * Adds the results of a blob (untrusted: every count, index and length is
+ * checked; a bad blob adds nothing) to those remembered; an address already
+ * remembered keeps its result. Returns 0, -EBADMSG, or -ENOMEM (out of
+ * memory, or the object's limits reached: some results were added).
+ */
+int symb_dwarf__load_lines(struct symb_dwarf *d, const uint8_t *blob, size_t len);
+/*
+ * True when lookups remembered results since the object was opened or last
+ * encoded, and every result is what a fresh lookup gives (it is not after
+ * the string arena filled up, or after libdw failed for want of memory).
+ */
+bool symb_dwarf__lines_changed(const struct symb_dwarf *d);
+/*
+ * Every remembered result as a blob (malloc'd, in *blob and *len; canonical:
+ * results by address, strings in first use). Clears the changed state.
+ * Returns 0, -ENODATA when the results may not be what fresh lookups give,
+ * or -ENOMEM.
+ */
+int symb_dwarf__encode_lines(struct symb_dwarf *d, uint8_t **blob, size_t *len);
 
 /*
  * Demangles a C++ (Itanium) or Rust (legacy and v0) symbol name, without

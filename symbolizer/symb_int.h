@@ -96,6 +96,7 @@ struct symb_obj {
 	uint32_t mapping; /* index into the profile being built's mappings */
 	bool used;
 	uint8_t used_kinds; /* 1 << kind for each symb_kind with a frame in it */
+	bool lines_loaded;  /* build.c: the cache was asked for its DWARF results */
 };
 
 struct symb_map {
@@ -171,6 +172,8 @@ struct symb_counters {
 	uint64_t mismatched_objs; /* a file whose build-id is not the one mapped */
 	uint64_t skipped_resume;  /* records read before the meta of a resumed stream */
 	uint64_t load_ns;	  /* time spent loading objects */
+	/* build.c: DWARF results taken from the cache, and libdw started */
+	uint64_t lines_cache_hits, lines_stored, dwarf_started;
 	struct lps_loss loss;	  /* last loss record */
 	bool have_loss;
 };

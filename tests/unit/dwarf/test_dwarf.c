@@ -276,10 +276,225 @@ static void test_cxx(void **state)
 	assert_string_equal(out[0].function, "ns::Type<long>::method");
 	assert_non_null(out[0].file);
 	assert_true(out[0].line > 0);
+	/* persisted as the linkage name, demangled again on load */
+	{
+		struct symb_srcline again[8];
+		struct symb_dwarf *e = symb_dwarf__new_empty();
+		uint8_t *blob;
+		size_t len;
+
+		assert_non_null(e);
+		assert_int_equal(symb_dwarf__encode_lines(d, &blob, &len), 0);
+		assert_non_null(memmem(blob, len, "_ZN2ns4TypeIlE6methodEl", 23));
+		assert_int_equal(symb_dwarf__load_lines(e, blob, len), 0);
+		n = symb_dwarf__lookup(e, fx_symbol(f.elf, "_ZN2ns4TypeIlE6methodEl"), again, 8);
+		assert_int_equal(n, 1);
+		assert_string_equal(again[0].function, out[0].function);
+		assert_string_equal(again[0].file, out[0].file);
+		assert_int_equal(again[0].line, out[0].line);
+		free(blob);
+		symb_dwarf__free(e);
+	}
 	symb_dwarf__free(d);
 	fx_close(&f);
 }
 #endif
+
+/* The frames two objects give at vaddr are the same strings and lines. */
+static void assert_same_lookup(struct symb_dwarf *a, struct symb_dwarf *b, uint64_t vaddr)
+{
+	struct symb_srcline x[16], y[16];
+	int n = symb_dwarf__lookup(a, vaddr, x, 16);
+
+	assert_int_equal(symb_dwarf__lookup(b, vaddr, y, 16), n);
+	for (int i = 0; i < n; i++) {
+		assert_string_equal(x[i].function, y[i].function);
+		assert_true(!x[i].file == !y[i].file);
+		if (x[i].file)
+			assert_string_equal(x[i].file, y[i].file);
+		assert_int_equal(x[i].line, y[i].line);
+	}
+}
+
+/*
+ * Opening reads no DWARF; the first lookup does. Results go into a blob
+ * that answers the same lookups in another object without starting libdw,
+ * and that encodes back to the same bytes.
+ */
+static void test_lines_blob(void **state)
+{
+	static const char *const marks[] = {"fx_mark_leaf", "fx_mark_mid", "fx_mark_outer",
+					    "fx_nodebug",   "fx_nounit",   "fx_long_"};
+	struct symb_dwarf *d, *d2, *e;
+	uint8_t *blob, *blob2;
+	size_t len, len2;
+	struct fx f;
+
+	fx_open(&f, DWARF_FIXTURE_DEFAULT);
+	d = symb_dwarf__open(f.elf, NULL);
+	assert_non_null(d);
+	assert_false(symb_dwarf__opened(d));
+	assert_false(symb_dwarf__lines_changed(d));
+	check_c_fixture(d, f.elf);
+	assert_true(symb_dwarf__opened(d));
+	assert_true(symb_dwarf__lines_changed(d));
+	assert_int_equal(symb_dwarf__encode_lines(d, &blob, &len), 0);
+	assert_false(symb_dwarf__lines_changed(d));
+
+	/* the same file, with the blob: the fixture's checks pass without libdw */
+	d2 = symb_dwarf__open(f.elf, NULL);
+	assert_non_null(d2);
+	assert_int_equal(symb_dwarf__load_lines(d2, blob, len), 0);
+	check_c_fixture(d2, f.elf);
+	assert_false(symb_dwarf__opened(d2));
+	assert_false(symb_dwarf__lines_changed(d2));
+	assert_int_equal(symb_dwarf__encode_lines(d2, &blob2, &len2), 0);
+	assert_int_equal(len2, len);
+	assert_memory_equal(blob2, blob, len);
+	free(blob2);
+	/* an address the blob lacks starts libdw, and is new */
+	assert_same_lookup(d, d2, fx_symbol(f.elf, "fx_mark_leaf") + 1);
+	assert_true(symb_dwarf__opened(d2));
+	assert_true(symb_dwarf__lines_changed(d2));
+
+	/* no debug information at all: only what was loaded */
+	e = symb_dwarf__new_empty();
+	assert_non_null(e);
+	assert_int_equal(symb_dwarf__load_lines(e, blob, len), 0);
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		assert_same_lookup(d, e, fx_symbol(f.elf, marks[i]));
+	assert_int_equal(symb_dwarf__lookup(e, fx_symbol(f.elf, "fx_mark_leaf") + 1,
+					    (struct symb_srcline[1]){0}, 1),
+			 0);
+	/* loading again keeps what is there */
+	assert_int_equal(symb_dwarf__load_lines(e, blob, len), 0);
+	assert_same_lookup(d, e, fx_symbol(f.elf, "fx_mark_mid"));
+	symb_dwarf__free(e);
+
+	/* every cut of the blob is refused whole: nothing of it is added */
+	for (size_t cut = 0; cut < len; cut++) {
+		e = symb_dwarf__new_empty();
+		assert_non_null(e);
+		assert_int_equal(symb_dwarf__load_lines(e, blob, cut), -EBADMSG);
+		assert_int_equal(symb_dwarf__lookup(e, fx_symbol(f.elf, "fx_mark_leaf"),
+						    (struct symb_srcline[1]){0}, 1),
+				 0);
+		symb_dwarf__free(e);
+	}
+	free(blob);
+	symb_dwarf__free(d2);
+	symb_dwarf__free(d);
+	fx_close(&f);
+}
+
+/* Little-endian u32 and u64 into a hand-made blob. */
+static size_t put32(uint8_t *p, size_t at, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[at + i] = (uint8_t)(v >> (8 * i));
+	return at + 4;
+}
+
+static size_t put64(uint8_t *p, size_t at, uint64_t v)
+{
+	return put32(p, put32(p, at, (uint32_t)v), (uint32_t)(v >> 32));
+}
+
+/*
+ * A blob of one string and results at 0x10 (and at vaddr2, when not 0),
+ * one frame each: function string 0 with flags fn, file file, line 7.
+ * Returns its length.
+ */
+static size_t make_blob(uint8_t *b, const char *str, uint32_t fn, uint32_t file, uint64_t vaddr2,
+			uint32_t nframes)
+{
+	size_t at = 0, n = strlen(str);
+
+	at = put32(b, at, 0x4c44504cu); /* "LPDL" */
+	at = put32(b, at, 1);
+	at = put32(b, at, vaddr2 ? 2 : 1);
+	at = put32(b, at, (uint32_t)n);
+	memcpy(b + at, str, n);
+	at += n;
+	for (int r = 0; r < (vaddr2 ? 2 : 1); r++) {
+		at = put64(b, at, r ? vaddr2 : 0x10);
+		at = put32(b, at, nframes);
+		for (uint32_t k = 0; k < nframes && k < 1; k++) {
+			at = put32(b, at, fn);
+			at = put32(b, at, file);
+			at = put32(b, at, 7);
+		}
+	}
+	return at;
+}
+
+/* Blobs made by hand: what is accepted, and each way of being refused. */
+static void test_lines_blob_checks(void **state)
+{
+	struct symb_srcline out[4];
+	struct symb_dwarf *e;
+	uint8_t b[256];
+	size_t len;
+
+	e = symb_dwarf__new_empty();
+	assert_non_null(e);
+	len = make_blob(b, "plain", 0, 0, 0x20, 1);
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), 0);
+	assert_int_equal(symb_dwarf__lookup(e, 0x10, out, 4), 1);
+	assert_string_equal(out[0].function, "plain");
+	assert_string_equal(out[0].file, "plain");
+	assert_int_equal(out[0].line, 7);
+	assert_int_equal(symb_dwarf__lookup(e, 0x20, out, 4), 1);
+	assert_int_equal(symb_dwarf__lookup(e, 0x30, out, 4), 0);
+	symb_dwarf__free(e);
+
+	/* a linkage name is demangled on load; no file */
+	e = symb_dwarf__new_empty();
+	len = make_blob(b, "_ZN2ns4TypeIlE6methodEv", 0x80000000u, UINT32_MAX, 0, 1);
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), 0);
+	assert_int_equal(symb_dwarf__lookup(e, 0x10, out, 4), 1);
+	assert_string_equal(out[0].function, "ns::Type<long>::method");
+	assert_null(out[0].file);
+	symb_dwarf__free(e);
+
+	/* refused: index out of range, results not ascending, a NUL in a string, too many frames */
+	e = symb_dwarf__new_empty();
+	len = make_blob(b, "f", 1, 0, 0, 1);
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG);
+	len = make_blob(b, "f", 0, 1, 0, 1);
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG);
+	len = make_blob(b, "f", 0x80000001u, 0, 0, 1);
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG);
+	len = make_blob(b, "f", 0, 0, 0x10, 1);
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG);
+	len = make_blob(b, "f", 0, 0, 0x8, 1);
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG);
+	len = make_blob(b, "axb", 0, 0, 0, 1);
+	b[17] = '\0';
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG);
+	len = make_blob(b, "f", 0, 0, 0, 65); /* claims 65 frames, holds 1 */
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG);
+	len = make_blob(b, "f", 0, 0, 0, 1);
+	b[len] = 0;
+	assert_int_equal(symb_dwarf__load_lines(e, b, len + 1), -EBADMSG); /* a byte after */
+	b[0] ^= 1;
+	assert_int_equal(symb_dwarf__load_lines(e, b, len), -EBADMSG); /* magic */
+	assert_int_equal(symb_dwarf__lookup(e, 0x10, out, 4), 0);
+	assert_int_equal(symb_dwarf__load_lines(e, NULL, 0), -EBADMSG);
+	assert_int_equal(symb_dwarf__load_lines(NULL, b, len), -EINVAL);
+	/* the lookup of 0x10 found nothing, and that is remembered too: 12 + 12 bytes */
+	assert_true(symb_dwarf__lines_changed(e));
+	{
+		uint8_t *blob;
+
+		assert_int_equal(symb_dwarf__encode_lines(e, &blob, &len), 0);
+		assert_int_equal(len, 24);
+		assert_false(symb_dwarf__lines_changed(e));
+		assert_int_equal(symb_dwarf__load_lines(e, blob, len), 0);
+		free(blob);
+	}
+	symb_dwarf__free(e);
+}
 
 static void test_open_errors(void **state)
 {
@@ -288,6 +503,8 @@ static void test_open_errors(void **state)
 	assert_int_equal(errno, ENOENT);
 	symb_dwarf__free(NULL);
 	assert_int_equal(symb_dwarf__lookup(NULL, 0x1000, NULL, 0), 0);
+	assert_false(symb_dwarf__opened(NULL));
+	assert_false(symb_dwarf__lines_changed(NULL));
 }
 
 static void assert_demangles(const char *mangled, const char *want)
@@ -365,6 +582,8 @@ int main(void)
 #endif
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_demangle),
+		cmocka_unit_test(test_lines_blob),
+		cmocka_unit_test(test_lines_blob_checks),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
