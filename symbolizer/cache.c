@@ -8,9 +8,13 @@
  * busy timeout. A put is one BEGIN IMMEDIATE transaction (delete, insert,
  * evict), so the byte total the triggers keep and the eviction order are
  * consistent across processes. A hit's last_used update is a write too; it
- * is skipped when the row is already the most recent one and only waits a
- * short time for the write lock, because a lost update only makes the LRU
- * order a little less exact.
+ * is skipped when the row is already the most recent one, and deferred:
+ * up to CACHE_TOUCH_BATCH of them are made in one transaction, at the next
+ * put (before it evicts), when the batch is full, or at close. A warm
+ * symbolizer then takes no write lock per hit (with 64 KiB pages each was a
+ * WAL page or more written). Flushing only waits a short time for the
+ * write lock, because a lost update only makes the LRU order a little less
+ * exact.
  *
  * Damage: the file is untrusted. At open, a file that is not a SQLite
  * database, carries another application_id or user_version, or fails the
@@ -46,7 +50,9 @@ extern const char symb_cache_sql[];
 #define CACHE_BUSY_MS	     5000
 /* A hit's last_used update waits at most this long for the write lock. */
 #define CACHE_TOUCH_BUSY_MS 100
-#define CACHE_PAGE_SIZE	    "65536"
+/* Hits whose last_used updates wait for one transaction (see top). */
+#define CACHE_TOUCH_BATCH 64
+#define CACHE_PAGE_SIZE	  "65536"
 /* The WAL is truncated back to 64 MiB after a checkpoint (a big put grows it). */
 #define CACHE_WAL_LIMIT "67108864"
 
@@ -89,7 +95,11 @@ struct symb_cache {
 	ino_t ino;
 	struct symb_cache_stats st;
 	char msg[256]; /* SQLite's message for a failed open, kept past the ROLLBACK */
+	int64_t touch[CACHE_TOUCH_BATCH]; /* rows hit since the last flush, in hit order */
+	unsigned ntouch;
 };
+
+static void cache_flush_touches(struct symb_cache *c);
 
 /* The checksum column: CRC-32C (lowprof/crc32c.h). */
 #define cache_crc lp_crc32c
@@ -132,6 +142,8 @@ static int cache_errno(int rc)
 static void cache_disconnect(struct symb_cache *c)
 {
 	int i;
+
+	c->ntouch = 0; /* row ids of this file only */
 
 	for (i = 0; i < ST_COUNT; i++) {
 		sqlite3_finalize(c->stmt[i]);
@@ -619,6 +631,7 @@ void symb_cache__close(struct symb_cache *c)
 {
 	if (!c)
 		return;
+	cache_flush_touches(c);
 	cache_disconnect(c);
 	free(c->path);
 	free(c);
@@ -639,19 +652,65 @@ static void cache_drop(struct symb_cache *c, int64_t id, const char *key, const 
 		cache_fail(c, rc, "delete bad row", NULL);
 }
 
-/* Makes row id the most recently used; a busy lock skips it (see top). */
-static void cache_touch(struct symb_cache *c, int64_t id)
+/* Steps a prepared statement to completion and resets it. Returns the SQLite rc. */
+static int cache_run(sqlite3_stmt *s)
 {
-	sqlite3_stmt *s = c->stmt[ST_TOUCH];
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/*
+ * Makes the rows hit since the last flush the most recently used, in hit
+ * order, inside the caller's write transaction. Returns the SQLite rc.
+ */
+static int cache_touch_in_tx(struct symb_cache *c)
+{
+	int rc = SQLITE_OK;
+
+	for (unsigned i = 0; i < c->ntouch && rc == SQLITE_OK; i++) {
+		sqlite3_bind_int64(c->stmt[ST_TOUCH], 1, c->touch[i]);
+		rc = cache_run(c->stmt[ST_TOUCH]);
+	}
+	return rc;
+}
+
+/* The deferred updates in a transaction of their own; a busy lock skips them (see top). */
+static void cache_flush_touches(struct symb_cache *c)
+{
 	int rc;
 
+	if (!c->ntouch || !c->db)
+		return;
 	sqlite3_busy_timeout(c->db, CACHE_TOUCH_BUSY_MS);
-	sqlite3_bind_int64(s, 1, id);
-	rc = sqlite3_step(s);
-	sqlite3_reset(s);
+	rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = cache_touch_in_tx(c);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK && !sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_busy_timeout(c->db, CACHE_BUSY_MS);
-	if (rc != SQLITE_DONE && (rc & 0xff) != SQLITE_BUSY)
+	c->ntouch = 0;
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
 		cache_fail(c, rc, "update last use", NULL);
+}
+
+/* Row id was hit: its last_used update waits for the next flush. */
+static void cache_touch(struct symb_cache *c, int64_t id)
+{
+	for (unsigned i = 0; i < c->ntouch; i++) {
+		if (c->touch[i] != id)
+			continue;
+		/* hit again: it moves to the end, as its update would have */
+		memmove(&c->touch[i], &c->touch[i + 1], (c->ntouch - i - 1) * sizeof(c->touch[0]));
+		c->touch[c->ntouch - 1] = id;
+		return;
+	}
+	if (c->ntouch == CACHE_TOUCH_BATCH)
+		cache_flush_touches(c);
+	c->touch[c->ntouch++] = id;
 }
 
 int symb_cache__get(struct symb_cache *c, const char *key, enum symb_cache_kind kind,
@@ -756,15 +815,6 @@ out:
 	return err;
 }
 
-/* Steps a prepared statement to completion and resets it. Returns the SQLite rc. */
-static int cache_run(sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
 /* Deletes least-recently-used rows until the total is within the budget. */
 static int cache_evict(struct symb_cache *c, int64_t *bytes)
 {
@@ -801,6 +851,10 @@ static int cache_put_once(struct symb_cache *c, const char *key, enum symb_cache
 	rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
+	/* the hits so far count before this put evicts */
+	rc = cache_touch_in_tx(c);
+	if (rc != SQLITE_OK)
+		goto err_out;
 	s = c->stmt[ST_DEL_KEY];
 	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int(s, 2, kind);
@@ -832,6 +886,7 @@ static int cache_put_once(struct symb_cache *c, const char *key, enum symb_cache
 	if (rc != SQLITE_OK)
 		goto err_out;
 	c->st.bytes = bytes;
+	c->ntouch = 0;
 	return SQLITE_OK;
 err_out:
 	return rc;

@@ -268,6 +268,49 @@ static void test_lru_eviction(void **state)
 	symb_cache__close(c);
 }
 
+/*
+ * A hit's last-use update is deferred (one transaction for many hits) but
+ * not lost: made by the next put before it evicts, else at close, and more
+ * than a batch of hits is flushed along the way.
+ */
+static void test_lru_deferred_touches(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache *c;
+	char key[16];
+
+	assert_int_equal(symb_cache__open(f->path, 1000, &c), 0);
+	put_n(c, "a", 300, 1);
+	put_n(c, "b", 300, 2);
+	put_n(c, "c", 300, 3);
+	expect_blob(c, "a", 300, 1);
+	expect_blob(c, "b", 300, 2);
+	expect_blob(c, "a", 300, 1); /* hit again: now the newest of the three */
+	symb_cache__close(c);	     /* order c, b, a */
+	assert_int_equal(symb_cache__open(f->path, 1000, &c), 0);
+	put_n(c, "d", 300, 4); /* c goes */
+	expect_miss(c, "c");
+	put_n(c, "e", 300, 5); /* b goes */
+	expect_miss(c, "b");
+	expect_blob(c, "a", 300, 1);
+	symb_cache__close(c);
+
+	/* 100 rows, all hit in order but the first: a batch flushes on the way */
+	assert_int_equal(symb_cache__open(f->path, 100 * 10, &c), 0);
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put_n(c, key, 10, (uint8_t)i);
+	}
+	for (int i = 1; i < 100; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		expect_blob(c, key, 10, (uint8_t)i);
+	}
+	put_n(c, "z", 10, 7); /* k0, the least recently used, goes */
+	expect_miss(c, "k0");
+	expect_blob(c, "k1", 10, 1);
+	symb_cache__close(c);
+}
+
 static void test_e2big(void **state)
 {
 	struct fx *f = *state;
@@ -816,6 +859,7 @@ int main(void)
 		T(test_checksum_column),
 		T(test_version_kind_mismatch),
 		T(test_lru_eviction),
+		T(test_lru_deferred_touches),
 		T(test_e2big),
 		T(test_persistence),
 		T(test_concurrent_processes),
