@@ -73,6 +73,7 @@ void symb_state_free(struct symb_state *s)
 	free(s->ksym_names);
 	free(s->aggs);
 	free(s->frames);
+	free(s->delta_memo);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -130,9 +131,20 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 	return 0;
 }
 
+/* Some process's mappings changed: what the delta memo holds no longer applies. */
+static void maps_changed(struct symb_state *s)
+{
+	if (++s->maps_gen == 0) {
+		s->maps_gen = 1; /* entries of 2^32 changes ago would match again */
+		free(s->delta_memo);
+		s->delta_memo = NULL;
+	}
+}
+
 /* Forgetting a process keeps its slot (no tombstones; SYMB_MAX_PROCS bounds them). */
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
+	maps_changed(s);
 	s->nmaps_total -= p->nmaps;
 	free(p->maps);
 	p->maps = NULL;
@@ -339,6 +351,7 @@ static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 	}
 	if (!rec->append)
 		proc_clear_maps(s, p);
+	maps_changed(s);
 	p->has_maps = true;
 	while ((r = lps_maps_next(rec, &m)) == 1) {
 		err = proc_add_map(s, p, &m);
@@ -422,13 +435,47 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/*
+ * Sorts the kernel symbols by (address, name offset): a total order, so the
+ * result is the same however it is reached. /proc/kallsyms is in address
+ * order but for a few entries at its end (modules, BPF programs), so the
+ * sorted prefix is kept, only the rest is sorted, and the two are merged
+ * from the back. Without memory for the merge, the whole table is sorted.
+ */
+static void ksyms_sort(struct symb_state *s)
+{
+	struct symb_ksym *k = s->ksyms, *tail;
+	uint32_t n = s->nksyms, p = 1, t, i, j, w;
+
+	while (p < n && ksym_cmp(&k[p - 1], &k[p]) < 0)
+		p++;
+	if (p >= n)
+		return;
+	t = n - p;
+	tail = malloc((size_t)t * sizeof(*tail));
+	if (!tail) {
+		qsort(k, n, sizeof(*k), ksym_cmp);
+		return;
+	}
+	memcpy(tail, k + p, (size_t)t * sizeof(*tail));
+	qsort(tail, t, sizeof(*tail), ksym_cmp);
+	/* k[0, p) and tail[0, t) into k[0, n), largest first */
+	for (i = p, j = t, w = n; j > 0;) {
+		if (i > 0 && ksym_cmp(&k[i - 1], &tail[j - 1]) > 0)
+			k[--w] = k[--i];
+		else
+			k[--w] = tail[--j];
+	}
+	free(tail);
+}
+
 /* Kernel symbols have no sizes: a symbol extends to the next one, at most 1 MiB. */
 const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr)
 {
 	uint32_t lo = 0, hi = s->nksyms;
 
 	if (!s->ksyms_sorted && s->nksyms) {
-		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+		ksyms_sort(s);
 		s->ksyms_sorted = true;
 	}
 	while (lo < hi) {
@@ -576,12 +623,30 @@ static struct symb_frame user_frame(struct symb_state *s, const struct symb_proc
 struct unwind_ctx {
 	struct symb_state *s;
 	const struct symb_proc *p;
+	uint32_t pid;
+};
+
+/*
+ * lookup_delta's answers, direct-mapped by (pid, address): hot code is
+ * unwound through the same return addresses sample after sample, and each
+ * lookup costs a mapping search, a segment search and a search of the
+ * object's table. An entry holds while no process's mappings changed since
+ * (maps_gen, which starts at 1: a zeroed entry never matches).
+ */
+#define DELTA_MEMO_SLOTS 8192
+
+struct symb_delta_memo {
+	uint64_t addr;
+	uint32_t pid;
+	uint32_t gen;
+	struct symb_delta row;
+	uint32_t found; /* enum symb_lookup */
 };
 
 /* The unwinder's view of a process: runtime address -> its object's delta row. */
-static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta *row)
+static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t addr,
+					      struct symb_delta *row)
 {
-	struct unwind_ctx *u = ctx;
 	const struct symb_map *m = u->p ? map_find(u->p, addr) : NULL;
 	const struct symb_delta *d;
 	struct symb_obj *o;
@@ -607,6 +672,33 @@ static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta
 	return SYMB_LOOKUP_FOUND;
 }
 
+static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta *row)
+{
+	struct unwind_ctx *u = ctx;
+	struct symb_state *s = u->s;
+	struct symb_delta_memo *m;
+	enum symb_lookup found;
+
+	if (!s->maps_gen)
+		s->maps_gen = 1;
+	if (!s->delta_memo)
+		s->delta_memo = calloc(DELTA_MEMO_SLOTS, sizeof(*s->delta_memo));
+	if (!s->delta_memo)
+		return lookup_delta_uncached(u, addr, row);
+	m = &s->delta_memo[symb_mix64(s->seed ^ addr ^ (uint64_t)u->pid << 40) &
+			   (DELTA_MEMO_SLOTS - 1)];
+	if (m->gen == s->maps_gen && m->addr == addr && m->pid == u->pid) {
+		if (m->found == SYMB_LOOKUP_FOUND)
+			*row = m->row;
+		return (enum symb_lookup)m->found;
+	}
+	found = lookup_delta_uncached(u, addr, row);
+	*m = (struct symb_delta_memo){addr, u->pid, s->maps_gen, {0}, found};
+	if (found == SYMB_LOOKUP_FOUND)
+		m->row = *row;
+	return found;
+}
+
 /*
  * User frames of a sample that carries registers and a stack copy instead
  * of a frame-pointer walk: unwound here, with each object's stack deltas.
@@ -619,7 +711,7 @@ static uint32_t unwind_user(struct symb_state *s, const struct symb_proc *p,
 	struct symb_uframe uf[LPS_MAX_FRAMES];
 	struct symb_unwind_regs regs = {smp->ip, smp->sp, smp->bp};
 	struct symb_unwind_stack st = {smp->stack_copy, smp->stack_copy_len, smp->sp};
-	struct unwind_ctx u = {s, p};
+	struct unwind_ctx u = {s, p, smp->pid};
 	struct symb_unwind_result res;
 
 	symb_unwind(&regs, &st, lookup_delta, &u, uf, LPS_MAX_FRAMES, &res);

@@ -263,6 +263,10 @@ struct symb_state {
 	size_t nframes, cap_frames;
 
 	struct symb_counters n;
+
+	/* state.c: the unwinder's delta lookups by (pid, address), valid while maps_gen holds */
+	struct symb_delta_memo *delta_memo;
+	uint32_t maps_gen;
 };
 
 static inline uint64_t symb_mix64(uint64_t x)

@@ -896,6 +896,137 @@ static void test_offcpu_ignored(void **state)
 	symb_state_free(&s);
 }
 
+/*
+ * Kernel symbols come in /proc/kallsyms order: sorted but for a tail
+ * (modules, BPF). Lookups must see them in (address, order of arrival)
+ * order however they came: the later of two symbols at one address wins.
+ */
+static void test_ksyms_unsorted_tail(void **state)
+{
+	static const struct {
+		uint64_t addr;
+		const char *name;
+	} in[] = {
+		{0xffffffff81001000ull, "a"},
+		{0xffffffff81002000ull, "b"},
+		{0xffffffff81003000ull, "c"},
+		{0xffffffff81005000ull, "d"},
+		/* the tail: out of order, one below all, one at b's address */
+		{0xffffffff81004000ull, "e"},
+		{0xffffffff81000800ull, "f"},
+		{0xffffffff81002000ull, "g"},
+		{0xffffffff81006000ull, "h"},
+	};
+	static const struct {
+		uint64_t addr;
+		const char *want;
+	} q[] = {
+		{0xffffffff81000900ull, "f"},  {0xffffffff81001001ull, "a"},
+		{0xffffffff81002000ull, "g"},  {0xffffffff81003fffull, "c"},
+		{0xffffffff81004000ull, "e"},  {0xffffffff81005001ull, "d"},
+		{0xffffffff81006000ull, "h"},  {0xffffffff81000700ull, NULL},
+		{0xffffffff81206001ull, NULL}, /* more than 1 MiB past h */
+	};
+	struct symb_state s;
+	struct lps_enc e;
+
+	for (int order = 0; order < 2; order++) {
+		symb_state_init(&s);
+		lps_enc_init_dynamic(&e);
+		lps_enc_ksyms_begin(&e, 0, true, sizeof(in) / sizeof(in[0]));
+		for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+			/* order 1: the tail first, so that the unsorted part is the whole table */
+			size_t j = order ? (i + 4) % 8 : i;
+
+			lps_enc_ksym(&e, &(struct lps_ksym){in[j].addr,
+							    {in[j].name, strlen(in[j].name)},
+							    S("")});
+		}
+		feed(&s, &e);
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			const char *got = symb_ksym_lookup(&s, q[i].addr);
+
+			if (!q[i].want)
+				assert_null(got);
+			else if (order && q[i].addr == 0xffffffff81002000ull)
+				assert_string_equal(got, "b"); /* b came after g */
+			else
+				assert_string_equal(got, q[i].want);
+		}
+		lps_enc_free(&e);
+		symb_state_free(&s);
+	}
+}
+
+/* A sample of pid 100 with registers and a stack copy, to be unwound. */
+static void feed_regs_sample(struct symb_state *s, struct lps_enc *e, const char *comm, uint64_t ip,
+			     const uint64_t *stack, uint32_t nwords)
+{
+	uint64_t le[8];
+	struct lps_sample smp = {.kind = LPS_KIND_CPU,
+				 .time_ns = 1000,
+				 .pid = 100,
+				 .tid = 100,
+				 .comm = {comm, (uint32_t)strlen(comm)},
+				 .weight = 1000000,
+				 .ip = ip,
+				 .sp = 0x7ffd00001000ull,
+				 .bp = 0,
+				 .stack_copy = (const uint8_t *)le,
+				 .stack_copy_len = nwords * 8};
+
+	for (uint32_t i = 0; i < nwords; i++)
+		le[i] = htole64(stack[i]);
+	lps_enc_sample(e, &smp);
+	feed(s, e);
+}
+
+/*
+ * The unwinder's delta lookups are remembered per (pid, address), but only
+ * while no mappings change: after an exec the same registers and stack
+ * unwind against no mappings (one unknown frame, then frame pointers end
+ * the walk), and after the maps come again, against them.
+ */
+static void test_unwind_follows_maps(void **state)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf;
+	/* at the leaf's entry the return address is at sp; the caller's entry "returns" 0 */
+	uint64_t stack[4] = {(uint64_t)(uintptr_t)&symb_test_caller + 1, 0, 0, 0};
+	struct symb_state s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	find_self();
+	symb_state_init(&s);
+	lps_enc_init_dynamic(&e);
+	lps_enc_maps_begin(&e, 900, 100, false, 1);
+	lps_enc_mapping(&e, &self_text);
+	feed(&s, &e);
+	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
+	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
+	lps_enc_exec(&e, &(struct lps_exec){2000, 100, S("app2")});
+	feed(&s, &e);
+	feed_regs_sample(&s, &e, "app2", leaf, stack, 4);
+	lps_enc_maps_begin(&e, 3000, 100, false, 1);
+	lps_enc_mapping(&e, &self_text);
+	feed(&s, &e);
+	feed_regs_sample(&s, &e, "app3", leaf, stack, 4);
+	assert_int_equal(s.n.unwound, 4);
+
+	b = symb_build(&s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	printf("%s", folded);
+	assert_non_null(strstr(folded, "app;symb_test_caller;symb_test_leaf 2\n"));
+	assert_non_null(strstr(folded, "app2;[unknown] 1\n"));
+	assert_non_null(strstr(folded, "app3;symb_test_caller;symb_test_leaf 1\n"));
+	free(folded);
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -910,6 +1041,8 @@ int main(void)
 		cmocka_unit_test(test_summary_sanitized),
 		cmocka_unit_test(test_offcpu_profile),
 		cmocka_unit_test(test_offcpu_ignored),
+		cmocka_unit_test(test_ksyms_unsorted_tail),
+		cmocka_unit_test(test_unwind_follows_maps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
