@@ -2,12 +2,18 @@
 /*
  * pprof writer: struct symb_profile -> profile.proto message -> gzip -> fd.
  *
- * The message is built in a handful of arrays sized from the profile's counts
- * (one allocation per kind of element, not one per element) whose strings
- * point into the profile, packed with protobuf-c, compressed with zlib and
- * written in one go. Nothing survives the call.
+ * The message is encoded directly, section by section, into a few growing
+ * buffers: strings and functions are interned in the order the sections are
+ * walked (header, mappings, locations, samples), each section is encoded as
+ * it is walked, and the message is put together in field order. The bytes
+ * are those protobuf-c packs for the same message (fields in number order,
+ * proto3 zero values left out, repeated scalars packed): the unit test
+ * checks that unpacking and packing again with protobuf-c gives them back.
+ * Building protobuf-c's structs and packing them cost more than gzip.
+ * Nothing survives the call.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,16 +22,10 @@
 
 #include "lowprof/log.h"
 #include "profile.h"
-#include "profile.pb-c.h"
 
-typedef Perftools__Profiles__Profile pp_profile_t;
-typedef Perftools__Profiles__ValueType pp_value_type_t;
-typedef Perftools__Profiles__Sample pp_sample_t;
-typedef Perftools__Profiles__Label pp_label_t;
-typedef Perftools__Profiles__Mapping pp_mapping_t;
-typedef Perftools__Profiles__Location pp_location_t;
-typedef Perftools__Profiles__Line pp_line_t;
-typedef Perftools__Profiles__Function pp_function_t;
+/* profile.proto's wire types and the field numbers used below */
+#define PB_VARINT 0
+#define PB_LEN	  2
 
 /*
  * Interning table for the string table and the function table. Both are
@@ -37,36 +37,32 @@ struct pp_index {
 	size_t mask;
 };
 
-struct pp_build {
-	pp_profile_t msg;
-	pp_value_type_t vt[2], period_type;
-	pp_value_type_t *vtp[2];
+/* A growing byte buffer; oom is set (and later writes dropped) when growing fails. */
+struct pp_buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
 
+struct pp_func_ent {
+	int64_t name, file; /* string indices */
+	uint32_t mapping;
+};
+
+struct pp_build {
 	/* string table: strs[i] borrowed from the profile or a literal */
 	const char **strs;
 	size_t nstrs;
 	struct pp_index str_idx;
 
-	/* functions: keyed by (name, system_name, filename strings, mapping index) */
-	pp_function_t *funcs;
-	pp_function_t **funcp;
-	uint32_t *func_mapping;
+	/* functions: keyed by (name, filename strings, mapping index); id = index + 1 */
+	struct pp_func_ent *funcs;
 	size_t nfuncs;
 	struct pp_index func_idx;
 
-	pp_mapping_t *maps;
-	pp_mapping_t **mapp;
-	pp_location_t *locs;
-	pp_location_t **locp;
-	pp_line_t *lines; /* every location's lines, in location order */
-	pp_line_t **linep;
-	pp_sample_t *samples;
-	pp_sample_t **samplep;
-	uint64_t *loc_ids;
-	int64_t *values;
-	pp_label_t *labels;
-	pp_label_t **labelp;
-	int64_t *comments;
+	/* the repeated message fields, each already encoded with its tags */
+	struct pp_buf samples, mappings, locations, functions;
+	struct pp_buf msg, sub, sub2; /* the message; scratch for nested messages */
 };
 
 static const char *nz(const char *s)
@@ -117,6 +113,101 @@ static int64_t pp_str(struct pp_build *b, const char *s)
 	return b->nstrs++;
 }
 
+/* ---- encoding ------------------------------------------------------------ */
+
+/* Room for n more bytes: true, or false with b->oom set. */
+static bool pb_room(struct pp_buf *b, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->oom)
+		return false;
+	if (b->cap - b->len >= n)
+		return true;
+	for (cap = b->cap ? b->cap : 4096; cap - b->len < n; cap *= 2)
+		;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static void pb_varint(struct pp_buf *b, uint64_t v)
+{
+	if (!pb_room(b, 10))
+		return;
+	while (v >= 0x80) {
+		b->p[b->len++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b->p[b->len++] = (uint8_t)v;
+}
+
+static size_t pb_varint_size(uint64_t v)
+{
+	size_t n = 1;
+
+	for (; v >= 0x80; v >>= 7)
+		n++;
+	return n;
+}
+
+static void pb_tag(struct pp_buf *b, uint32_t field, uint32_t wire)
+{
+	pb_varint(b, (uint64_t)field << 3 | wire);
+}
+
+/* A proto3 scalar (int64 as its two's complement, uint64, bool): left out when 0. */
+static void pb_int(struct pp_buf *b, uint32_t field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_tag(b, field, PB_VARINT);
+	pb_varint(b, v);
+}
+
+/* A length-delimited field: a string, a nested message, packed scalars. */
+static void pb_bytes(struct pp_buf *b, uint32_t field, const void *p, size_t n)
+{
+	pb_tag(b, field, PB_LEN);
+	pb_varint(b, n);
+	if (n && pb_room(b, n)) {
+		memcpy(b->p + b->len, p, n);
+		b->len += n;
+	}
+}
+
+/* The message in sub as field of b; sub is emptied for the next one. */
+static void pb_msg(struct pp_buf *b, uint32_t field, struct pp_buf *sub)
+{
+	if (sub->oom)
+		b->oom = true;
+	pb_bytes(b, field, sub->p, sub->len);
+	sub->len = 0;
+}
+
+/* n packed varints (v[i], or (uint64_t)v[i] for int64): left out when n is 0. */
+static void pb_packed(struct pp_buf *b, uint32_t field, const uint64_t *v, size_t n)
+{
+	size_t size = 0, i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		size += pb_varint_size(v[i]);
+	pb_tag(b, field, PB_LEN);
+	pb_varint(b, size);
+	for (i = 0; i < n; i++)
+		pb_varint(b, v[i]);
+}
+
+/* ---- building ------------------------------------------------------------ */
+
 /*
  * Id of the function named name with source file file (NULL: unknown) in
  * mapping (SYMB_NO_MAPPING for none), adding it if new. Functions are one per
@@ -134,19 +225,12 @@ static uint64_t pp_func(struct pp_build *b, const char *name, const char *file, 
 	for (; b->func_idx.slots[i]; i = (i + 1) & b->func_idx.mask) {
 		uint32_t e = b->func_idx.slots[i] - 1;
 
-		if (b->funcs[e].name == name_ix && b->funcs[e].system_name == name_ix &&
-		    b->funcs[e].filename == file_ix && b->func_mapping[e] == mapping)
+		if (b->funcs[e].name == name_ix && b->funcs[e].file == file_ix &&
+		    b->funcs[e].mapping == mapping)
 			return e + 1;
 	}
 	b->func_idx.slots[i] = b->nfuncs + 1;
-	b->func_mapping[b->nfuncs] = mapping;
-	perftools__profiles__function__init(&b->funcs[b->nfuncs]);
-	b->funcs[b->nfuncs].id = b->nfuncs + 1;
-	b->funcs[b->nfuncs].name = name_ix;
-	b->funcs[b->nfuncs].system_name = name_ix;
-	/* the source file (0 = "" when only a symbol is known) */
-	b->funcs[b->nfuncs].filename = file_ix;
-	b->funcp[b->nfuncs] = &b->funcs[b->nfuncs];
+	b->funcs[b->nfuncs] = (struct pp_func_ent){name_ix, file_ix, mapping};
 	return ++b->nfuncs;
 }
 
@@ -155,22 +239,14 @@ static void pp_build_free(struct pp_build *b)
 	free(b->strs);
 	free(b->str_idx.slots);
 	free(b->funcs);
-	free(b->funcp);
-	free(b->func_mapping);
 	free(b->func_idx.slots);
-	free(b->maps);
-	free(b->mapp);
-	free(b->locs);
-	free(b->locp);
-	free(b->lines);
-	free(b->linep);
-	free(b->samples);
-	free(b->samplep);
-	free(b->loc_ids);
-	free(b->values);
-	free(b->labels);
-	free(b->labelp);
-	free(b->comments);
+	free(b->samples.p);
+	free(b->mappings.p);
+	free(b->locations.p);
+	free(b->functions.p);
+	free(b->msg.p);
+	free(b->sub.p);
+	free(b->sub2.p);
 }
 
 /*
@@ -205,8 +281,7 @@ static int pp_check(const struct symb_profile *p, size_t *total_locs, size_t *to
 	return 0;
 }
 
-static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t total_locs,
-		    size_t total_lines)
+static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t total_lines)
 {
 	/*
 	 * "", 2 value types, period type, "pid", "comm", then the profile's
@@ -221,24 +296,7 @@ static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t tot
 		return -E2BIG;
 	b->strs = pp_calloc(max_strs, sizeof(*b->strs));
 	b->funcs = pp_calloc(total_lines, sizeof(*b->funcs));
-	b->funcp = pp_calloc(total_lines, sizeof(*b->funcp));
-	b->func_mapping = pp_calloc(total_lines, sizeof(*b->func_mapping));
-	b->maps = pp_calloc(p->nmappings, sizeof(*b->maps));
-	b->mapp = pp_calloc(p->nmappings, sizeof(*b->mapp));
-	b->locs = pp_calloc(p->nlocations, sizeof(*b->locs));
-	b->locp = pp_calloc(p->nlocations, sizeof(*b->locp));
-	b->lines = pp_calloc(total_lines, sizeof(*b->lines));
-	b->linep = pp_calloc(total_lines, sizeof(*b->linep));
-	b->samples = pp_calloc(p->nstacks, sizeof(*b->samples));
-	b->samplep = pp_calloc(p->nstacks, sizeof(*b->samplep));
-	b->loc_ids = pp_calloc(total_locs, sizeof(*b->loc_ids));
-	b->values = pp_calloc(p->nstacks, 2 * sizeof(*b->values));
-	b->labels = pp_calloc(p->nstacks, 2 * sizeof(*b->labels));
-	b->labelp = pp_calloc(p->nstacks, 2 * sizeof(*b->labelp));
-	b->comments = pp_calloc(p->ncomments, sizeof(*b->comments));
-	if (!b->strs || !b->funcs || !b->funcp || !b->func_mapping || !b->maps || !b->mapp ||
-	    !b->locs || !b->locp || !b->lines || !b->linep || !b->samples || !b->samplep ||
-	    !b->loc_ids || !b->values || !b->labels || !b->labelp || !b->comments)
+	if (!b->strs || !b->funcs)
 		return -ENOMEM;
 	err = pp_index_init(&b->str_idx, max_strs);
 	if (err)
@@ -246,142 +304,175 @@ static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t tot
 	return pp_index_init(&b->func_idx, total_lines);
 }
 
-static void pp_fill_header(struct pp_build *b, const struct symb_profile *p)
+/* ValueType {type = 1, unit = 2} as field of b. */
+static void pp_value_type(struct pp_build *b, struct pp_buf *out, uint32_t field,
+			  const struct symb_value_type *vt)
 {
-	pp_profile_t *m = &b->msg;
-	size_t i;
+	int64_t type = pp_str(b, vt->type), unit = pp_str(b, vt->unit);
 
-	pp_str(b, ""); /* index 0 must be "" */
-	for (i = 0; i < 2; i++) {
-		perftools__profiles__value_type__init(&b->vt[i]);
-		b->vt[i].type = pp_str(b, p->value_types[i].type);
-		b->vt[i].unit = pp_str(b, p->value_types[i].unit);
-		b->vtp[i] = &b->vt[i];
-	}
-	m->n_sample_type = 2;
-	m->sample_type = b->vtp;
-	perftools__profiles__value_type__init(&b->period_type);
-	b->period_type.type = pp_str(b, p->period_type.type);
-	b->period_type.unit = pp_str(b, p->period_type.unit);
-	m->period_type = &b->period_type;
-	m->period = p->period;
-	m->time_nanos = p->time_nanos;
-	m->duration_nanos = p->duration_nanos;
-	/* What folded and HTML show is also what pprof opens with. */
-	m->default_sample_type = b->vt[p->folded_value].type;
-	for (i = 0; i < p->ncomments; i++)
-		b->comments[i] = pp_str(b, p->comments[i]);
-	m->n_comment = p->ncomments;
-	m->comment = b->comments;
+	pb_int(&b->sub, 1, (uint64_t)type);
+	pb_int(&b->sub, 2, (uint64_t)unit);
+	pb_msg(out, field, &b->sub);
 }
 
-static void pp_fill_mappings(struct pp_build *b, const struct symb_profile *p)
+/* Mapping {id 1, memory_start 2, memory_limit 3, file_offset 4, filename 5, build_id 6, has_functions 7} */
+static void pp_encode_mappings(struct pp_build *b, const struct symb_profile *p)
 {
-	size_t i;
-
-	for (i = 0; i < p->nmappings; i++) {
+	for (size_t i = 0; i < p->nmappings; i++) {
 		const struct symb_mapping *sm = &p->mappings[i];
-		pp_mapping_t *mm = &b->maps[i];
+		int64_t filename = pp_str(b, sm->path), build_id = pp_str(b, sm->build_id);
 
-		perftools__profiles__mapping__init(mm);
-		mm->id = i + 1;
-		mm->memory_start = sm->start;
-		mm->memory_limit = sm->limit;
-		mm->file_offset = sm->file_offset;
-		mm->filename = pp_str(b, sm->path);
-		mm->build_id = pp_str(b, sm->build_id);
-		mm->has_functions = sm->has_functions;
-		b->mapp[i] = mm;
+		pb_int(&b->sub, 1, i + 1);
+		pb_int(&b->sub, 2, sm->start);
+		pb_int(&b->sub, 3, sm->limit);
+		pb_int(&b->sub, 4, sm->file_offset);
+		pb_int(&b->sub, 5, (uint64_t)filename);
+		pb_int(&b->sub, 6, (uint64_t)build_id);
+		pb_int(&b->sub, 7, sm->has_functions);
+		pb_msg(&b->mappings, 3, &b->sub);
 	}
-	b->msg.n_mapping = p->nmappings;
-	b->msg.mapping = b->mapp;
 }
 
 /*
- * Line entries of one location from pos on: one per source line, innermost
- * first as pprof wants them (the last is the caller the others were inlined
- * into), or just the function. Returns how many.
+ * Location {id 1, mapping_id 2, address 3, line 4...}: one Line {function_id
+ * 1, line 2} per source line, innermost first as pprof wants them (the last
+ * is the caller the others were inlined into), or just the function.
  */
-static size_t pp_fill_lines(struct pp_build *b, const struct symb_location *sl, size_t pos)
+static void pp_encode_locations(struct pp_build *b, const struct symb_profile *p)
 {
-	size_t k, n = sl->nlines ? sl->nlines : 1;
-
-	for (k = 0; k < n; k++) {
-		pp_line_t *ln = &b->lines[pos + k];
-
-		perftools__profiles__line__init(ln);
-		if (sl->nlines) {
-			const struct symb_line *src = &sl->lines[k];
-
-			ln->function_id = pp_func(b, src->function ? src->function : "[unknown]",
-						  src->file, sl->mapping);
-			ln->line = src->line;
-		} else {
-			ln->function_id = pp_func(b, sl->function, NULL, sl->mapping);
-		}
-		b->linep[pos + k] = ln;
-	}
-	return n;
-}
-
-static void pp_fill_locations(struct pp_build *b, const struct symb_profile *p)
-{
-	size_t i, pos = 0;
-
-	for (i = 0; i < p->nlocations; i++) {
+	for (size_t i = 0; i < p->nlocations; i++) {
 		const struct symb_location *sl = &p->locations[i];
-		pp_location_t *l = &b->locs[i];
+		size_t k, n = sl->nlines ? sl->nlines : 1;
 
-		perftools__profiles__location__init(l);
-		l->id = i + 1;
-		l->mapping_id = sl->mapping == SYMB_NO_MAPPING ? 0 : (uint64_t)sl->mapping + 1;
-		l->address = sl->address;
-		l->line = &b->linep[pos];
-		l->n_line = pp_fill_lines(b, sl, pos);
-		pos += l->n_line;
-		b->locp[i] = l;
+		pb_int(&b->sub, 1, i + 1);
+		pb_int(&b->sub, 2, sl->mapping == SYMB_NO_MAPPING ? 0 : (uint64_t)sl->mapping + 1);
+		pb_int(&b->sub, 3, sl->address);
+		for (k = 0; k < n; k++) {
+			if (sl->nlines) {
+				const struct symb_line *src = &sl->lines[k];
+
+				pb_int(&b->sub2, 1,
+				       pp_func(b, src->function ? src->function : "[unknown]",
+					       src->file, sl->mapping));
+				pb_int(&b->sub2, 2, src->line);
+			} else {
+				pb_int(&b->sub2, 1, pp_func(b, sl->function, NULL, sl->mapping));
+			}
+			pb_msg(&b->sub, 4, &b->sub2);
+		}
+		pb_msg(&b->locations, 4, &b->sub);
 	}
-	b->msg.n_location = p->nlocations;
-	b->msg.location = b->locp;
-	b->msg.n_function = b->nfuncs;
-	b->msg.function = b->funcp;
+	/* Function {id 1, name 2, system_name 3, filename 4}, in the order they were made */
+	for (size_t i = 0; i < b->nfuncs; i++) {
+		pb_int(&b->sub, 1, i + 1);
+		pb_int(&b->sub, 2, (uint64_t)b->funcs[i].name);
+		pb_int(&b->sub, 3, (uint64_t)b->funcs[i].name);
+		/* the source file (0 = "" when only a symbol is known) */
+		pb_int(&b->sub, 4, (uint64_t)b->funcs[i].file);
+		pb_msg(&b->functions, 5, &b->sub);
+	}
 }
 
-static void pp_fill_samples(struct pp_build *b, const struct symb_profile *p)
+/*
+ * Sample {location_id 1 (packed, leaf first as the stacks), value 2
+ * (packed), label 3: {key "pid", num pid}, {key "comm", str comm}}
+ */
+static void pp_encode_samples(struct pp_build *b, const struct symb_profile *p)
 {
 	int64_t pid_key = pp_str(b, "pid"), comm_key = pp_str(b, "comm");
-	uint64_t *ids = b->loc_ids;
-	size_t i, j;
+	uint64_t *ids = NULL;
+	size_t cap = 0;
 
-	for (i = 0; i < p->nstacks; i++) {
+	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct symb_stack *st = &p->stacks[i];
-		pp_sample_t *s = &b->samples[i];
-		pp_label_t *lb = &b->labels[2 * i];
+		uint64_t values[2] = {(uint64_t)st->values[0], (uint64_t)st->values[1]};
+		int64_t comm;
 
-		perftools__profiles__sample__init(s);
-		for (j = 0; j < st->nlocs; j++)
-			ids[j] = (uint64_t)st->locs[j] + 1; /* both leaf first */
-		s->n_location_id = st->nlocs;
-		s->location_id = ids;
-		ids += st->nlocs;
-		b->values[2 * i] = st->values[0];
-		b->values[2 * i + 1] = st->values[1];
-		s->n_value = 2;
-		s->value = &b->values[2 * i];
-		perftools__profiles__label__init(&lb[0]);
-		lb[0].key = pid_key;
-		lb[0].num = st->pid;
-		perftools__profiles__label__init(&lb[1]);
-		lb[1].key = comm_key;
-		lb[1].str = pp_str(b, st->comm);
-		b->labelp[2 * i] = &lb[0];
-		b->labelp[2 * i + 1] = &lb[1];
-		s->n_label = 2;
-		s->label = &b->labelp[2 * i];
-		b->samplep[i] = s;
+		if (st->nlocs > cap) {
+			uint64_t *n = realloc(ids, st->nlocs * sizeof(*ids));
+
+			if (!n) {
+				b->samples.oom = true;
+				break;
+			}
+			ids = n;
+			cap = st->nlocs;
+		}
+		for (uint32_t j = 0; j < st->nlocs; j++)
+			ids[j] = (uint64_t)st->locs[j] + 1;
+		pb_packed(&b->sub, 1, ids, st->nlocs);
+		pb_packed(&b->sub, 2, values, 2);
+		pb_int(&b->sub2, 1, (uint64_t)pid_key);
+		pb_int(&b->sub2, 3, st->pid);
+		pb_msg(&b->sub, 3, &b->sub2);
+		comm = pp_str(b, st->comm);
+		pb_int(&b->sub2, 1, (uint64_t)comm_key);
+		pb_int(&b->sub2, 2, (uint64_t)comm);
+		pb_msg(&b->sub, 3, &b->sub2);
+		pb_msg(&b->samples, 2, &b->sub);
 	}
-	b->msg.n_sample = p->nstacks;
-	b->msg.sample = b->samplep;
+	free(ids);
+}
+
+/* Appends a finished section to the message. */
+static void pb_append(struct pp_buf *b, const struct pp_buf *sec)
+{
+	if (sec->oom)
+		b->oom = true;
+	if (sec->len && pb_room(b, sec->len)) {
+		memcpy(b->p + b->len, sec->p, sec->len);
+		b->len += sec->len;
+	}
+}
+
+/*
+ * The whole message, fields in number order: sample_type 1, sample 2,
+ * mapping 3, location 4, function 5, string_table 6, time_nanos 9,
+ * duration_nanos 10, period_type 11, period 12, comment 13 (packed),
+ * default_sample_type 14. Strings are interned in the order of the old
+ * protobuf-c builder: header, mappings, locations, samples.
+ */
+static int pp_encode(struct pp_build *b, const struct symb_profile *p)
+{
+	struct pp_buf head = {0}, ptype = {0};
+	uint64_t *comments = pp_calloc(p->ncomments, sizeof(*comments));
+	int64_t vt_type[2];
+	size_t i;
+
+	if (!comments)
+		return -ENOMEM;
+	pp_str(b, ""); /* index 0 must be "" */
+	for (i = 0; i < 2; i++) {
+		vt_type[i] = pp_str(b, p->value_types[i].type);
+		pb_int(&b->sub, 1, (uint64_t)vt_type[i]);
+		pb_int(&b->sub, 2, (uint64_t)pp_str(b, p->value_types[i].unit));
+		pb_msg(&head, 1, &b->sub);
+	}
+	pp_value_type(b, &ptype, 11, &p->period_type);
+	for (i = 0; i < p->ncomments; i++)
+		comments[i] = (uint64_t)pp_str(b, p->comments[i]);
+	pp_encode_mappings(b, p);
+	pp_encode_locations(b, p);
+	pp_encode_samples(b, p);
+
+	pb_append(&b->msg, &head);
+	pb_append(&b->msg, &b->samples);
+	pb_append(&b->msg, &b->mappings);
+	pb_append(&b->msg, &b->locations);
+	pb_append(&b->msg, &b->functions);
+	for (i = 0; i < b->nstrs; i++)
+		pb_bytes(&b->msg, 6, b->strs[i], strlen(b->strs[i]));
+	pb_int(&b->msg, 9, (uint64_t)p->time_nanos);
+	pb_int(&b->msg, 10, (uint64_t)p->duration_nanos);
+	pb_append(&b->msg, &ptype);
+	pb_int(&b->msg, 12, (uint64_t)p->period);
+	pb_packed(&b->msg, 13, comments, p->ncomments);
+	/* What folded and HTML show is also what pprof opens with. */
+	pb_int(&b->msg, 14, (uint64_t)vt_type[p->folded_value]);
+	free(comments);
+	free(head.p);
+	free(ptype.p);
+	return b->msg.oom ? -ENOMEM : 0;
 }
 
 /*
@@ -445,9 +536,9 @@ static int pp_write_all(int fd, const uint8_t *buf, size_t len)
 
 int symb_write_pprof(const struct symb_profile *p, int fd)
 {
-	struct pp_build b = {.msg = PERFTOOLS__PROFILES__PROFILE__INIT};
-	uint8_t *packed = NULL, *gz = NULL;
-	size_t total_locs, total_lines, packed_len, gz_len;
+	struct pp_build b = {0};
+	uint8_t *gz = NULL;
+	size_t total_locs, total_lines, gz_len;
 	int err;
 
 	err = pp_check(p, &total_locs, &total_lines);
@@ -455,28 +546,14 @@ int symb_write_pprof(const struct symb_profile *p, int fd)
 		lp_err("pprof: invalid profile (index out of range)");
 		goto err_out;
 	}
-	err = pp_alloc(&b, p, total_locs, total_lines);
+	err = pp_alloc(&b, p, total_lines);
+	if (!err)
+		err = pp_encode(&b, p);
 	if (err) {
-		lp_err("pprof: cannot allocate the message: %s", strerror(-err));
+		lp_err("pprof: cannot build the message: %s", strerror(-err));
 		goto err_out;
 	}
-	pp_fill_header(&b, p);
-	pp_fill_mappings(&b, p);
-	pp_fill_locations(&b, p);
-	pp_fill_samples(&b, p);
-	b.msg.n_string_table = b.nstrs;
-	/* protobuf-c packs strings without writing to them */
-	b.msg.string_table = (char **)b.strs;
-
-	packed_len = perftools__profiles__profile__get_packed_size(&b.msg);
-	packed = malloc(packed_len ? packed_len : 1);
-	if (!packed) {
-		err = -ENOMEM;
-		lp_err("pprof: cannot allocate %zu bytes to pack the profile", packed_len);
-		goto err_out;
-	}
-	perftools__profiles__profile__pack(&b.msg, packed);
-	err = pp_gzip(packed, packed_len, &gz, &gz_len);
+	err = pp_gzip(b.msg.p ? b.msg.p : (const uint8_t *)"", b.msg.len, &gz, &gz_len);
 	if (err) {
 		lp_err("pprof: gzip failed: %s", strerror(-err));
 		goto err_out;
@@ -486,7 +563,6 @@ int symb_write_pprof(const struct symb_profile *p, int fd)
 		lp_err("pprof: write failed: %s", strerror(-err));
 err_out:
 	free(gz);
-	free(packed);
 	pp_build_free(&b);
 	return err;
 }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* pprof writer: gunzip and decode the output with protobuf-c, check every field. */
+/*
+ * pprof writer: gunzip and decode the output with protobuf-c, check every
+ * field, and that protobuf-c packs the decoded message to the same bytes.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +69,21 @@ static pb_t *write_decode(const struct symb_profile *p)
 	raw = gunzip(gz, len, &plen);
 	m = perftools__profiles__profile__unpack(NULL, plen, raw);
 	assert_non_null(m);
+	/*
+	 * The writer encodes by hand: its bytes must be protobuf-c's own
+	 * packing of the message they hold (fields in order, zeros left out,
+	 * packed repeated scalars), so that the output is what it always was.
+	 */
+	{
+		size_t n = perftools__profiles__profile__get_packed_size(m);
+		uint8_t *again = malloc(n ? n : 1);
+
+		assert_non_null(again);
+		assert_int_equal(perftools__profiles__profile__pack(m, again), n);
+		assert_int_equal(n, plen);
+		assert_memory_equal(again, raw, n);
+		free(again);
+	}
 	free(raw);
 	free(gz);
 	return m;
@@ -330,6 +348,65 @@ static void test_deterministic(void **state)
 	free(b);
 }
 
+/*
+ * Values at the edges of the encoding: zeros (left out), negatives (ten-byte
+ * varints), a stack without locations (no location_id field), pid 0, an
+ * empty comm, a line without function or file, no mapping, no build-id,
+ * more than 127 locations in a stack (a two-byte packed length). The
+ * repacking check in write_decode does the work.
+ */
+static void test_encoding_edges(void **state)
+{
+	static const struct symb_mapping maps[] = {{.path = "/bin/x", .start = 0, .limit = 0}};
+	static const struct symb_line lines[] = {
+		{.function = NULL, .file = NULL, .line = 0},
+		{.function = "outer", .file = "x.c", .line = 4000000000u}};
+	static const struct symb_location locs[] = {
+		{.mapping = 0, .address = 0, .function = "f"},
+		{.mapping = SYMB_NO_MAPPING, .address = UINT64_MAX, .function = "g"},
+		{.mapping = 0, .address = 0x10, .function = "outer", .lines = lines, .nlines = 2},
+	};
+	static uint32_t many[300];
+	static const uint32_t one[] = {2};
+	struct symb_stack stacks[] = {
+		{.pid = 0, .comm = "", .locs = NULL, .nlocs = 0, .values = {0, -1}},
+		{.pid = UINT32_MAX,
+		 .comm = "c",
+		 .locs = one,
+		 .nlocs = 1,
+		 .values = {INT64_MIN, INT64_MAX}},
+		{.pid = 7, .comm = "many", .locs = many, .nlocs = 300, .values = {1, 2}},
+	};
+	struct symb_profile p = {
+		.mappings = maps,
+		.nmappings = 1,
+		.locations = locs,
+		.nlocations = N(locs),
+		.stacks = stacks,
+		.nstacks = N(stacks),
+		.value_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+		.period_type = {NULL, NULL},
+		.period = -5,
+		.time_nanos = 0,
+		.duration_nanos = -1,
+		.folded_value = 1,
+	};
+	pb_t *m;
+
+	for (size_t i = 0; i < N(many); i++)
+		many[i] = (uint32_t)(i % 3);
+	m = write_decode(&p);
+	assert_int_equal(m->n_sample, 3);
+	assert_int_equal(m->sample[0]->n_location_id, 0);
+	assert_int_equal(m->sample[1]->value[0], INT64_MIN);
+	assert_int_equal(m->sample[2]->n_location_id, 300);
+	assert_int_equal(m->period, -5);
+	assert_int_equal(m->duration_nanos, -1);
+	assert_non_null(m->period_type);
+	assert_int_equal(m->period_type->type, 0);
+	perftools__profiles__profile__free_unpacked(m, NULL);
+}
+
 static void test_empty(void **state)
 {
 	struct symb_profile p = {
@@ -384,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_inline_lines),
 		cmocka_unit_test(test_inline_function_files),
 		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_encoding_edges),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_bad_input),
 	};
