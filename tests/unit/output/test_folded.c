@@ -136,6 +136,39 @@ static void test_lines_sorted_bytewise(void **state)
 	assert_folded(&p, "x;B 1\nx;a 1 3\nx;a 9\n");
 }
 
+/*
+ * Without spaces, key order is line order: prefixes and ':' (the ';' of a
+ * name) sort as bytes; values print as "%" PRId64 would, negative ones too.
+ */
+static void test_lines_sorted_no_space(void **state)
+{
+	static const struct symb_location locs[] = {
+		{.mapping = SYMB_NO_MAPPING, .function = "a"},
+		{.mapping = SYMB_NO_MAPPING, .function = "a!"},
+		{.mapping = SYMB_NO_MAPPING, .function = "a;b"},
+		{.mapping = SYMB_NO_MAPPING, .function = "A"},
+	};
+	static const uint32_t s0[] = {0}, s1[] = {1}, s2[] = {2}, s3[] = {3}, s01[] = {1, 0};
+	static const struct symb_stack stacks[] = {
+		{.comm = "x", .locs = s0, .nlocs = 1, .values = {0, 0}},
+		{.comm = "x", .locs = s1, .nlocs = 1, .values = {INT64_MIN, 0}},
+		{.comm = "x", .locs = s2, .nlocs = 1, .values = {-12, 0}},
+		{.comm = "x", .locs = s3, .nlocs = 1, .values = {INT64_MAX, 0}},
+		{.comm = "x", .locs = s01, .nlocs = 2, .values = {10, 0}},
+		{.comm = "x", .locs = s0, .nlocs = 1, .values = {5, 0}},
+	};
+	struct symb_profile p = {
+		.locations = locs,
+		.nlocations = N(locs),
+		.stacks = stacks,
+		.nstacks = N(stacks),
+		.folded_value = 0,
+	};
+
+	assert_folded(&p, "x;A 9223372036854775807\nx;a 5\nx;a! -9223372036854775808\nx;a:b "
+			  "-12\nx;a;a! 10\n");
+}
+
 static void test_empty(void **state)
 {
 	struct symb_profile p = {.folded_value = 1};
@@ -246,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_sanitize_merge_kernel),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_lines_sorted_bytewise),
+		cmocka_unit_test(test_lines_sorted_no_space),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_inline_frames),
