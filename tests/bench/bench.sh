@@ -779,8 +779,17 @@ offcpu_rows() {
 # the capture with a new cache (cold), the cache that run filled (warm), no
 # cache, and two warm replays at once, interleaved round by round with perf
 # report and perf script on the perf.data.
+#
+# The warm figure is samples / the whole process's CPU time, start-up
+# included (loading, opening the cache, the kernel symbol snapshot), which a
+# short capture does not amortise. Next to it, the marginal rate: the first
+# half of the capture's bytes (a capture cut short replays what is whole;
+# the metadata, kernel symbols and maps come first) is replayed warm too,
+# and (samples of the whole - samples of the half) / (CPU of the whole -
+# CPU of the half) is what each further sample costs.
 
 cap="$tmp/symb.lpcap"
+halfcap="$tmp/symb-half.lpcap" # its first half, for the marginal rate
 pdata="$tmp/symb.perf.data"
 declare -A S # section 3: "KIND.cpu" / "KIND.wall" lists of seconds, counts
 mix_pgids=()
@@ -878,6 +887,9 @@ symb_record() {
 	S[dropped]=$(sed -n 's/.* \([0-9]*\) by the capture writer.*/\1/p' "$logs/symb-capture-info.log")
 	S[cap_mib]=$(calc "$(stat -c %s "$cap") / 1048576")
 	[[ -n "${S[samples]}" && ${S[samples]} -gt 0 ]] || { log "no samples in the capture"; return 1; }
+	# 0600 as the capture: stack copies are the processes' memory
+	(umask 077 && head -c "$(($(stat -c %s "$cap") / 2))" "$cap" >"$halfcap")
+	S[half_samples]=$("$LP" capture-info "$halfcap" 2>/dev/null | sed -n 's/^samples *on-CPU \([0-9]*\).*/\1/p')
 	if [[ -n "$pp" && -s "$pdata" ]]; then
 		S[perf_samples]=$(perf script -i "$pdata" -F pid 2>/dev/null | wc -l)
 		S[perf_lost]=$(perf report -i "$pdata" --stats 2>/dev/null | awk '/LOST_SAMPLES events:/ {n += $3} END {print n + 0}')
@@ -894,13 +906,13 @@ timed() {
 		time "$@" >/dev/null 2>>"$logs/symb-$key.log"
 	) 2>"$tmp/time.$key"
 }
-# replay KEY ARGS...: lowprof-symbolizer replaying the capture as nobody,
-# outputs written, no summary
+# replay KEY ARGS...: lowprof-symbolizer replaying the capture (or
+# $replay_cap) as nobody, outputs written, no summary
 replay() {
 	local key=$1
 	shift
 	rm -rf "$tmp/replay.$key"
-	timed "$key" "$build/lowprof-symbolizer" --capture "$cap" -o "$tmp/replay.$key" -u nobody --no-summary "$@" &&
+	timed "$key" "$build/lowprof-symbolizer" --capture "${replay_cap:-$cap}" -o "$tmp/replay.$key" -u nobody --no-summary "$@" &&
 		[[ -s "$tmp/replay.$key/cpu.folded" ]]
 }
 # keep KIND KEY: adds a finished run's CPU and wall seconds to KIND's lists
@@ -937,6 +949,7 @@ symb_round() { # ROUND
 	rm -f "$db" "$db-wal" "$db-shm" "$db-journal" # cachedir: nobody's, so nobody can create it
 	kept replay cold --cache "$db"
 	kept replay warm --cache "$db"
+	[[ -n "${S[half_samples]:-}" ]] && replay_cap=$halfcap kept replay warmhalf --cache "$db"
 	kept replay nocache --no-cache
 	busy_s b0
 	now_us t0
@@ -993,6 +1006,23 @@ symb_rate() {
 	echo "$(calc "$2 / $c") $(calc "$2 / $w") $c $w"
 }
 
+# symb_marginal_row SECTION SAMPLES: the warm replay's marginal rate, from
+# the medians of the whole capture and of its first half
+symb_marginal_row() {
+	local nh=${S[half_samples]:-} c ch v
+	# shellcheck disable=SC2086
+	c=$(median ${S[warm.cpu]:-})
+	# shellcheck disable=SC2086
+	ch=$(median ${S[warmhalf.cpu]:-})
+	if [[ -z "$nh" || -z "$c" || -z "$ch" ]] || ! awk -v a="$c" -v b="$ch" -v n="$2" -v h="$nh" 'BEGIN {exit !(a > b && n > h)}'; then
+		add_row "$1" "lowprof replay, warm cache, marginal" "not measured (see logs/symb-warmhalf.log)" "" "" ""
+		return
+	fi
+	v=$(calc "($2 - $nh) / ($c - $ch)")
+	add_row "$1" "lowprof replay, warm cache, marginal" "$(fmt %.0f "$v") samples/CPU-s ($(($2 - nh)) samples in $(fmt %.3f "$(calc "$c - $ch")") CPU-s more than the first half's $nh samples; start-up and the rest, $(fmt %.3f "$(calc "$ch - $nh / $v")") CPU-s)" "" "" \
+		"the warm replay of the whole capture and of its first half (head -c of half its bytes; capture-info's 'samples on-CPU' of each), same cache, interleaved in every round: (samples of the whole - of the half) / (median CPU of the whole - of the half): what a further sample costs once start-up is paid; the fixed part is the half's CPU less its samples at that rate"
+}
+
 symb_rows() {
 	local sec="3. symbolization throughput" n=${S[samples]:-} pn=${S[perf_samples]:-} kind label how
 	local pc pw c w st goal lc lw rc rw load
@@ -1028,6 +1058,7 @@ symb_rows() {
 		[[ $kind == cold ]] && how+="; $n samples / user+sys of the symbolizer (bash time; it stays one process after becoming nobody), and / its wall time, start to exit: reading and decompressing the capture, loading binaries, unwinding, symbolizing, writing cpu.pb.gz, cpu.folded and cpu.html; $rounds_txt. Binaries loaded in: the summary's wall time for loading them, from one lowprof replay with a new cache, and again on that cache for the warm row, before the rounds"
 		add_row "$sec" "$label" "$(fmt %.0f "$pc") samples/CPU-s, $(fmt %.0f "$pw") samples/s wall (CPU $(fmt %.3f "$c") s, wall $(fmt %.3f "$w") s)$load" "$goal" "$st" "$how"
 	done
+	symb_marginal_row "$sec" "$n"
 	read -r pc pw c w <<<"$(symb_rate dual "$((2 * n))")"
 	if [[ -n "$pc" ]]; then
 		local others
