@@ -44,7 +44,7 @@ static const char usage[] =
 	"                         socket, the only uid besides root the ring is handed\n"
 	"                         to and files are opened for (default nobody)\n"
 	"      --ring-size BYTES  ring data size for --ring, a power of two\n"
-	"                         (default: sized from online CPUs and -F, >= 4 MiB)\n"
+	"                         (default: sized from online CPUs and -F, 4-64 MiB)\n"
 	"      --ring-fd DATA,CONS  produce into an inherited, sealed ring: its data and\n"
 	"                         its consumer page (lowprof record)\n"
 	"      --files-fd FD      answer requests for mapped files on this inherited\n"

@@ -99,8 +99,8 @@ uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_r
 
 	if (want < LP_SHM_RING_MIN)
 		want = LP_SHM_RING_MIN;
-	/* the ring's own limit; also keeps roundup_pow2 in range */
-	if (want > LP_SHM_RING_MAX)
-		want = LP_SHM_RING_MAX;
+	/* the memory budget (a power of two: rounding keeps it) */
+	if (want > LP_SHM_RING_BUDGET)
+		want = LP_SHM_RING_BUDGET;
 	return lp_roundup_pow2(want);
 }

@@ -597,7 +597,8 @@ cost_run() { # KEY: HZ, or HZwarm for a run with a cache a priming run filled
 	((t1 > 0)) && nap "$f"
 	snap "$hz.B"
 	for f in /proc/"$cpid"/fd/*; do
-		[[ $(readlink "$f") == *memfd:lowprof-ring* ]] && C[$hz.memfd]=$(stat -L -c %s "$f") && break # after B
+		# the ring object, not its consumer page (memfd:lowprof-ring-consumer)
+		[[ $(readlink "$f") == *"memfd:lowprof-ring (deleted)"* ]] && C[$hz.memfd]=$(stat -L -c %s "$f") && break # after B
 	done
 	lowprof_done
 	stop_wait "$load" KILL
@@ -1116,10 +1117,10 @@ bpf_ring_formula() { # CPUS HZ [offcpu]
 }
 # common/src/cpus.c lp_shm_ring_size with coll_max_sample_record = 128 +
 # 2 x 127 x 8 + stack bytes (the README says 4 KiB + stack bytes), clamped to
-# [4 MiB, 4 GiB]; the memfd is that plus a 4 KiB header page
+# [4 MiB, 64 MiB] (the budget); the memfd is that plus a 4 KiB header page
 shm_ring_formula() { # CPUS HZ
 	pow2 "$(awk -v n="$1" -v r="$2" -v m=$((128 + 2032 + stack_bytes)) \
-		'BEGIN {w = n * r * m * 2; if (w < 4194304) w = 4194304; if (w > 4294967296) w = 4294967296; printf "%.0f", w}')"
+		'BEGIN {w = n * r * m * 2; if (w < 4194304) w = 4194304; if (w > 67108864) w = 67108864; printf "%.0f", w}')"
 }
 mib() { fmt %.1f "$(calc "$1 / 1048576")"; }
 kb2mb() { fmt %.1f "$(calc "$1 / 1024")"; }
@@ -1153,7 +1154,7 @@ memory_rows() {
 		add_row "$sec" "BPF ring at $hz Hz" "$(mib "$ring_kernel") MiB kernel, $(mib "$ring_f") MiB formula: $( [[ "$ring_kernel" == "$ring_f" ]] && echo match || echo DIFFER)" "" "" \
 			"kernel: max_entries of the collector's BPF_MAP_TYPE_RINGBUF (fdinfo); formula: roundup_pow2(cpus x Hz x drain_ms/1000 x (2112 + stack_bytes + 8) x 2), min 64 KiB (README Sizing)"
 		add_row "$sec" "shared ring at $hz Hz" "$(mib "$(calc "${C[$hz.memfd]:-0} - 4096")") MiB kernel (+4 KiB header), $(mib "$shm_f") MiB formula: $( [[ "$(calc "${C[$hz.memfd]:-0} - 4096")" == "$shm_f" ]] && echo match || echo DIFFER)" "" "" \
-			"kernel: size of the collector's memfd:lowprof-ring (stat of /proc/PID/fd) minus the ring's 4 KiB header; formula: roundup_pow2(max(4 MiB, cpus x Hz x max_record x 2)), max_record = 2,160 + stack_bytes in the code (the README says 4 KiB + stack_bytes)"
+			"kernel: size of the collector's memfd:lowprof-ring (stat of /proc/PID/fd) minus the ring's 4 KiB header; formula: roundup_pow2(clamp(cpus x Hz x max_record x 2, 4 MiB, 64 MiB)), max_record = 2,160 + stack_bytes in the code (the README says 4 KiB + stack_bytes)"
 	done
 	# growth with online CPUs and frequency, from the formulas
 	f="$tmp/bpf.99.B"

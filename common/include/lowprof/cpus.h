@@ -28,13 +28,20 @@ uint64_t lp_roundup_pow2(uint64_t v);
 
 /*
  * Data size of the shared-memory ring between collector and symbolizer:
- *   roundup_pow2(max(LP_SHM_RING_MIN, online_cpus * freq_hz * max_record * 2))
+ *   roundup_pow2(clamp(online_cpus * freq_hz * max_record * 2,
+ *                      LP_SHM_RING_MIN, LP_SHM_RING_BUDGET))
  * i.e. two seconds of worst-case samples, so a symbolizer that stalls for up
- * to ~2 s loses nothing, and never less than 4 MiB, which absorbs the kernel
- * symbol snapshot sent at start; at most 4 GiB.
+ * to ~2 s loses nothing, never less than 4 MiB, which absorbs the kernel
+ * symbol snapshot sent at start, and never more than the 64 MiB budget:
+ * both processes touch every page of it, so it is resident in each, and a
+ * formula that gives 4 GiB to 64 CPUs at 999 Hz is no default. At the
+ * budget it holds less than 2 s of worst-case samples, but several seconds
+ * of typical ones (a stack copy stops at the top of the stack). An explicit
+ * size (lowprof-collector --ring-size) may go up to LP_SHM_RING_MAX.
  */
-#define LP_SHM_RING_MIN (4u << 20)
-#define LP_SHM_RING_MAX (1ull << 32) /* = LP_RING_MAX_DATA */
+#define LP_SHM_RING_MIN	   (4u << 20)
+#define LP_SHM_RING_BUDGET (64u << 20)
+#define LP_SHM_RING_MAX	   (1ull << 32) /* = LP_RING_MAX_DATA */
 uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_record);
 
 #endif /* LOWPROF_CPUS_H */

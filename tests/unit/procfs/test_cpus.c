@@ -133,16 +133,20 @@ static void test_shm_ring_size(void **state)
 	/* the floor: small machines and zeros get 4 MiB */
 	assert_int_equal(LP_SHM_RING_MIN, 4u << 20);
 	assert_int_equal(lp_shm_ring_size(0, 0, 0), LP_SHM_RING_MIN);
-	/* the ceiling: never more than the ring can hold */
-	assert_int_equal(lp_shm_ring_size(LP_MAX_CPUS, 10000, 1u << 20), LP_SHM_RING_MAX);
+	/* the ceiling: the memory budget, a power of two the ring can hold */
+	assert_int_equal(LP_SHM_RING_BUDGET, 64u << 20);
+	assert_true(is_pow2(LP_SHM_RING_BUDGET) && LP_SHM_RING_BUDGET <= LP_SHM_RING_MAX);
+	assert_int_equal(lp_shm_ring_size(LP_MAX_CPUS, 10000, 1u << 20), LP_SHM_RING_BUDGET);
 	assert_int_equal(lp_shm_ring_size(1, 99, 4096), LP_SHM_RING_MIN);
 	assert_int_equal(lp_shm_ring_size(2, 99, 4096), LP_SHM_RING_MIN);
-	/* 16 * 1000 * 4096 * 2 = 131072000 -> 2^27 */
-	assert_int_equal(lp_shm_ring_size(16, 1000, 4096), 1ull << 27);
-	/* exactly a power of two stays as is: 64 * 1024 * 4096 * 2 = 2^29 */
-	assert_int_equal(lp_shm_ring_size(64, 1024, 4096), 1ull << 29);
+	/* 2 * 1000 * 4096 * 2 = 16384000 -> 2^24 */
+	assert_int_equal(lp_shm_ring_size(2, 1000, 4096), 1ull << 24);
+	/* exactly a power of two stays as is: 4 * 1024 * 4096 * 2 = 2^25 */
+	assert_int_equal(lp_shm_ring_size(4, 1024, 4096), 1ull << 25);
+	/* 16 * 1000 * 4096 * 2 = 131072000: over the budget */
+	assert_int_equal(lp_shm_ring_size(16, 1000, 4096), LP_SHM_RING_BUDGET);
 	/* the largest configuration the collector allows (freq <= 10000): capped */
-	assert_int_equal(lp_shm_ring_size(LP_MAX_CPUS, 10000, 4096), LP_SHM_RING_MAX);
+	assert_int_equal(lp_shm_ring_size(LP_MAX_CPUS, 10000, 4096), LP_SHM_RING_BUDGET);
 
 	for (size_t f = 0; f < sizeof(freqs) / sizeof(freqs[0]); f++) {
 		prev_cpu = 0;
@@ -153,8 +157,8 @@ static void test_shm_ring_size(void **state)
 			assert_true(is_pow2(sz));
 			uint64_t want = (uint64_t)n * freqs[f] * 4096 * 2;
 
-			assert_true(sz >= (want < LP_SHM_RING_MAX ? want : LP_SHM_RING_MAX));
-			assert_true(sz <= LP_SHM_RING_MAX);
+			assert_true(sz >= (want < LP_SHM_RING_BUDGET ? want : LP_SHM_RING_BUDGET));
+			assert_true(sz <= LP_SHM_RING_BUDGET);
 			assert_true(sz >= prev_cpu); /* monotonic in cpus */
 			prev_cpu = sz;
 			if (f > 0) /* monotonic in freq */
