@@ -3,15 +3,20 @@
 # records with exact counts once the ring is full, and its memory stays
 # flat; after SIGCONT the profile resumes. Every sample the BPF program
 # emitted is either in the profile or counted as lost. The ring is sized for
-# 2 s of the largest samples, so it holds ~10 s of these smaller ones: the
-# stop lasts 20 s so that it overflows.
+# 2 s of the largest samples, which these are made to be (below); the stop
+# lasts 20 s.
 source "$(dirname "$0")/lib.sh"
 require_root
 
-# two busy processes: ~200 samples a second
-start_bg "$WL/chain-fp" 45
+# two busy processes: ~200 samples a second. A 60 KB environment puts the
+# top of their stacks far above the stack pointer, so every sample carries
+# the whole 16 KiB stack copy: the ring (2 s of such samples) then overflows
+# during the stop whatever the environment the test runs in (with a small
+# one, samples are a few KiB and a 20 s stop may fit in the ring)
+PAD=$(head -c 60000 /dev/zero | tr '\0' x)
+start_bg env LOWPROF_TEST_PAD="$PAD" "$WL/chain-fp" 45
 WPID=$BGPID
-start_bg "$WL/chain-fp" 45
+start_bg env LOWPROF_TEST_PAD="$PAD" "$WL/chain-fp" 45
 WPID2=$BGPID
 sleep 0.3
 "$BIN/lowprof" record -d 28 -p "$WPID" -p "$WPID2" -o "$TMP/out" --capture "$TMP/run.lpcap" \
