@@ -174,7 +174,7 @@ struct symb_counters {
 	uint64_t load_ns;	  /* time spent loading objects */
 	/* build.c: DWARF results taken from the cache, and libdw started */
 	uint64_t lines_cache_hits, lines_stored, dwarf_started;
-	struct lps_loss loss;	  /* last loss record */
+	struct lps_loss loss; /* last loss record */
 	bool have_loss;
 };
 
