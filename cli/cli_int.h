@@ -44,6 +44,12 @@ bool cli_child_ok(const struct cli_child *c);
 void cli_reap(struct cli_child *kids, int n);
 void cli_signal_kids(struct cli_child *kids, int n, int sig);
 /*
+ * Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD and returns a signalfd
+ * (non-blocking, close-on-exec) that receives them, so none is lost between
+ * a check and a wait; -1 after saying why.
+ */
+int cli_signalfd(void);
+/*
  * How to start the symbolizer again when it dies while the collector runs
  * (lowprof record): its program, arguments (with --resumed) and inherited
  * fds, and how many restarts are left. The collector is then told to send

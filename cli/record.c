@@ -287,6 +287,23 @@ void cli_reap(struct cli_child *kids, int n)
 	}
 }
 
+int cli_signalfd(void)
+{
+	sigset_t mask;
+	int sfd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		lp_err("signalfd: %m");
+	return sfd;
+}
+
 void cli_signal_kids(struct cli_child *kids, int n, int sig)
 {
 	for (int i = 0; i < n; i++)
@@ -546,7 +563,6 @@ int lp_record(const struct lp_record_opts *o)
 	void *ring_mem = NULL;
 	uint32_t cpus[LP_MAX_CPUS];
 	int ncpus, err;
-	sigset_t mask;
 
 	if (check_privileges())
 		return 1;
@@ -608,17 +624,9 @@ int lp_record(const struct lp_record_opts *o)
 		goto out;
 	}
 start_collector:
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		lp_err("signalfd: %m");
+	sfd = cli_signalfd();
+	if (sfd < 0)
 		goto out;
-	}
 	cli_sibling("lowprof-collector", coll_path, sizeof(coll_path));
 	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
 

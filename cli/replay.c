@@ -152,7 +152,6 @@ static int run_replay(struct replay_opts *o)
 				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
 	int fds[7] = {-1, -1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1;
 	bool opened = false;
-	sigset_t mask;
 
 	fds[0] = open_capture(o->file);
 	if (fds[0] < 0)
@@ -166,17 +165,9 @@ static int run_replay(struct replay_opts *o)
 		if (cli_prepare_cache_dir(o->cache_path, o->user))
 			o->no_cache = true; /* warned */
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		lp_err("signalfd: %m");
+	sfd = cli_signalfd();
+	if (sfd < 0)
 		goto out;
-	}
 	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
 	symbolizer_argv(o, symb_path, argv);
 	if (cli_spawn(&kids[1], symb_path, argv, fds, 7, true))
