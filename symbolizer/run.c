@@ -32,13 +32,12 @@
 #include "symbolizer.h"
 
 /*
- * Polling an empty ring: the nap doubles from POLL_MS to POLL_MAX_MS while
- * nothing comes (the collector moves records in batches, every 100 ms by
- * default), so a quiet or low-rate run costs a few wakeups a second, not
- * fifty. The ring holds seconds of records: a 200 ms nap loses nothing.
+ * An empty ring: wait for the collector's wakeup after its next batch
+ * (lp_ring__wait, a futex on the ring's header), or WAIT_MS at most, to
+ * look at signals and print progress. A batch comes when the collector
+ * drains, so a low-rate run wakes the symbolizer about once a second.
  */
-#define POLL_MS		  20
-#define POLL_MAX_MS	  200
+#define WAIT_MS		  1000
 #define ATTACH_WAIT_MS	  10000
 #define PROGRESS_EVERY_NS 10000000000ull
 
@@ -250,7 +249,6 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 {
 	struct timespec t0;
 	uint64_t last_progress = 0;
-	unsigned nap = POLL_MS;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -259,7 +257,6 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 		int err = lp_ring__peek(ring, &data, &len);
 
 		if (err == 0) {
-			nap = POLL_MS;
 			err = symb_state_feed(s, data, len);
 			lp_ring__consume(ring);
 			if (err == -EPROTO)
@@ -279,8 +276,7 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 		/* -EAGAIN: nothing yet */
 		if (stop_signal)
 			return 0;
-		sleep_ms(nap);
-		nap = nap * 2 < POLL_MAX_MS ? nap * 2 : POLL_MAX_MS;
+		lp_ring__wait(ring, WAIT_MS);
 		if (lp_log_level() >= LP_LOG_DEBUG) {
 			struct timespec t;
 			uint64_t ns;

@@ -35,6 +35,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
+#include <limits.h>
+#include <time.h>
 
 #include "lowprof/files.h"
 #include "lowprof/log.h"
@@ -70,6 +74,8 @@ struct lp_ring {
 	uint32_t resv_max;
 	bool resv_open;
 	bool warned_cons;
+	uint64_t notified; /* prod at the last lp_ring__notify */
+	uint32_t seq;	   /* private copy of prod_seq */
 
 	/* consumer */
 	uint64_t cons;	  /* private copy of cons_pos */
@@ -185,6 +191,8 @@ struct lp_ring *lp_ring__producer(void *mem, size_t mem_size)
 	 * the producer only stores these fields.
 	 */
 	r->prod = __atomic_load_n(&r->hdr->prod_pos, __ATOMIC_RELAXED);
+	r->notified = r->prod;
+	r->seq = __atomic_load_n(&r->hdr->prod_seq, __ATOMIC_RELAXED);
 	r->dropped_records = __atomic_load_n(&r->hdr->dropped_records, __ATOMIC_RELAXED);
 	r->dropped_bytes = __atomic_load_n(&r->hdr->dropped_bytes, __ATOMIC_RELAXED);
 	r->bad_consumer_pos = __atomic_load_n(&r->hdr->bad_consumer_pos, __ATOMIC_RELAXED);
@@ -390,6 +398,14 @@ int lp_ring__write(struct lp_ring *r, const void *data, uint32_t len)
 	return 0;
 }
 
+/* After prod_pos and closed: a waiter that sees the new seq sees them. */
+static void wake_consumer(struct lp_ring *r)
+{
+	__atomic_store_n(&r->hdr->prod_seq, ++r->seq, __ATOMIC_RELEASE);
+	/* shared (no FUTEX_PRIVATE_FLAG): the consumer is another process */
+	syscall(SYS_futex, &r->hdr->prod_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 void lp_ring__close(struct lp_ring *r)
 {
 	if (!r || !r->producer)
@@ -397,6 +413,8 @@ void lp_ring__close(struct lp_ring *r)
 	r->resv_open = false;
 	/* After the last prod_pos and counter stores; see the ordering above. */
 	__atomic_store_n(&r->hdr->closed, 1, __ATOMIC_RELEASE);
+	r->notified = r->prod;
+	wake_consumer(r);
 }
 
 static int cons_corrupt(struct lp_ring *r, const char *why, uint64_t a, uint64_t b)
@@ -611,5 +629,35 @@ int lp_ring_check_sealed(int fd)
 
 	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
 		return -EPERM;
+	return 0;
+}
+
+void lp_ring__notify(struct lp_ring *r)
+{
+	if (!r || !r->producer)
+		return;
+	if (r->prod == r->notified)
+		return;
+	r->notified = r->prod;
+	wake_consumer(r);
+}
+
+int lp_ring__wait(struct lp_ring *r, unsigned timeout_ms)
+{
+	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+	uint32_t seq;
+
+	if (!r || r->producer)
+		return -EINVAL;
+	/*
+	 * seq before prod_pos: a notify after this load changes seq, so the
+	 * futex wait returns at once rather than sleeping through it.
+	 */
+	seq = __atomic_load_n(&r->hdr->prod_seq, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&r->hdr->prod_pos, __ATOMIC_ACQUIRE) != r->cons ||
+	    __atomic_load_n(&r->hdr->closed, __ATOMIC_ACQUIRE))
+		return 0;
+	/* FUTEX_WAIT only reads the word: the read-only mapping is enough */
+	syscall(SYS_futex, &r->hdr->prod_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
 	return 0;
 }

@@ -72,7 +72,8 @@ struct lp_ring_hdr {
 	uint64_t dropped_bytes;	   /* their payload bytes */
 	uint64_t bad_consumer_pos; /* times the consumer position was invalid */
 	uint32_t closed;	   /* 1 once the producer wrote its last record */
-	uint8_t _pad1[64 - 36];
+	uint32_t prod_seq;	   /* futex word: bumped after records were published */
+	uint8_t _pad1[64 - 40];
 	uint8_t _reserved[64]; /* version 1's consumer position */
 };
 
@@ -184,6 +185,21 @@ int lp_ring__write(struct lp_ring *r, const void *data, uint32_t len);
 uint32_t lp_ring__writable(struct lp_ring *r);
 /* Marks the stream complete; the consumer gets -EPIPE once it has read all. */
 void lp_ring__close(struct lp_ring *r);
+
+/*
+ * Producer: after a batch of commits (or the close), tells a consumer
+ * waiting in lp_ring__wait that there is something to read: bumps prod_seq
+ * and wakes it (a futex on the shared page). Nothing when nothing was
+ * published since the last call. One syscall per batch, not per record.
+ */
+void lp_ring__notify(struct lp_ring *r);
+
+/*
+ * Consumer: waits until the producer publishes records (lp_ring__notify),
+ * at most timeout_ms; returns at once if some are already there. A signal
+ * ends the wait early. Returns 0, or -EINVAL for a producer's handle.
+ */
+int lp_ring__wait(struct lp_ring *r, unsigned timeout_ms);
 
 /* Consumer; see the reader protocol above. */
 int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len);

@@ -2,8 +2,8 @@
 /*
  * Unit tests of the shared-memory ring in one process: format and attach
  * validation, round trips, wrap-around, drop-newest accounting, close, a
- * hostile consumer position seen by the producer and corrupt records seen by
- * the consumer. The two-process test is test_ring_stress.c.
+ * hostile consumer position seen by the producer, corrupt records seen by
+ * the consumer, and the producer's wakeups of a waiting consumer. The two-process test is test_ring_stress.c.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -725,6 +727,109 @@ static void test_max_record(void **state)
 	assert_int_equal(lp_ring__writable(NULL), 0);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+struct later {
+	struct lp_ring *p;
+	bool close; /* close instead of writing a record */
+};
+
+/* 150 ms from now: a record and a notify, or the close */
+static void *produce_later(void *arg)
+{
+	struct later *l = arg;
+	struct timespec ts = {0, 150 * 1000000L};
+
+	nanosleep(&ts, NULL);
+	if (l->close) {
+		lp_ring__close(l->p);
+	} else {
+		write_seq(l->p, 7, 40);
+		lp_ring__notify(l->p);
+	}
+	return NULL;
+}
+
+/* ms c waits (timeout 10 s) for produce_later's record or close on p */
+static uint64_t wait_for_later(struct lp_ring *p, struct lp_ring *c, bool close)
+{
+	struct later l = {p, close};
+	pthread_t th;
+	uint64_t t0 = mono_ms(), dt;
+
+	assert_int_equal(pthread_create(&th, NULL, produce_later, &l), 0);
+	assert_int_equal(lp_ring__wait(c, 10000), 0);
+	dt = mono_ms() - t0;
+	assert_int_equal(pthread_join(th, NULL), 0);
+	return dt;
+}
+
+/*
+ * lp_ring__wait sleeps until the producer's lp_ring__notify (or close), or
+ * the timeout; it returns at once when records are already there. notify
+ * bumps prod_seq only when something was published since the last one.
+ */
+static void test_wait_notify(void **state)
+{
+	struct fixture f;
+	struct lp_ring *p, *c;
+	uint64_t t0, dt;
+	uint32_t seq;
+
+	fix_init(&f, 4096);
+	p = lp_ring__producer(f.mem, f.mem_size);
+	c = lp_ring__consumer(f.mem, f.mem_size);
+	assert_int_equal(lp_ring__wait(p, 10), -EINVAL);
+
+	/* nothing published: the timeout */
+	t0 = mono_ms();
+	assert_int_equal(lp_ring__wait(c, 200), 0);
+	dt = mono_ms() - t0;
+	assert_true(dt >= 150 && dt < 5000);
+
+	/* a notify with nothing new leaves the futex word alone */
+	seq = f.hdr->prod_seq;
+	lp_ring__notify(p);
+	assert_int_equal(f.hdr->prod_seq, seq);
+
+	/* a record published but not yet notified: no wait at all */
+	assert_int_equal(write_seq(p, 1, 24), 0);
+	t0 = mono_ms();
+	assert_int_equal(lp_ring__wait(c, 5000), 0);
+	assert_true(mono_ms() - t0 < 1000);
+	lp_ring__notify(p);
+	assert_int_equal(f.hdr->prod_seq, seq + 1);
+	lp_ring__notify(p);
+	assert_int_equal(f.hdr->prod_seq, seq + 1);
+	expect_rec(c, 1, 24);
+
+	/* empty again: woken by the notify after 150 ms, long before 10 s */
+	assert_true(wait_for_later(p, c, false) < 5000);
+	expect_rec(c, 7, 40);
+
+	/* woken by the close */
+	assert_true(wait_for_later(p, c, true) < 5000);
+	{
+		const void *data;
+		uint32_t len;
+
+		assert_int_equal(lp_ring__peek(c, &data, &len), -EPIPE);
+	}
+	/* closed: returns at once */
+	t0 = mono_ms();
+	assert_int_equal(lp_ring__wait(c, 5000), 0);
+	assert_true(mono_ms() - t0 < 1000);
+	lp_ring__free(p);
+	lp_ring__free(c);
+	fix_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -733,7 +838,7 @@ int main(void)
 		cmocka_unit_test(test_wrap_varied),    cmocka_unit_test(test_full_drops_newest),
 		cmocka_unit_test(test_close_epipe),    cmocka_unit_test(test_hostile_consumer),
 		cmocka_unit_test(test_corrupt),	       cmocka_unit_test(test_reserve_commit_short),
-		cmocka_unit_test(test_max_record),
+		cmocka_unit_test(test_max_record),     cmocka_unit_test(test_wait_notify),
 	};
 
 	/* attach failures warn by design; keep the test output readable */
