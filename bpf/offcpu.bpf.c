@@ -151,7 +151,8 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task,
 	}
 	bpf_map_delete_elem(&pending, &tid);
 	if (same && stack_bytes) {
-		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp, stack_bytes);
+		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
+					    lp_stack_limit(task, e->sp, stack_bytes));
 	} else if (same) {
 		long n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
 
@@ -170,7 +171,7 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task,
 	size = LP_EV_OFFCPU_FIXED_SIZE + (nk + nu) * 8 + copied;
 	if (size > sizeof(*sc))
 		return; /* cannot happen; bounds the size for the verifier */
-	if (bpf_ringbuf_output(&events, e, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, e, size, lp_rb_flags()))
 		cnt->lost++;
 	else
 		cnt->emitted++;

@@ -55,6 +55,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct lp_ev_scratch *sc;
 	struct lp_ev_sample *e;
 	__u32 cpu = bpf_get_smp_processor_id(), nk = 0, nu = 0, copied = 0, size;
+	bool in_user;
 	long n;
 
 	if ((__u32)pid_tgid == 0) {
@@ -75,16 +76,30 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	e->ip = e->sp = e->bp = 0;
 	e->stack_len = 0;
 
-	n = bpf_get_stack(ctx, e->stack, LP_BPF_MAX_FRAMES * 8, 0);
-	if (n < 0)
-		__sync_fetch_and_add(&stats.kstack_errors, 1);
-	else
-		nk = (__u32)n / 8;
-	if (nk > LP_BPF_MAX_FRAMES)
-		nk = LP_BPF_MAX_FRAMES;
+	/*
+	 * A sample that interrupted user mode (CPL 3 in the saved cs) has no
+	 * kernel stack, and its user registers are the interrupted ones: the
+	 * kernel's stack walk (about 1 us here even when it finds nothing)
+	 * and the read of the saved registers are skipped.
+	 */
+	in_user = (ctx->regs.cs & 3) == 3;
+	if (!in_user) {
+		n = bpf_get_stack(ctx, e->stack, LP_BPF_MAX_FRAMES * 8, 0);
+		if (n < 0)
+			__sync_fetch_and_add(&stats.kstack_errors, 1);
+		else
+			nk = (__u32)n / 8;
+		if (nk > LP_BPF_MAX_FRAMES)
+			nk = LP_BPF_MAX_FRAMES;
+	}
 
 	task = bpf_get_current_task_btf();
-	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD) && BPF_CORE_READ(task, mm)) {
+	if (in_user) {
+		e->ip = ctx->regs.rip;
+		e->sp = ctx->regs.rsp;
+		e->bp = ctx->regs.rbp;
+	}
+	if (!in_user && !(BPF_CORE_READ(task, flags) & PF_KTHREAD) && BPF_CORE_READ(task, mm)) {
 		/*
 		 * The user-mode registers: at the top of the task's kernel
 		 * stack whether the sample hit in user or kernel mode.
@@ -96,14 +111,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			e->sp = ur.rsp;
 			e->bp = ur.rbp;
 		}
-		if (stack_bytes && e->sp) {
+	}
+	if (e->sp) {
+		if (stack_bytes) {
 			/*
 			 * The symbolizer unwinds from the copy (CFI, or frame
 			 * pointers found in it), so the kernel's frame-pointer
 			 * walk would only repeat part of that work here.
 			 */
-			copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp, stack_bytes);
-		} else if (!stack_bytes) {
+			copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
+						    lp_stack_limit(task, e->sp, stack_bytes));
+		} else {
 			n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8,
 					  BPF_F_USER_STACK);
 			if (n < 0)
@@ -121,8 +139,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	size = LP_EV_SAMPLE_FIXED_SIZE + (nk + nu) * 8 + copied;
 	if (size > sizeof(*sc))
 		return 0; /* cannot happen; bounds the size for the verifier */
-	/* BPF_RB_NO_WAKEUP: the collector drains on its own interval. */
-	if (bpf_ringbuf_output(&events, e, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, e, size, lp_rb_flags()))
 		__sync_fetch_and_add(&stats.ringbuf_full, 1);
 	else
 		__sync_fetch_and_add(&stats.samples, 1);
@@ -142,7 +159,7 @@ static __always_inline int emit_task(__u32 type, struct task_struct *p)
 		return 0;
 	}
 	fill_hdr(&e->hdr, type, ((__u64)tgid << 32) | (__u32)BPF_CORE_READ(p, pid));
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, lp_rb_flags());
 	__sync_fetch_and_add(&stats.task_events, 1);
 	return 0;
 }
@@ -150,7 +167,18 @@ static __always_inline int emit_task(__u32 type, struct task_struct *p)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
+	/* a new image, a new stack: its bounds are looked up again */
+	bpf_task_storage_delete(&stack_vmas, p);
 	return emit_task(LP_EV_EXEC, p);
+}
+
+/* A new thread: where its stack's top is (lp_thread_stack). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (lp_wanted(child->tgid))
+		lp_thread_stack(parent, child);
+	return 0;
 }
 
 SEC("tp_btf/sched_process_exit")

@@ -15,6 +15,13 @@ const volatile bool filter_pids = false;
 const volatile __u32 stack_bytes = 0;
 
 /*
+ * Ring fill (bytes) from which a record wakes the collector: half the ring,
+ * set by the collector. Below it records go in without a wakeup and the
+ * collector drains on its own, slow interval; 0: never wake it.
+ */
+const volatile __u64 wake_bytes = 0;
+
+/*
  * Sized by the collector before load (bpf_map__set_max_entries):
  * roundup_pow2(online_cpus * (freq_hz [+ off-CPU records/s]) * drain_s *
  * max_record * 2), see coll_bpf_ring_size in collector/collector.c.
@@ -31,6 +38,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } pids SEC(".maps");
+
+/*
+ * Flags for submitting a record: a wakeup (an irq_work, a self-interrupt)
+ * only once the ring is half full, so the collector can sleep long at low
+ * rates and still be woken well before the ring overflows at high ones.
+ */
+static __always_inline __u64 lp_rb_flags(void)
+{
+	if (wake_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
 
 static __always_inline bool lp_wanted(__u32 tgid)
 {

@@ -7,6 +7,109 @@
 #ifndef LOWPROF_BPF_USTACK_BPF_H
 #define LOWPROF_BPF_USTACK_BPF_H
 
+/* The mapping a thread's stack pointer was last found in. */
+struct lp_stack_vma {
+	__u64 start, end;
+};
+
+/* bpf_find_vma's callback: the bounds of the mapping holding the address */
+static long lp_vma_bounds(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct lp_stack_vma *v = ctx;
+
+	v->start = vma->vm_start;
+	v->end = vma->vm_end;
+	return 0;
+}
+
+/*
+ * Per thread, the bounds of the mapping its stack is in. Shared by both
+ * objects (the collector hands profile's fd to offcpu, bpf_map__reuse_fd).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct lp_stack_vma);
+} stack_vmas SEC(".maps");
+
+/*
+ * limit cut to the top of the stack sp is on: nothing above it is a frame,
+ * and a thread's frames usually take far less than the limit, so most
+ * samples copy, and carry through both rings, a few KiB rather than the
+ * whole limit. The top is, by the first that applies:
+ * - for a thread started while the programs ran, its first stack pointer
+ *   (on_fork): below it are its frames, above it glibc's thread descriptor
+ *   and TLS;
+ * - on the main thread's stack, the process's start_stack (where argc is):
+ *   above it are only argv, the environment and the aux vector, which the
+ *   unwinder never reads and which should not travel (environments hold
+ *   secrets);
+ * - on a thread's stack whose mapping also holds its thread pointer (fs
+ *   base: glibc and musl put the thread descriptor and TLS at the top of
+ *   the thread's stack mapping, x86-64 TLS variant II), the thread pointer;
+ * - otherwise the end of the mapping sp is in.
+ * Each gets LP_STACK_TOP_SLACK bytes more, so a CFA a word above the top is
+ * still inside the copy.
+ *
+ * bpf_find_vma runs once per thread and stack: in the sampling interrupt it
+ * can only trylock the mmap lock and must release it through an irq_work (a
+ * self-interrupt, ~8 us here), so the bounds are kept in task storage and
+ * looked up again only when sp leaves them (a thread switching stacks).
+ * A stack keeps its top for the thread's life: it grows down only. The
+ * limit is unchanged when the lookup fails (mmap lock busy) or storage is
+ * short.
+ */
+#define LP_STACK_TOP_SLACK 64
+
+static __always_inline __u64 lp_stack_limit(struct task_struct *task, __u64 sp, __u64 limit)
+{
+	struct lp_stack_vma *v, found = {};
+	__u64 ss, fs;
+
+	v = bpf_task_storage_get(&stack_vmas, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!v)
+		return limit;
+	if (sp < v->start || sp >= v->end) {
+		if (bpf_find_vma(task, sp, lp_vma_bounds, &found, 0) || found.end <= sp)
+			return limit;
+		ss = BPF_CORE_READ(task, mm, start_stack);
+		if (ss >= sp && ss + LP_STACK_TOP_SLACK < found.end)
+			found.end = ss + LP_STACK_TOP_SLACK;
+		fs = BPF_CORE_READ(task, thread.fsbase);
+		if (fs > sp && fs + LP_STACK_TOP_SLACK < found.end)
+			found.end = fs + LP_STACK_TOP_SLACK;
+		v->start = found.start;
+		v->end = found.end;
+	}
+	if (v->end - sp < limit)
+		limit = v->end - sp;
+	return limit;
+}
+
+/*
+ * A new thread's stack top: its first user stack pointer, which the kernel
+ * set from clone's stack argument. Only for a thread (not a process: a
+ * forked child runs on a copy of its parent's stack, frames above sp
+ * included) that got a stack of its own. start 0: any sp below the top
+ * counts as on this stack.
+ */
+static __always_inline void lp_thread_stack(struct task_struct *parent, struct task_struct *child)
+{
+	struct pt_regs cr, pr;
+	struct lp_stack_vma *v;
+
+	if (!stack_bytes || child->pid == child->tgid)
+		return;
+	if (lp_user_regs(child, &cr) || !cr.rsp || lp_user_regs(parent, &pr) || cr.rsp == pr.rsp)
+		return;
+	v = bpf_task_storage_get(&stack_vmas, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!v)
+		return;
+	v->start = 0;
+	v->end = cr.rsp + LP_STACK_TOP_SLACK;
+}
+
 /*
  * Copies up to limit (<= LP_BPF_MAX_STACK_COPY) bytes of the current task's
  * user stack from sp upward to dst + off, one page at a time: a single large

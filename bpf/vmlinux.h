@@ -24,6 +24,16 @@ struct mm_struct {
 	unsigned long start_stack;
 };
 
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+};
+
+/* x86 */
+struct thread_struct {
+	unsigned long fsbase;
+};
+
 struct task_struct {
 	unsigned int flags;
 	pid_t pid;
@@ -31,6 +41,7 @@ struct task_struct {
 	struct mm_struct *mm;
 	struct task_struct *group_leader;
 	char comm[16];
+	struct thread_struct thread;
 };
 
 struct linux_binprm;

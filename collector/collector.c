@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -65,6 +66,7 @@ struct coll {
 	struct offcpu_bpf *off; /* --off-cpu only */
 	struct coll_btf btf;	/* the kernel BTF libbpf relocates against */
 	struct ring_buffer *rb;
+	int wake_fd; /* epoll, edge-triggered on the BPF ring: the programs' wakeups */
 	int *pfds;
 	struct bpf_link **links;
 	size_t nlinks;
@@ -906,12 +908,14 @@ static int load_skel(struct coll *c, bool raw)
 	c->skel->rodata->stack_bytes = o->stack_bytes;
 	c->bpf_ring_bytes =
 		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
+	c->skel->rodata->wake_bytes = c->bpf_ring_bytes / 2;
 	/* indexed by CPU id: highest online id + 1, never the possible CPUs */
 	bpf_map__set_max_entries(c->skel->maps.scratch, c->cpus[c->ncpus - 1] + 1);
 	bpf_map__set_max_entries(c->skel->maps.events, (uint32_t)c->bpf_ring_bytes);
 	bpf_map__set_max_entries(c->skel->maps.pids, o->npids ? (uint32_t)o->npids : 1);
 	bpf_program__set_autoload(c->skel->progs.on_exec, !raw);
 	bpf_program__set_autoload(c->skel->progs.on_exit, !raw);
+	bpf_program__set_autoload(c->skel->progs.on_fork, !raw);
 	bpf_program__set_autoload(c->skel->progs.on_exec_raw, raw);
 	bpf_program__set_autoload(c->skel->progs.on_exit_raw, raw);
 	if ((err = coll_btf__prepare(&c->btf, c->skel->obj)))
@@ -941,6 +945,7 @@ static int load_offcpu_with(struct coll *c)
 	}
 	off->rodata->filter_pids = o->npids > 0;
 	off->rodata->stack_bytes = o->stack_bytes;
+	off->rodata->wake_bytes = c->bpf_ring_bytes / 2;
 	off->rodata->mode = o->off_cpu_mode == COLL_OFFCPU_TIME ? LP_OFFCPU_TIME : LP_OFFCPU_EVENT;
 	/* rate * 2^32, the comparison bpf_get_prandom_u32() < threshold */
 	off->rodata->rate_threshold = o->off_cpu_rate >= 1
@@ -953,8 +958,11 @@ static int load_offcpu_with(struct coll *c)
 	bpf_map__set_max_entries(off->maps.counts, max_id);
 	bpf_map__set_max_entries(off->maps.pending, coll_offcpu_pending_size((uint32_t)c->ncpus));
 	if ((err = bpf_map__reuse_fd(off->maps.events, bpf_map__fd(c->skel->maps.events))) ||
-	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(c->skel->maps.pids)))) {
-		lp_err("bpf: sharing the ring and pid filter with the off-CPU programs: %s",
+	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(c->skel->maps.pids))) ||
+	    (err = bpf_map__reuse_fd(off->maps.stack_vmas,
+				     bpf_map__fd(c->skel->maps.stack_vmas)))) {
+		lp_err("bpf: sharing the ring, pid filter and stack bounds with the off-CPU "
+		       "programs: %s",
 		       strerror(-err));
 		return err;
 	}
@@ -1049,6 +1057,28 @@ static uint64_t bpf_mem(struct coll *c)
 	return sum;
 }
 
+/*
+ * The BPF ring's wakeups, without its readiness: the ring's fd polls ready
+ * whenever it holds any record, but the programs wake it only once it is
+ * half full (lp_rb_flags in shared.bpf.h). An edge-triggered epoll reports
+ * just those wakeups, so the collector can nap for COLL_IDLE_DRAIN_MS at low
+ * rates and still drain at once when the ring fills. -1 if that cannot be
+ * set up: the collector then drains every --drain-ms, as the ring is sized.
+ */
+static int wake_watch(int map_fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+
+	if (fd < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, map_fd, &ev)) {
+		lp_warn("bpf: watching the ring's wakeups: %m; draining every --drain-ms");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int load_bpf(struct coll *c)
 {
 	const struct coll_opts *o = c->o;
@@ -1105,16 +1135,17 @@ static int load_bpf(struct coll *c)
 		lp_err("bpf: ring buffer: %s", strerror(-err));
 		return err;
 	}
+	c->wake_fd = wake_watch(bpf_map__fd(c->skel->maps.events));
 	return 0;
 }
 
 static int attach_bpf(struct coll *c)
 {
-	struct bpf_program *tps[2];
-	int err;
+	struct bpf_program *tps[3];
+	int err, ntps;
 
 	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
-	c->links = calloc(c->ncpus + 4, sizeof(*c->links));
+	c->links = calloc(c->ncpus + 5, sizeof(*c->links));
 	if (!c->pfds || !c->links)
 		return -ENOMEM;
 	for (int i = 0; i < c->ncpus; i++)
@@ -1145,7 +1176,10 @@ static int attach_bpf(struct coll *c)
 							       : c->skel->progs.on_exec_raw;
 	tps[1] = bpf_program__autoload(c->skel->progs.on_exit) ? c->skel->progs.on_exit
 							       : c->skel->progs.on_exit_raw;
-	for (int i = 0; i < 2; i++) {
+	/* new threads' stack tops (tp_btf only, like task storage) */
+	tps[2] = c->skel->progs.on_fork;
+	ntps = bpf_program__autoload(tps[2]) ? 3 : 2;
+	for (int i = 0; i < ntps; i++) {
 		c->links[c->nlinks] = bpf_program__attach(tps[i]);
 		if (!c->links[c->nlinks]) {
 			err = -errno;
@@ -1210,6 +1244,8 @@ static void coll_cleanup(struct coll *c)
 	detach_bpf(c);
 	free(c->links);
 	ring_buffer__free(c->rb);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
 	offcpu_bpf__destroy(c->off);
 	profile_bpf__destroy(c->skel);
 	coll_btf__free(&c->btf); /* after the objects: they point at its tp_btf handler */
@@ -1337,20 +1373,29 @@ static void nap_serving(struct coll *c, uint32_t ms)
 	for (;;) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		/* a negative fd is ignored by poll */
-		struct pollfd pfd[2] = {{c->files_fd, POLLIN, 0}, {c->listen_fd, POLLIN, 0}};
+		struct pollfd pfd[3] = {{c->files_fd, POLLIN, 0},
+					{c->listen_fd, POLLIN, 0},
+					{c->wake_fd, POLLIN, 0}};
+		struct epoll_event ev;
 		int n;
 
 		if (now >= end || stop_signal)
 			return;
-		if (c->files_fd < 0 && c->listen_fd < 0) {
+		if (c->files_fd < 0 && c->listen_fd < 0 && c->wake_fd < 0) {
 			sleep_ms((uint32_t)((end - now + 999999) / 1000000));
 			return;
 		}
-		n = poll(pfd, 2, (int)((end - now + 999999) / 1000000));
+		n = poll(pfd, 3, (int)((end - now + 999999) / 1000000));
 		if (n < 0 && errno == EINTR)
 			return; /* the loop looks at the signal */
 		if (n <= 0)
 			continue;
+		if (pfd[2].revents) {
+			/* the BPF ring is half full: drain now (and re-arm the edge) */
+			while (epoll_wait(c->wake_fd, &ev, 1, 0) > 0)
+				;
+			return;
+		}
 		if (pfd[0].revents) {
 			n = coll_files_serve(c->files_fd, c->o->ring_uid, 16, &c->files);
 			if (n < 0 || ((pfd[0].revents & (POLLHUP | POLLERR)) &&
@@ -1382,7 +1427,7 @@ static const char *drain_loop(struct coll *c)
 
 	for (;;) {
 		uint64_t now;
-		uint32_t nap = c->o->drain_ms;
+		uint32_t nap = c->wake_fd >= 0 ? COLL_IDLE_DRAIN_MS : c->o->drain_ms;
 
 		if (stop_signal)
 			return "signal";
@@ -1398,8 +1443,12 @@ static const char *drain_loop(struct coll *c)
 			if (deadline - now < (uint64_t)nap * 1000000)
 				nap = (uint32_t)((deadline - now) / 1000000) + 1;
 		}
+		/* what was written since the last batch (metadata, mappings) */
+		lp_ring__notify(c->ring);
 		nap_serving(c, nap);
 		ring_buffer__consume(c->rb);
+		/* one wakeup of the symbolizer per batch */
+		lp_ring__notify(c->ring);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (c->cap) {
 			struct coll_capture_stats cs;
@@ -1427,6 +1476,7 @@ int coll_run(const struct coll_opts *o)
 {
 	struct coll c = {
 		.o = o,
+		.wake_fd = -1,
 		.ring_fd = -1,
 		.ring_cons_fd = -1,
 		.listen_fd = -1,

@@ -23,6 +23,12 @@
 #define COLL_DEFAULT_DRAIN_MS 100
 #define COLL_MAX_FREQ	      10000
 #define COLL_MAX_PIDS	      1024
+/*
+ * The longest nap between drains when the BPF programs can wake the
+ * collector (once the ring is half full): at low rates a drain a second,
+ * not ten.
+ */
+#define COLL_IDLE_DRAIN_MS 1000
 /* user stack copy per sample: see LP_BPF_MAX_STACK_COPY for the default's reason */
 #define COLL_DEFAULT_STACK_BYTES 16384
 #define COLL_MAX_STACK_BYTES	 65536

@@ -327,6 +327,28 @@ check "a capture without off-CPU data replays to no offcpu.* files" \
 	test ! -e "$TMP/r1/offcpu.folded" -a ! -e "$TMP/r1/offcpu.pb.gz"
 kill "$SPID" 2>/dev/null
 
+# ---- stack copies hold frames, not the environment: a sample's
+# copy stops at the top of the main thread's stack frames (start_stack), so
+# argv and the environment above it (often secrets) never reach the rings or
+# the capture; the chain still unwinds whole to _start
+SECRET="lowprof-secret-$RANDOM$RANDOM-not-for-the-capture"
+start_bg env LOWPROF_TEST_SECRET="$SECRET" "$W" 6 "$SECRET"
+EPID=$BGPID
+sleep 0.3
+"$BIN/lowprof" record -d 3 -p "$EPID" --capture "$TMP/env.lpcap" --capture-compress none \
+	--no-symbolize -o "$TMP/envout" >"$TMP/env.out" 2>&1
+rc=$?
+check "env: record exits 0 (got $rc)" test "$rc" -eq 0
+check "env: the workload's environment and argv hold the secret" \
+	grep -qaF "$SECRET" "/proc/$EPID/environ"
+check "env: the uncompressed capture does not hold it" \
+	bash -c '! grep -qaF "$1" "$2"' _ "$SECRET" "$TMP/env.lpcap"
+replay env "$TMP/env.lpcap" --cache "$CACHE"
+check "env: replay exits 0 (got $RC)" test "$RC" -eq 0
+pct=$(share "$TMP/env/cpu.folded" "$CHAIN")
+check "env: $pct% of samples show the chain to _start (>= 95%)" test "$pct" -ge 95
+kill "$EPID" 2>/dev/null
+
 # ---- 4. the binary moved away, found by build-id under --debug-dir
 id=$(readelf -n "$W" | awk '/Build ID:/ { print $3 }')
 check "the workload has a build-id ($id)" test -n "$id"

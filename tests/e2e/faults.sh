@@ -8,15 +8,14 @@
 source "$(dirname "$0")/lib.sh"
 require_root
 
-# two busy processes: ~200 samples a second. A 60 KB environment puts the
-# top of their stacks far above the stack pointer, so every sample carries
-# the whole 16 KiB stack copy: the ring (2 s of such samples) then overflows
-# during the stop whatever the environment the test runs in (with a small
-# one, samples are a few KiB and a 20 s stop may fit in the ring)
-PAD=$(head -c 60000 /dev/zero | tr '\0' x)
-start_bg env LOWPROF_TEST_PAD="$PAD" "$WL/chain-fp" 45
+# two busy processes: ~200 samples a second. Each runs its chain 64 KB
+# below the top of its stack, so every sample carries the whole 16 KiB
+# stack copy: the ring (2 s of such samples) then overflows during the stop
+# (with the chain near the top, samples are a few hundred bytes and a 20 s
+# stop fits in the ring)
+start_bg "$WL/chain-fp" 45 65536
 WPID=$BGPID
-start_bg env LOWPROF_TEST_PAD="$PAD" "$WL/chain-fp" 45
+start_bg "$WL/chain-fp" 45 65536
 WPID2=$BGPID
 sleep 0.3
 "$BIN/lowprof" record -d 28 -p "$WPID" -p "$WPID2" -o "$TMP/out" --capture "$TMP/run.lpcap" \

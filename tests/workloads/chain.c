@@ -2,10 +2,14 @@
 /*
  * CPU-bound workload with a known call chain for the end-to-end tests:
  * main -> chain_one -> chain_two -> chain_three -> chain_leaf, each noinline.
- * Runs for argv[1] seconds (default: forever).
+ * Runs for argv[1] seconds (default: forever). argv[2], if given, is a number
+ * of bytes main puts on its stack first, so the chain runs that far below
+ * the top of the stack (every sample then carries the largest stack copy).
  */
 #include <stdint.h>
+#include <alloca.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static volatile uint64_t sink;
@@ -40,7 +44,15 @@ __attribute__((noinline)) void chain_one(uint64_t n)
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0;
+	size_t pad = argc > 2 ? strtoul(argv[2], NULL, 0) : 0;
 	struct timespec t0, t;
+
+	if (pad) {
+		char *p = alloca(pad);
+
+		memset(p, 1, pad);
+		sink += (uint64_t)p[pad - 1];
+	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t n = 0;; n++) {
