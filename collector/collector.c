@@ -1443,12 +1443,13 @@ static const char *drain_loop(struct coll *c)
 			if (deadline - now < (uint64_t)nap * 1000000)
 				nap = (uint32_t)((deadline - now) / 1000000) + 1;
 		}
-		/* what was written since the last batch (metadata, mappings) */
+		/*
+		 * one wakeup of the symbolizer for everything written since the
+		 * last (the batch drained below, loss records, metadata)
+		 */
 		lp_ring__notify(c->ring);
 		nap_serving(c, nap);
 		ring_buffer__consume(c->rb);
-		/* one wakeup of the symbolizer per batch */
-		lp_ring__notify(c->ring);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (c->cap) {
 			struct coll_capture_stats cs;
