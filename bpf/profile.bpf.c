@@ -3,11 +3,12 @@
  * On-CPU sampling and process lifecycle.
  *
  * on_cpu_sample runs on the software cpu-clock perf event of every online
- * CPU. For each sample it records the kernel stack, the user-mode registers
- * and a frame-pointer walk of the user stack (the kernel's perf callchain
- * walker, via bpf_get_stack(BPF_F_USER_STACK)), and emits only the frames
- * captured into the ring buffer. on_exec / on_exit tell the collector when to
- * (re)read a process's mappings and when to forget it.
+ * CPU. For each sample it records the kernel stack (when it hit in the
+ * kernel), the user-mode registers and a copy of the user stack up to its
+ * top (ustack.bpf.h; with --stack-bytes 0 the kernel's frame-pointer walk
+ * instead), and emits only what was captured into the ring buffer. on_exec
+ * / on_exit tell the collector when to (re)read a process's mappings and
+ * when to forget it; on_fork notes where a new thread's stack starts.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -55,7 +56,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct lp_ev_scratch *sc;
 	struct lp_ev_sample *e;
 	__u32 cpu = bpf_get_smp_processor_id(), nk = 0, nu = 0, copied = 0, size;
-	bool in_user;
 	long n;
 
 	if ((__u32)pid_tgid == 0) {
@@ -82,8 +82,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	 * kernel's stack walk (about 1 us here even when it finds nothing)
 	 * and the read of the saved registers are skipped.
 	 */
-	in_user = (ctx->regs.cs & 3) == 3;
-	if (!in_user) {
+	task = bpf_get_current_task_btf();
+	if ((ctx->regs.cs & 3) == 3) {
+		e->ip = ctx->regs.rip;
+		e->sp = ctx->regs.rsp;
+		e->bp = ctx->regs.rbp;
+	} else {
 		n = bpf_get_stack(ctx, e->stack, LP_BPF_MAX_FRAMES * 8, 0);
 		if (n < 0)
 			__sync_fetch_and_add(&stats.kstack_errors, 1);
@@ -91,25 +95,18 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			nk = (__u32)n / 8;
 		if (nk > LP_BPF_MAX_FRAMES)
 			nk = LP_BPF_MAX_FRAMES;
-	}
-
-	task = bpf_get_current_task_btf();
-	if (in_user) {
-		e->ip = ctx->regs.rip;
-		e->sp = ctx->regs.rsp;
-		e->bp = ctx->regs.rbp;
-	}
-	if (!in_user && !(BPF_CORE_READ(task, flags) & PF_KTHREAD) && BPF_CORE_READ(task, mm)) {
 		/*
-		 * The user-mode registers: at the top of the task's kernel
-		 * stack whether the sample hit in user or kernel mode.
+		 * In the kernel on behalf of a user task: its user-mode
+		 * registers are at the top of its kernel stack.
 		 */
-		struct pt_regs ur;
+		if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD) && BPF_CORE_READ(task, mm)) {
+			struct pt_regs ur;
 
-		if (lp_user_regs(task, &ur) == 0) {
-			e->ip = ur.rip;
-			e->sp = ur.rsp;
-			e->bp = ur.rbp;
+			if (lp_user_regs(task, &ur) == 0) {
+				e->ip = ur.rip;
+				e->sp = ur.rsp;
+				e->bp = ur.rbp;
+			}
 		}
 	}
 	if (e->sp) {
