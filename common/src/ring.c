@@ -72,6 +72,7 @@ struct lp_ring {
 	uint64_t resv_off; /* offset of the open reservation's record header */
 	uint64_t resv_pad; /* bytes of wrap padding before it */
 	uint32_t resv_max;
+	uint64_t early_wrap; /* wrap at an offset this far in once the start is free; 0: never */
 	bool resv_open;
 	bool warned_cons;
 	uint64_t notified; /* prod at the last lp_ring__notify */
@@ -302,6 +303,31 @@ static int prod_load_cons(struct lp_ring *r, uint64_t *cons, uint64_t *used)
 }
 
 /*
+ * Whether a record of rec bytes (header included) at offset off, with used
+ * bytes unread, goes to offset 0 early: the producer is at least early_wrap
+ * in, the consumer is in the same lap and at least early_wrap in too (so
+ * the start of the ring it left, which the producer now fills, holds at
+ * least early_wrap bytes), and the record fits there (then tail + rec <=
+ * data_size - used: it fits with its WRAP marker, as reserve requires).
+ */
+static bool early_wrap_fits(const struct lp_ring *r, uint64_t off, uint64_t used, uint64_t rec)
+{
+	return r->early_wrap && off >= r->early_wrap && used <= off - r->early_wrap &&
+	       rec <= off - used;
+}
+
+bool lp_ring__deepens(struct lp_ring *r, uint32_t len)
+{
+	uint64_t cons, used, off;
+
+	if (!r || !r->producer || !r->early_wrap || prod_load_cons(r, &cons, &used))
+		return false;
+	off = r->prod & (r->data_size - 1);
+	return off >= r->early_wrap && rec_size(len) <= r->data_size - off &&
+	       !early_wrap_fits(r, off, used, rec_size(len));
+}
+
+/*
  * Exact: reserve(len) succeeds now iff len <= the result (while cons_pos does
  * not move back). 0 also when not even a 0-byte record fits; callers waiting
  * for space wait for a non-zero length.
@@ -353,7 +379,7 @@ void *lp_ring__reserve(struct lp_ring *r, uint32_t max_len)
 		return NULL;
 	}
 	r->resv_pad = 0;
-	if (rec > tail) {
+	if (rec > tail || early_wrap_fits(r, off, used, rec)) {
 		/* Published together with the record by commit's prod_pos store. */
 		rec_store(r->data + off, 0, LP_RING_F_WRAP);
 		r->resv_pad = tail;
@@ -377,6 +403,14 @@ void lp_ring__commit(struct lp_ring *r, uint32_t len)
 	r->resv_open = false;
 	/* Publishes the record (and any WRAP marker) written above. */
 	__atomic_store_n(&r->hdr->prod_pos, r->prod, __ATOMIC_RELEASE);
+}
+
+void lp_ring__set_early_wrap(struct lp_ring *r, uint64_t bytes)
+{
+	if (!r || !r->producer)
+		return;
+	/* 8-aligned and never 0 when set: a WRAP marker at offset 0 is corrupt */
+	r->early_wrap = bytes ? (bytes + 7) & ~7ull : 0;
 }
 
 int lp_ring__write(struct lp_ring *r, const void *data, uint32_t len)

@@ -7,8 +7,9 @@
  * 8-byte-aligned records in a power-of-two data area, with producer and
  * consumer positions published with release stores and read with acquire
  * loads. When a record does not fit, the producer drops it (drop-newest) and
- * counts it. What it is not: a multi-producer queue, a wakeup mechanism
- * (consumers poll), or a parser of what the records contain.
+ * counts it. A futex word in the header lets the consumer sleep until the
+ * producer publishes a batch (lp_ring__notify, lp_ring__wait). What it is
+ * not: a multi-producer queue or a parser of what the records contain.
  *
  * Trust: the consumer can write its consumer position, so the producer reads
  * it once per operation and treats any value (ahead of the producer,
@@ -31,7 +32,8 @@
  * followed by len payload bytes, padded to a multiple of 8. A record never
  * wraps: when the contiguous space left before the end of the data area is
  * too small, the producer writes a header with LP_RING_F_WRAP (len 0) and
- * continues at offset 0. Positions are free-running u64 byte counters;
+ * continues at offset 0; it may also do so earlier, by choice
+ * (lp_ring__set_early_wrap). Positions are free-running u64 byte counters;
  * (pos & (data_size - 1)) is the offset.
  *
  * Reader protocol (consumer):
@@ -183,6 +185,28 @@ int lp_ring__write(struct lp_ring *r, const void *data, uint32_t len);
  * for space before records that must not be dropped (maps, kernel symbols).
  */
 uint32_t lp_ring__writable(struct lp_ring *r);
+/*
+ * Producer: keeps the ring's touched pages to what the consumer lags behind.
+ * Once the producer is at least bytes into the data area and the consumer,
+ * in the same lap, is at least bytes in too, the next record goes at offset
+ * 0 after a WRAP marker, not further on. A consumer that keeps up then sees
+ * the producer cycle through the first bytes (plus what it lags) of the
+ * ring, so only those pages are ever faulted in and resident on either
+ * side; the rest is used only while the consumer lags. The price: until
+ * the consumer has read the marker, the skipped tail is not free, and the
+ * ring can take only the start the consumer left (>= bytes) more, not all
+ * of what it has read. 0 (the default) never wraps early. Consumers need
+ * nothing: it is the same WRAP marker.
+ */
+void lp_ring__set_early_wrap(struct lp_ring *r, uint64_t bytes);
+/*
+ * Producer: true when a record of len bytes written now would go on past
+ * the early-wrap offset, into pages a consumer that keeps up never needs,
+ * because the consumer is not far enough on for an early wrap. A producer
+ * with a burst to send and time to wait (start-up) waits while this holds
+ * so the burst does not fault the whole ring in. False without early wraps.
+ */
+bool lp_ring__deepens(struct lp_ring *r, uint32_t len);
 /* Marks the stream complete; the consumer gets -EPIPE once it has read all. */
 void lp_ring__close(struct lp_ring *r);
 

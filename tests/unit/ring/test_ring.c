@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of the shared-memory ring in one process: format and attach
- * validation, round trips, wrap-around, drop-newest accounting, close, a
+ * validation, round trips, wrap-around (at the end and early), drop-newest
+ * accounting, close, a
  * hostile consumer position seen by the producer, corrupt records seen by
  * the consumer, and the producer's wakeups of a waiting consumer. The two-process test is test_ring_stress.c.
  */
@@ -282,7 +283,8 @@ static void test_roundtrip(void **state)
  * Random writes and reads against a model queue for many laps of a small
  * ring: every size from 0 to max_record, so wrap markers land at every offset.
  */
-static void test_wrap_varied(void **state)
+/* Random writes and reads; early_wrap as for lp_ring__set_early_wrap. */
+static void wrap_varied(uint64_t early_wrap)
 {
 	enum { QN = 1024 };
 	struct fixture f;
@@ -299,6 +301,7 @@ static void test_wrap_varied(void **state)
 	c = lp_ring__consumer(f.mem, f.mem_size);
 	max = lp_ring__max_record(p);
 	assert_int_equal(max, 2040);
+	lp_ring__set_early_wrap(p, early_wrap);
 
 	for (int it = 0; it < 200000; it++) {
 		if (rng() % 2) {
@@ -347,6 +350,102 @@ static void test_wrap_varied(void **state)
 	assert_true(st.prod_pos > 1000 * f.data_size); /* many laps */
 	assert_true(drops > 0 && reads > 10000);
 	assert_int_equal(seq, reads + drops + (tail - head));
+	lp_ring__free(p);
+	lp_ring__free(c);
+	fix_fini(&f);
+}
+
+static void test_wrap_varied(void **state)
+{
+	wrap_varied(0);
+}
+
+/* The same with early wraps: writable stays exact, nothing is lost. */
+static void test_wrap_varied_early(void **state)
+{
+	wrap_varied(1024);
+	wrap_varied(8);
+}
+
+/*
+ * With an early wrap at 1024 of 65536 bytes, a consumer that keeps up sees
+ * every batch start below 1024 + one record; a lagging one lets the
+ * producer go on into the rest of the ring.
+ */
+static void test_early_wrap_bounded(void **state)
+{
+	struct fixture f;
+	struct lp_ring *p, *c;
+	struct lp_ring_stats st;
+	const void *data;
+	uint32_t len;
+	uint64_t seq = 0, highest = 0, n, first;
+
+	fix_init(&f, 65536);
+	p = lp_ring__producer(f.mem, f.mem_size);
+	c = lp_ring__consumer(f.mem, f.mem_size);
+	assert_false(lp_ring__deepens(p, 100)); /* early wraps off */
+	lp_ring__set_early_wrap(p, 1020);	/* rounded up to 1024 */
+
+	/* 10 records: 1120 bytes in, the consumer at 0: the next one deepens. */
+	for (n = 0; n < 10; n++) {
+		assert_false(lp_ring__deepens(p, 100));
+		assert_int_equal(write_seq(p, seq++, 100), 0);
+	}
+	assert_true(lp_ring__deepens(p, 100));
+	assert_false(lp_ring__deepens(c, 100)); /* the consumer's handle: no */
+	for (n = 0; n < 10; n++)
+		expect_rec(c, n, 100);
+	/* Read: it wraps early instead, to the start. */
+	assert_false(lp_ring__deepens(p, 100));
+	assert_int_equal(write_seq(p, seq, 100), 0);
+	assert_int_equal(lp_ring__peek(c, &data, &len), 0);
+	assert_ptr_equal(data, f.data + 8);
+	check_payload(data, seq++, len);
+	lp_ring__consume(c);
+	assert_false(lp_ring__deepens(p, 100)); /* 112 bytes in */
+
+	/* Batches of 1..9 records of 100 bytes (112 with the header), then all read. */
+	for (int it = 0; it < 5000; it++) {
+		first = seq;
+
+		n = 1 + rng() % 9;
+		for (uint64_t i = 0; i < n; i++)
+			assert_int_equal(write_seq(p, seq++, 100), 0);
+		for (uint64_t i = first; i < seq; i++) {
+			uint64_t end;
+
+			assert_int_equal(lp_ring__peek(c, &data, &len), 0);
+			assert_int_equal(len, 100);
+			check_payload(data, i, len);
+			end = (uint64_t)((const uint8_t *)data - f.data) + 104;
+			if (end > highest)
+				highest = end;
+			lp_ring__consume(c);
+		}
+	}
+	/* A batch starts below 1024 + 112 and adds at most 9 x 112 bytes. */
+	assert_true(highest <= 1024 + 112 + 9 * 112);
+	lp_ring__stats(p, &st);
+	assert_true(st.prod_pos > 10 * f.data_size); /* many early wraps */
+
+	/*
+	 * Lagging: unread records fill at least the early-wrap offset (the
+	 * skipped tail is not free until the marker is read); once the consumer
+	 * has read past the marker, the whole ring is usable again.
+	 */
+	first = seq;
+	while (write_seq(p, seq, 100) == 0)
+		seq++;
+	assert_true((seq - first) * 112 >= 1024);
+	expect_rec(c, first, 100);
+	while (write_seq(p, seq, 100) == 0)
+		seq++;
+	assert_true((seq - first - 1) * 112 >= 65536 - 2 * 112);
+	for (uint64_t i = first + 1; i < seq; i++)
+		expect_rec(c, i, 100);
+	lp_ring__stats(p, &st);
+	assert_int_equal(st.dropped_records, 2);
 	lp_ring__free(p);
 	lp_ring__free(c);
 	fix_fini(&f);
@@ -833,12 +932,20 @@ static void test_wait_notify(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizes),	       cmocka_unit_test(test_format_invalid),
-		cmocka_unit_test(test_attach_invalid), cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_wrap_varied),    cmocka_unit_test(test_full_drops_newest),
-		cmocka_unit_test(test_close_epipe),    cmocka_unit_test(test_hostile_consumer),
-		cmocka_unit_test(test_corrupt),	       cmocka_unit_test(test_reserve_commit_short),
-		cmocka_unit_test(test_max_record),     cmocka_unit_test(test_wait_notify),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_format_invalid),
+		cmocka_unit_test(test_attach_invalid),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_wrap_varied),
+		cmocka_unit_test(test_wrap_varied_early),
+		cmocka_unit_test(test_early_wrap_bounded),
+		cmocka_unit_test(test_full_drops_newest),
+		cmocka_unit_test(test_close_epipe),
+		cmocka_unit_test(test_hostile_consumer),
+		cmocka_unit_test(test_corrupt),
+		cmocka_unit_test(test_reserve_commit_short),
+		cmocka_unit_test(test_max_record),
+		cmocka_unit_test(test_wait_notify),
 	};
 
 	/* attach failures warn by design; keep the test output readable */

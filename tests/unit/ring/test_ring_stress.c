@@ -8,7 +8,8 @@
  * space (nothing may be dropped) and windows where it never waits (drop-newest
  * whenever the ring is full); the consumer sleeps now and then so the lossy
  * windows really drop. At the end every sequence number is either consumed or
- * accounted for in dropped_records / dropped_bytes, exactly.
+ * accounted for in dropped_records / dropped_bytes, exactly. Once as is, once
+ * with early wraps (lp_ring__set_early_wrap).
  */
 #include <errno.h>
 #include <signal.h>
@@ -109,7 +110,7 @@ struct result {
 };
 
 /* Runs in the child; exits 0 on success. */
-static void producer(void *mem, size_t mem_size, struct result *res)
+static void producer(void *mem, size_t mem_size, struct result *res, uint64_t early_wrap)
 {
 	struct lp_ring_stats st;
 	struct lp_ring *r;
@@ -119,6 +120,7 @@ static void producer(void *mem, size_t mem_size, struct result *res)
 	r = lp_ring__producer(mem, mem_size);
 	if (!r)
 		_exit(2);
+	lp_ring__set_early_wrap(r, early_wrap);
 	for (seq = 0; seq < N_RECORDS; seq++) {
 		uint32_t len = rec_len(seq);
 		bool lossless = (seq / WINDOW) % 2 == 0;
@@ -194,7 +196,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void test_two_process_stress(void **state)
+static void stress(uint64_t early_wrap)
 {
 	size_t mem_size = lp_ring_mem_size(DATA_SIZE);
 	struct verify v = {0};
@@ -220,7 +222,7 @@ static void test_two_process_stress(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		producer(mem, mem_size, res);
+		producer(mem, mem_size, res, early_wrap);
 
 	for (;;) {
 		const void *data;
@@ -251,11 +253,13 @@ static void test_two_process_stress(void **state)
 	account_gap(&v, N_RECORDS);
 
 	lp_ring__stats(c, &st);
-	print_message("ring stress: %llu produced, %llu consumed, %llu dropped (%llu bytes), "
+	print_message("ring stress (early wrap %llu): %llu produced, %llu consumed, %llu dropped "
+		      "(%llu bytes), "
 		      "%llu EAGAIN polls, %.2f s\n",
-		      (unsigned long long)res->produced, (unsigned long long)v.consumed,
-		      (unsigned long long)st.dropped_records, (unsigned long long)st.dropped_bytes,
-		      (unsigned long long)v.eagain, now() - t0);
+		      (unsigned long long)early_wrap, (unsigned long long)res->produced,
+		      (unsigned long long)v.consumed, (unsigned long long)st.dropped_records,
+		      (unsigned long long)st.dropped_bytes, (unsigned long long)v.eagain,
+		      now() - t0);
 	assert_int_equal(res->produced, N_RECORDS);
 	assert_int_equal(res->lossless_drops, 0);
 	assert_int_equal(res->produced, v.consumed + st.dropped_records);
@@ -273,10 +277,22 @@ static void test_two_process_stress(void **state)
 	munmap(mem, mem_size);
 }
 
+static void test_two_process_stress(void **state)
+{
+	stress(0);
+}
+
+/* The same with the producer wrapping early whenever the ring is empty. */
+static void test_two_process_stress_early(void **state)
+{
+	stress(DATA_SIZE / 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_process_stress),
+		cmocka_unit_test(test_two_process_stress_early),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
