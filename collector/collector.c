@@ -94,6 +94,7 @@ struct coll {
 	struct lps_enc dyn; /* maps, ksyms: grows as needed */
 	bool capture_failed;
 	bool consumer_stalled;
+	bool attached; /* the BPF programs are: the drain loop must not wait */
 	uint64_t maps_errors;
 	uint64_t maps_sent;
 	uint64_t bad_events;
@@ -188,11 +189,20 @@ static int write_ring(struct coll *c, const void *buf, size_t len, uint32_t wait
 
 	if (len > lp_ring__max_record(c->ring))
 		return -E2BIG;
-	while (lp_ring__writable(c->ring) < len) {
+	/*
+	 * Before the programs are attached nothing else waits on us: the
+	 * start-up burst (kernel symbols, ~5 MB) then also waits for the
+	 * consumer to let the ring wrap early, so it does not fault in the
+	 * whole shared ring for good.
+	 */
+	while (lp_ring__writable(c->ring) < len ||
+	       (!c->attached && lp_ring__deepens(c->ring, (uint32_t)len))) {
 		if (c->consumer_stalled || waited >= wait_ms) {
 			c->consumer_stalled = true;
 			break;
 		}
+		if (!waited)
+			lp_ring__notify(c->ring); /* it may be asleep */
 		sleep_ms(1);
 		waited++;
 	}
@@ -664,6 +674,7 @@ static int ring_handoff(struct coll *c)
 static int open_ring(struct coll *c)
 {
 	const struct coll_opts *o = c->o;
+	struct lp_ring_stats st;
 	int err;
 
 	if (o->ring_fd >= 0) {
@@ -720,6 +731,16 @@ static int open_ring(struct coll *c)
 		lp_err("ring: not a lowprof ring (fd %d): %s", c->ring_fd, strerror(-err));
 		return err;
 	}
+	/*
+	 * The ring is sized for seconds of the largest samples; a symbolizer
+	 * that keeps up needs one drain's worth. Going back to the start once
+	 * it has read everything keeps the ring's pages, resident in both
+	 * processes, to what is used: 1/8 of the ring plus one batch. A
+	 * symbolizer that stalls right after such a wrap has 1/8 of the ring
+	 * until it reads on; the whole ring again after that.
+	 */
+	lp_ring__stats(c->ring, &st);
+	lp_ring__set_early_wrap(c->ring, st.data_size / COLL_RING_EARLY_WRAP_DIV);
 	return 0;
 }
 
@@ -1144,6 +1165,7 @@ static int attach_bpf(struct coll *c)
 	struct bpf_program *tps[3];
 	int err, ntps;
 
+	c->attached = true;
 	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
 	c->links = calloc(c->ncpus + 5, sizeof(*c->links));
 	if (!c->pfds || !c->links)
