@@ -1137,7 +1137,7 @@ memory_rows() {
 		add_row "$sec" "collector RSS at $hz Hz, steady" \
 			"$(kb2mb "${C[$hz.B.coll_rss]}") MiB (anon $(kb2mb "${C[$hz.B.coll_anon]}"), file $(kb2mb "${C[$hz.B.coll_file]}") of which BPF ring mmap $(kb2mb "${C[$hz.B.coll_bpfring]}"), shmem ring $(kb2mb "${C[$hz.B.coll_shmem]}"))" \
 			"$goal" "$st" \
-			"VmRSS (RssAnon/RssFile/RssShmem from /proc/PID/status; BPF ring = Rss of its anon_inode:bpf-map mappings in smaps) of lowprof-collector ~1.2 s before the end of the ${cost_secs} s whole-host run. Ring pages count once touched: the shared ring's share grows until it has wrapped once (up to its size, see the growth rows)"
+			"VmRSS (RssAnon/RssFile/RssShmem from /proc/PID/status; BPF ring = Rss of its anon_inode:bpf-map mappings in smaps) of lowprof-collector ~1.2 s before the end of the ${cost_secs} s whole-host run. Ring pages count once touched: the BPF ring's once it has wrapped; the shared ring's is what the collector has used of it, an eighth of it plus what the symbolizer lagged at most (it goes back to the start early), up to its size (see the growth rows)"
 		st="" goal=""
 		[[ $hz == 99 ]] && goal="< 16 MB" && st=$(awk -v v="${C[$hz.hwm_coll]:-0}" 'BEGIN {print (v / 1024 < 16 ? "PASS" : "MISS")}')
 		add_row "$sec" "collector peak RSS at $hz Hz" "$(kb2mb "${C[$hz.hwm_coll]:-0}") MiB" "$goal" "$st" \
