@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "cfi.h"
+#include "lowprof/grow.h"
 #include "lowprof/log.h"
 
 #define CFI_MAX_ROWS	(1u << 26)
@@ -314,23 +315,7 @@ struct builder {
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem, size_t max)
 {
-	size_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	if (need > max)
-		return -E2BIG;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > max)
-		ncap = max;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
+	return lp_grow(p, cap, need, elem, 64, max);
 }
 
 /* Appends a row unless it repeats the last one. limit: the rows allowed in all. */

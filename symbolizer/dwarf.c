@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "dwarf.h"
+#include "lowprof/grow.h"
 
 #ifndef _DWARF_H
 #error "<dwarf.h> found lowprof's symbolizer/dwarf.h: build without symbolizer/ on the -I path"
@@ -376,19 +377,10 @@ static int dw_range_cmp(const void *a, const void *b)
 
 static int dw_add_range(struct symb_dwarf *d, size_t *cap, uint64_t lo, uint64_t hi)
 {
-	struct dw_range *r;
-	size_t ncap;
-
 	if (lo >= hi || d->nranges >= DW_MAX_RANGES)
 		return 0;
-	if (d->nranges == *cap) {
-		ncap = *cap ? *cap * 2 : 64;
-		r = realloc(d->ranges, ncap * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		d->ranges = r;
-		*cap = ncap;
-	}
+	if (lp_grow((void **)&d->ranges, cap, d->nranges + 1, sizeof(*d->ranges), 64, SIZE_MAX))
+		return -ENOMEM;
 	d->ranges[d->nranges++] = (struct dw_range){.lo = lo, .hi = hi, .unit = d->nunits};
 	return 0;
 }
@@ -750,24 +742,6 @@ static int dw_index_grow(struct symb_dwarf *d)
 	return 0;
 }
 
-/* Grows *p (of *cap elements of size elem) to hold need: 0 or -ENOMEM. */
-static int dw_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2; /* need is bounded by DW_MAX_RESULT*, far below 2^31 */
-	np = realloc(*p, (size_t)ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /*
  * Remembers the n frames at vaddr (not remembered yet). Returns the result,
  * or NULL beyond the DW_MAX_RESULT* limits or without memory.
@@ -782,8 +756,10 @@ static const struct dw_result *dw_result_add(struct symb_dwarf *d, uint64_t vadd
 		return NULL;
 	if ((d->nresults + 1) * 2 > d->cap_index && dw_index_grow(d))
 		return NULL;
-	if (dw_grow((void **)&d->results, &d->cap_results, d->nresults + 1, sizeof(*d->results)) ||
-	    dw_grow((void **)&d->frames, &d->cap_frames, d->nframes + n, sizeof(*d->frames)))
+	/* need is bounded by DW_MAX_RESULT*, far below 2^31 */
+	if (lp_grow32((void **)&d->results, &d->cap_results, d->nresults + 1, sizeof(*d->results),
+		      64) ||
+	    lp_grow32((void **)&d->frames, &d->cap_frames, d->nframes + n, sizeof(*d->frames), 64))
 		return NULL;
 	if (n)
 		memcpy(&d->frames[d->nframes], frames, n * sizeof(*frames));

@@ -10,4 +10,4 @@ add_library(lp_symb_dwarf STATIC ${CMAKE_CURRENT_SOURCE_DIR}/dwarf.c
 target_include_directories(lp_symb_dwarf INTERFACE ${CMAKE_CURRENT_SOURCE_DIR}
 			   PRIVATE ${LIBIBERTY_INCLUDE})
 target_link_libraries(lp_symb_dwarf PUBLIC PkgConfig::LIBDW PkgConfig::LIBELF
-		      PRIVATE ${LIBIBERTY})
+		      PRIVATE ${LIBIBERTY} lp_common)

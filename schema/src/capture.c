@@ -18,6 +18,7 @@
 
 #include "lowprof/capture.h"
 #include "lowprof/crc32c.h"
+#include "lowprof/grow.h"
 
 #define HDR_CRC_OFF   60u
 #define BLOCK_CRC_OFF 28u
@@ -239,19 +240,7 @@ static ssize_t src_read(struct lpc_reader *r, uint64_t off, void *buf, size_t n)
 
 static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
-	uint8_t *n;
-	size_t ncap = *cap ? *cap : 64u << 10;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(*buf, ncap);
-	if (!n)
-		return -ENOMEM;
-	*buf = n;
-	*cap = ncap;
-	return 0;
+	return lp_grow((void **)buf, cap, need, 1, 64u << 10, SIZE_MAX);
 }
 
 static int reader_new(struct lpc_reader **out, struct lpc_header *hdr, int fd, const void *mem,
