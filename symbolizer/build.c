@@ -386,8 +386,8 @@ static int build_mappings(struct symb_state *s, struct symb_built *b, enum symb_
 }
 
 /*
- * The aggregates of one kind in their insertion order (whatever the table's
- * seeded layout), and their frame count. NULL with -ENOMEM in *err.
+ * The aggregates of one kind in their insertion order (the order of
+ * s->aggs), and their frame count. NULL with -ENOMEM in *err.
  */
 static const struct symb_agg **kind_aggs(const struct symb_state *s, enum symb_kind kind,
 					 size_t *nframes, int *err)
@@ -399,10 +399,10 @@ static const struct symb_agg **kind_aggs(const struct symb_state *s, enum symb_k
 	*err = v ? 0 : -ENOMEM;
 	if (!v)
 		return NULL;
-	for (uint32_t i = 0; i < s->cap_aggs; i++) {
+	for (uint32_t i = 0; i < s->naggs; i++) {
 		const struct symb_agg *a = &s->aggs[i];
 
-		if (!a->count || a->kind != kind || a->seq >= n)
+		if (a->kind != kind || a->seq >= n)
 			continue;
 		v[a->seq] = a;
 		*nframes += a->nframes;

@@ -14,24 +14,14 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "lowprof/grow.h"
 #include "lowprof/log.h"
 #include "symb_int.h"
 
+/* every need is bounded by a SYMB_MAX_* far below 2^31 */
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
-	uint32_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2; /* every need is bounded by a SYMB_MAX_* far below 2^31 */
-	np = realloc(*p, (size_t)ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
+	return lp_grow32(p, cap, need, elem, 16);
 }
 
 /* Hash of a byte string, chained from h (length included). */
@@ -72,6 +62,7 @@ void symb_state_free(struct symb_state *s)
 	free(s->ksyms);
 	free(s->ksym_names);
 	free(s->aggs);
+	free(s->agg_index);
 	free(s->frames);
 	free(s->delta_memo);
 	memset(s, 0, sizeof(*s));
@@ -380,6 +371,26 @@ static const struct symb_map *map_find(const struct symb_proc *p, uint64_t addr)
 
 /* ---- kernel symbols ----------------------------------------------------- */
 
+/*
+ * Room for one record's entries, taken once per record: each entry's name
+ * and NUL fit in the bytes the entry takes in the record (its tags alone
+ * take more than one byte), and both tables stop at their SYMB_MAX_* limit.
+ */
+static int ksyms_reserve(struct symb_state *s, const struct lps_ksyms *rec)
+{
+	uint32_t n =
+		rec->count < SYMB_MAX_KSYMS - s->nksyms ? s->nksyms + rec->count : SYMB_MAX_KSYMS;
+	size_t need = s->ksym_names_len + (size_t)(rec->end - rec->cur);
+
+	if (need > SYMB_MAX_KSYM_BYTES)
+		need = SYMB_MAX_KSYM_BYTES;
+	if (grow((void **)&s->ksyms, &s->cap_ksyms, n, sizeof(*s->ksyms)))
+		return -ENOMEM;
+	if (lp_grow((void **)&s->ksym_names, &s->ksym_names_cap, need, 1, 65536, SIZE_MAX))
+		return -ENOMEM;
+	return 0;
+}
+
 static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 {
 	struct lps_ksym k;
@@ -391,6 +402,8 @@ static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 		s->ksym_names_len = 0;
 	}
 	s->ksyms_sorted = false;
+	if (ksyms_reserve(s, rec))
+		return -ENOMEM;
 	while ((r = lps_ksyms_next(rec, &k)) == 1) {
 		/* a name is within one record (<= 1 MiB): no overflow */
 		size_t need = s->ksym_names_len + k.name.len + 1;
@@ -401,20 +414,7 @@ static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 			s->n.over_limit_ksyms++;
 			continue;
 		}
-		if (grow((void **)&s->ksyms, &s->cap_ksyms, s->nksyms + 1, sizeof(*s->ksyms)))
-			return -ENOMEM;
-		if (need > s->ksym_names_cap) {
-			size_t ncap = s->ksym_names_cap ? s->ksym_names_cap : 65536;
-			char *n;
-
-			while (ncap < need)
-				ncap *= 2;
-			n = realloc(s->ksym_names, ncap);
-			if (!n)
-				return -ENOMEM;
-			s->ksym_names = n;
-			s->ksym_names_cap = ncap;
-		}
+		/* ksyms_reserve made room for both */
 		s->ksyms[s->nksyms].addr = k.addr;
 		/* < SYMB_MAX_KSYM_BYTES, far below 2^32 */
 		s->ksyms[s->nksyms].name = (uint32_t)s->ksym_names_len;
@@ -512,39 +512,40 @@ static bool agg_matches(const struct symb_state *s, const struct symb_agg *a, ui
 	       strcmp(a->comm, comm) == 0 && memcmp(&s->frames[a->first], f, n * sizeof(*f)) == 0;
 }
 
-static int agg_grow(struct symb_state *s)
+/* The index, doubled: 0 or -ENOMEM. */
+static int agg_index_grow(struct symb_state *s)
 {
-	uint32_t ncap = s->cap_aggs ? s->cap_aggs * 2 : 1024;
-	struct symb_agg *n = calloc(ncap, sizeof(*n));
+	uint32_t ncap = s->cap_agg_index ? s->cap_agg_index * 2 : 1024;
+	struct symb_agg_slot *n = calloc(ncap, sizeof(*n));
 
 	if (!n)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->cap_aggs; i++) {
-		struct symb_agg *a = &s->aggs[i];
-
-		if (!a->count)
-			continue;
-		for (uint32_t j = (uint32_t)a->hash & (ncap - 1);; j = (j + 1) & (ncap - 1))
-			if (!n[j].count) {
-				n[j] = *a;
+	for (uint32_t i = 0; i < s->naggs; i++)
+		for (uint32_t j = (uint32_t)s->aggs[i].hash & (ncap - 1);; j = (j + 1) & (ncap - 1))
+			if (!n[j].agg) {
+				n[j] = (struct symb_agg_slot){i + 1,
+							      (uint32_t)(s->aggs[i].hash >> 32)};
 				break;
 			}
-	}
-	free(s->aggs);
-	s->aggs = n;
-	s->cap_aggs = ncap;
+	free(s->agg_index);
+	s->agg_index = n;
+	s->cap_agg_index = ncap;
 	return 0;
 }
 
-/* The stack's slot: its aggregate, or the empty slot where it belongs. */
-static struct symb_agg *agg_slot(struct symb_state *s, uint64_t h, uint32_t kind, uint32_t pid,
-				 const char *comm, const struct symb_frame *f, uint32_t n)
+/* The stack's index slot: its aggregate's, or the empty slot where it belongs. */
+static struct symb_agg_slot *agg_slot(struct symb_state *s, uint64_t h, uint32_t kind, uint32_t pid,
+				      const char *comm, const struct symb_frame *f, uint32_t n)
 {
-	for (uint32_t j = (uint32_t)h & (s->cap_aggs - 1);; j = (j + 1) & (s->cap_aggs - 1)) {
-		struct symb_agg *a = &s->aggs[j];
+	uint32_t hi = (uint32_t)(h >> 32);
 
-		if (!a->count || agg_matches(s, a, h, kind, pid, comm, f, n))
-			return a;
+	for (uint32_t j = (uint32_t)h & (s->cap_agg_index - 1);;
+	     j = (j + 1) & (s->cap_agg_index - 1)) {
+		struct symb_agg_slot *e = &s->agg_index[j];
+
+		if (!e->agg || (e->hash_hi == hi &&
+				agg_matches(s, &s->aggs[e->agg - 1], h, kind, pid, comm, f, n)))
+			return e;
 	}
 }
 
@@ -556,33 +557,29 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 		     const struct symb_frame *f, uint32_t n, uint64_t weight)
 {
 	uint64_t h = hash_stack(s, kind, pid, comm, f, n);
-	struct symb_agg *a = s->cap_aggs ? agg_slot(s, h, kind, pid, comm, f, n) : NULL;
+	struct symb_agg_slot *e = s->cap_agg_index ? agg_slot(s, h, kind, pid, comm, f, n) : NULL;
+	struct symb_agg *a;
 
-	if (a && a->count) {
+	if (e && e->agg) {
+		a = &s->aggs[e->agg - 1];
 		a->count++;
 		a->weight += weight;
 		return 0;
 	}
 	if (s->naggs >= SYMB_MAX_STACKS || n > SYMB_MAX_FRAMES - s->nframes)
 		return -ENOSPC;
-	if ((s->naggs + 1) * 2 > s->cap_aggs) {
-		if (agg_grow(s))
+	if ((s->naggs + 1) * 2 > s->cap_agg_index) {
+		if (agg_index_grow(s))
 			return -ENOMEM;
-		a = agg_slot(s, h, kind, pid, comm, f, n);
+		e = agg_slot(s, h, kind, pid, comm, f, n);
 	}
-	if (s->nframes + n > s->cap_frames) {
-		size_t ncap = s->cap_frames ? s->cap_frames * 2 : 4096;
-		struct symb_frame *nf;
-
-		while (ncap < s->nframes + n)
-			ncap *= 2;
-		nf = realloc(s->frames, ncap * sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		s->frames = nf;
-		s->cap_frames = ncap;
-	}
+	if (grow((void **)&s->aggs, &s->cap_aggs, s->naggs + 1, sizeof(*s->aggs)))
+		return -ENOMEM;
+	if (lp_grow((void **)&s->frames, &s->cap_frames, s->nframes + n, sizeof(*s->frames), 4096,
+		    SIZE_MAX))
+		return -ENOMEM;
 	memcpy(&s->frames[s->nframes], f, n * sizeof(*f));
+	a = &s->aggs[s->naggs];
 	a->hash = h;
 	a->kind = kind;
 	a->pid = pid;
@@ -593,7 +590,7 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 	a->count = 1;
 	a->weight = weight;
 	s->nframes += n;
-	s->naggs++;
+	*e = (struct symb_agg_slot){++s->naggs, (uint32_t)(h >> 32)};
 	return 0;
 }
 
@@ -639,8 +636,11 @@ struct symb_delta_memo {
 	uint64_t addr;
 	uint32_t pid;
 	uint32_t gen;
-	struct symb_delta row;
-	uint32_t found; /* enum symb_lookup */
+	/* what the unwinder reads of the row (not its pc): 24 bytes a slot */
+	int32_t cfa_off;
+	int16_t bp_off;
+	uint8_t kind;
+	uint8_t found; /* enum symb_lookup */
 };
 
 /* The unwinder's view of a process: runtime address -> its object's delta row. */
@@ -672,6 +672,15 @@ static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t add
 	return SYMB_LOOKUP_FOUND;
 }
 
+/*
+ * The row as the memo keeps it, so that an answer is the same whether it
+ * came from the memo or not: the row's pc is not kept (steps do not use it).
+ */
+static void memo_row(const struct symb_delta_memo *m, struct symb_delta *row)
+{
+	*row = (struct symb_delta){.cfa_off = m->cfa_off, .bp_off = m->bp_off, .kind = m->kind};
+}
+
 static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta *row)
 {
 	struct unwind_ctx *u = ctx;
@@ -681,21 +690,29 @@ static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta
 
 	if (!s->maps_gen)
 		s->maps_gen = 1;
-	if (!s->delta_memo)
-		s->delta_memo = calloc(DELTA_MEMO_SLOTS, sizeof(*s->delta_memo));
+	if (!s->delta_memo) {
+		/* written before it is read: one fault a page, not a read fault and a copy */
+		s->delta_memo = malloc(DELTA_MEMO_SLOTS * sizeof(*s->delta_memo));
+		if (s->delta_memo)
+			memset(s->delta_memo, 0, DELTA_MEMO_SLOTS * sizeof(*s->delta_memo));
+	}
 	if (!s->delta_memo)
 		return lookup_delta_uncached(u, addr, row);
 	m = &s->delta_memo[symb_mix64(s->seed ^ addr ^ (uint64_t)u->pid << 40) &
 			   (DELTA_MEMO_SLOTS - 1)];
 	if (m->gen == s->maps_gen && m->addr == addr && m->pid == u->pid) {
 		if (m->found == SYMB_LOOKUP_FOUND)
-			*row = m->row;
+			memo_row(m, row);
 		return (enum symb_lookup)m->found;
 	}
 	found = lookup_delta_uncached(u, addr, row);
-	*m = (struct symb_delta_memo){addr, u->pid, s->maps_gen, {0}, found};
-	if (found == SYMB_LOOKUP_FOUND)
-		m->row = *row;
+	*m = (struct symb_delta_memo){addr, u->pid, s->maps_gen, 0, 0, 0, (uint8_t)found};
+	if (found == SYMB_LOOKUP_FOUND) {
+		m->cfa_off = row->cfa_off;
+		m->bp_off = row->bp_off;
+		m->kind = row->kind;
+		memo_row(m, row);
+	}
 	return found;
 }
 

@@ -128,6 +128,11 @@ enum symb_kind {
 	SYMB_KIND__COUNT,
 };
 
+struct symb_agg_slot {
+	uint32_t agg; /* index into aggs + 1; 0 = empty */
+	uint32_t hash_hi;
+};
+
 /* One aggregated stack: key (kind, pid, comm, frames) -> values. */
 struct symb_agg {
 	uint64_t hash;
@@ -137,7 +142,7 @@ struct symb_agg {
 	uint32_t nframes;
 	uint32_t first; /* index of its first frame in the frame arena */
 	uint32_t seq;	/* insertion order within its kind: the profile's stack order */
-	uint64_t count; /* 0 marks an empty slot */
+	uint64_t count; /* >= 1 */
 	uint64_t weight;
 };
 
@@ -256,8 +261,15 @@ struct symb_state {
 	size_t ksym_names_len, ksym_names_cap;
 	bool ksyms_sorted;
 
-	struct symb_agg *aggs; /* open-addressing hash */
-	uint32_t cap_aggs, naggs;
+	/*
+	 * Aggregates in insertion order (all kinds), found through agg_index:
+	 * an open-addressing hash of (index + 1, high bits of the hash), 0 =
+	 * empty, so that a probe reads 8 bytes and a miss no aggregate.
+	 */
+	struct symb_agg *aggs;
+	uint32_t naggs, cap_aggs; /* of aggs */
+	struct symb_agg_slot *agg_index;
+	uint32_t cap_agg_index;
 	uint32_t naggs_kind[SYMB_KIND__COUNT]; /* of naggs, per kind */
 	struct symb_frame *frames;	       /* frame arena */
 	size_t nframes, cap_frames;
