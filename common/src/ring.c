@@ -73,6 +73,7 @@ struct lp_ring {
 	uint64_t resv_pad; /* bytes of wrap padding before it */
 	uint32_t resv_max;
 	uint64_t early_wrap; /* wrap at an offset this far in once the start is free; 0: never */
+	uint64_t padded;     /* bytes of prod that are wrap padding */
 	bool resv_open;
 	bool warned_cons;
 	uint64_t notified; /* prod at the last lp_ring__notify */
@@ -400,9 +401,15 @@ void lp_ring__commit(struct lp_ring *r, uint32_t len)
 		len = r->resv_max;
 	rec_store(r->data + r->resv_off, len, 0);
 	r->prod += r->resv_pad + rec_size(len);
+	r->padded += r->resv_pad;
 	r->resv_open = false;
 	/* Publishes the record (and any WRAP marker) written above. */
 	__atomic_store_n(&r->hdr->prod_pos, r->prod, __ATOMIC_RELEASE);
+}
+
+uint64_t lp_ring__written(const struct lp_ring *r)
+{
+	return r && r->producer ? r->prod - r->padded : 0;
 }
 
 void lp_ring__set_early_wrap(struct lp_ring *r, uint64_t bytes)

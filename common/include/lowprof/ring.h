@@ -207,6 +207,11 @@ void lp_ring__set_early_wrap(struct lp_ring *r, uint64_t bytes);
  * so the burst does not fault the whole ring in. False without early wraps.
  */
 bool lp_ring__deepens(struct lp_ring *r, uint32_t len);
+/*
+ * Producer: bytes published so far, record headers and padding to 8
+ * included, the tails skipped by WRAP markers not (prod_pos counts them).
+ */
+uint64_t lp_ring__written(const struct lp_ring *r);
 /* Marks the stream complete; the consumer gets -EPIPE once it has read all. */
 void lp_ring__close(struct lp_ring *r);
 

@@ -428,6 +428,9 @@ static void test_early_wrap_bounded(void **state)
 	assert_true(highest <= 1024 + 112 + 9 * 112);
 	lp_ring__stats(p, &st);
 	assert_true(st.prod_pos > 10 * f.data_size); /* many early wraps */
+	/* written counts the records, not the tails the wraps skipped */
+	assert_int_equal(lp_ring__written(p), seq * 112);
+	assert_int_equal(lp_ring__written(c), 0);
 
 	/*
 	 * Lagging: unread records fill at least the early-wrap offset (the
