@@ -95,6 +95,9 @@ struct coll {
 	bool capture_failed;
 	bool consumer_stalled;
 	bool attached; /* the BPF programs are: the drain loop must not wait */
+	/* the shared ring's early wrap, set from its write rate (tune_early_wrap) */
+	uint64_t wrap_pos, wrap_ns; /* lp_ring__written and the time at the last check */
+	double wrap_rate;	    /* bytes/s: the highest recent rate, decaying */
 	uint64_t maps_errors;
 	uint64_t maps_sent;
 	uint64_t bad_events;
@@ -734,14 +737,51 @@ static int open_ring(struct coll *c)
 	/*
 	 * The ring is sized for seconds of the largest samples; a symbolizer
 	 * that keeps up needs one drain's worth. Going back to the start once
-	 * it has read everything keeps the ring's pages, resident in both
-	 * processes, to what is used: 1/8 of the ring plus one batch. A
-	 * symbolizer that stalls right after such a wrap has 1/8 of the ring
-	 * until it reads on; the whole ring again after that.
+	 * it has read far enough keeps the ring's pages, resident in both
+	 * processes, to what is used. Until the programs run, an eighth: the
+	 * start-up burst waits for the symbolizer within it (write_ring);
+	 * from then on tune_early_wrap sets it from the write rate.
 	 */
 	lp_ring__stats(c->ring, &st);
 	lp_ring__set_early_wrap(c->ring, st.data_size / COLL_RING_EARLY_WRAP_DIV);
 	return 0;
+}
+
+/*
+ * Right after an early wrap, until the symbolizer has read past it, the
+ * ring takes only the part before the wrap (lp_ring__set_early_wrap), so
+ * that part must hold what arrives while the symbolizer lags: the offset
+ * is set to COLL_RING_EARLY_WRAP_S seconds of the highest recent write
+ * rate (which decays by a tenth a second), never less than an eighth of
+ * the ring; when that is the whole ring, no early wraps. Half the ring
+ * until the first second has been measured. At 99 Hz that is an eighth;
+ * at high rates the ring's pages follow the rate, not the ring's size.
+ */
+static void tune_early_wrap(struct coll *c, uint64_t now)
+{
+	struct lp_ring_stats st;
+	double rate, want;
+
+	if (!c->ring)
+		return;
+	lp_ring__stats(c->ring, &st);
+	if (!c->wrap_ns) {
+		lp_ring__set_early_wrap(c->ring, st.data_size / 2);
+	} else {
+		if (now - c->wrap_ns < 1000000000ull)
+			return;
+		rate = (double)(lp_ring__written(c->ring) - c->wrap_pos) * 1e9 /
+		       (double)(now - c->wrap_ns);
+		c->wrap_rate *= 0.9;
+		if (rate > c->wrap_rate)
+			c->wrap_rate = rate;
+		want = c->wrap_rate * COLL_RING_EARLY_WRAP_S;
+		if (want < (double)(st.data_size / COLL_RING_EARLY_WRAP_DIV))
+			want = (double)(st.data_size / COLL_RING_EARLY_WRAP_DIV);
+		lp_ring__set_early_wrap(c->ring, want >= (double)st.data_size ? 0 : (uint64_t)want);
+	}
+	c->wrap_pos = lp_ring__written(c->ring);
+	c->wrap_ns = now;
 }
 
 static void send_meta(struct coll *c)
@@ -1166,6 +1206,7 @@ static int attach_bpf(struct coll *c)
 	int err, ntps;
 
 	c->attached = true;
+	tune_early_wrap(c, now_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
 	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
 	c->links = calloc(c->ncpus + 5, sizeof(*c->links));
 	if (!c->pfds || !c->links)
@@ -1473,6 +1514,7 @@ static const char *drain_loop(struct coll *c)
 		nap_serving(c, nap);
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
+		tune_early_wrap(c, now);
 		if (c->cap) {
 			struct coll_capture_stats cs;
 

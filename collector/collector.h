@@ -29,8 +29,12 @@
  * not ten.
  */
 #define COLL_IDLE_DRAIN_MS 1000
-/* The shared ring wraps early at 1/this of its size (lp_ring__set_early_wrap). */
+/*
+ * The shared ring wraps early (lp_ring__set_early_wrap) at this many seconds
+ * of its recent write rate, and at no less than 1/DIV of its size.
+ */
 #define COLL_RING_EARLY_WRAP_DIV 8
+#define COLL_RING_EARLY_WRAP_S	 2
 /* user stack copy per sample: see LP_BPF_MAX_STACK_COPY for the default's reason */
 #define COLL_DEFAULT_STACK_BYTES 16384
 #define COLL_MAX_STACK_BYTES	 65536
