@@ -48,6 +48,7 @@ extern const char symb_cache_sql[];
 #define CACHE_APPLICATION_ID 0x4c505343 /* "LPSC"; as in cache.sql */
 #define CACHE_SCHEMA_VERSION 1		/* PRAGMA user_version; as in cache.sql */
 #define CACHE_BUSY_MS	     5000
+#define CACHE_OPEN_RETRY_MS  10 /* between attempts to open a busy database */
 /* A hit's last_used update waits at most this long for the write lock. */
 #define CACHE_TOUCH_BUSY_MS 100
 /* Hits whose last_used updates wait for one transaction (see top). */
@@ -524,8 +525,11 @@ static int cache_move_aside(struct symb_cache *c, const char *cause)
 	return 0;
 }
 
-/* Opens the file and sets up the connection once. Returns 0, -EBADMSG with *cause, or errno. */
-static int cache_connect_once(struct symb_cache *c, char *cause, size_t len)
+/*
+ * Opens the file and sets up the connection once. Returns 0, -EBADMSG with
+ * *cause, or errno; a busy database is not reported unless warn_busy.
+ */
+static int cache_connect_once(struct symb_cache *c, char *cause, size_t len, bool warn_busy)
 {
 	const char *why = NULL;
 	int err, rc;
@@ -549,12 +553,32 @@ static int cache_connect_once(struct symb_cache *c, char *cause, size_t len)
 		return -EBADMSG;
 	}
 	err = cache_errno(rc);
-	lp_warn("cache: cannot open %s: %s", c->path,
-		c->msg[0] ? c->msg
-		: c->db	  ? sqlite3_errmsg(c->db)
-			  : sqlite3_errstr(rc));
+	if (err != -EBUSY || warn_busy)
+		lp_warn("cache: cannot open %s: %s", c->path,
+			c->msg[0] ? c->msg
+			: c->db	  ? sqlite3_errmsg(c->db)
+				  : sqlite3_errstr(rc));
 	cache_disconnect(c);
 	return err;
+}
+
+/*
+ * cache_connect_once, again while the database is busy, up to
+ * CACHE_BUSY_MS: a process creating the file or switching it to WAL holds
+ * locks that SQLite reports at once (no busy handler), so several
+ * symbolizers starting on a new cache together would fail to open it.
+ */
+static int cache_connect_wait(struct symb_cache *c, char *cause, size_t len)
+{
+	const struct timespec nap = {0, CACHE_OPEN_RETRY_MS * 1000000L};
+	int err;
+
+	for (int tries = CACHE_BUSY_MS / CACHE_OPEN_RETRY_MS;; tries--) {
+		err = cache_connect_once(c, cause, len, tries <= 0);
+		if (err != -EBUSY || tries <= 0)
+			return err;
+		nanosleep(&nap, NULL);
+	}
 }
 
 /* Connects, moving a damaged file aside and starting over once. */
@@ -563,13 +587,13 @@ static int cache_connect(struct symb_cache *c)
 	char cause[256];
 	int err;
 
-	err = cache_connect_once(c, cause, sizeof(cause));
+	err = cache_connect_wait(c, cause, sizeof(cause));
 	if (err != -EBADMSG)
 		return err;
 	err = cache_move_aside(c, cause);
 	if (err)
 		return err;
-	err = cache_connect_once(c, cause, sizeof(cause));
+	err = cache_connect_wait(c, cause, sizeof(cause));
 	if (err == -EBADMSG)
 		lp_warn("cache: %s: new cache is damaged too (%s)", c->path, cause);
 	return err;
