@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,55 @@ static uint64_t mono_ns(void)
 }
 
 /*
+ * A replay is a batch run that ends when the capture does, and every page
+ * it touches for the first time costs a page fault (~1.3 us here, more than
+ * the work on many a page; a warm replay took ~6,800 of them). glibc's
+ * defaults grow the heap in 128 KiB steps and hand its top back as soon as
+ * 128 KiB of it are free, so tables that grow and are freed again fault
+ * their pages in over and over: grow it in large steps and keep what is
+ * freed for reuse. Blocks up to 32 MiB (glibc's largest threshold) come
+ * from the heap too, and the heap asks for transparent huge pages
+ * (MADV_HUGEPAGE; the kernel's default "madvise" mode grants them only on
+ * request): one fault per 2 MiB. That is what glibc's own
+ * glibc.malloc.hugetlb=1 tunable does, which only the environment can set.
+ * Only the peak is held (in 2 MiB steps), and only until exit.
+ */
+#define REPLAY_HUGE_PAGE (2ul << 20)
+
+/* The heap from here to the current break has been advised (0: not the heap). */
+static uintptr_t replay_heap_advised;
+
+/* Advises the heap's growth since the last call; cheap (sbrk(0) is a read). */
+static void replay_heap_advise(void)
+{
+	uintptr_t hi = (uintptr_t)sbrk(0) & ~(REPLAY_HUGE_PAGE - 1);
+
+	if (!replay_heap_advised || hi <= replay_heap_advised)
+		return;
+	madvise((void *)replay_heap_advised, hi - replay_heap_advised, MADV_HUGEPAGE);
+	replay_heap_advised = hi;
+}
+
+static void replay_malloc_tuning(void)
+{
+	uintptr_t brk0 = (uintptr_t)sbrk(0), probe;
+	void *p;
+
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TOP_PAD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	/* grow the heap now, untouched, so that its pages are advised before use */
+	p = malloc(16 << 20);
+	probe = (uintptr_t)p;
+	free(p);
+	/* from the heap (not an mmap of its own: brk can fail) */
+	if (p && probe >= brk0 && probe < (uintptr_t)sbrk(0)) {
+		replay_heap_advised = (probe + REPLAY_HUGE_PAGE - 1) & ~(REPLAY_HUGE_PAGE - 1);
+		replay_heap_advise();
+	}
+}
+
+/*
  * Replay: feeds every whole record of the capture into the state, with a
  * progress line on a terminal. Returns 0, -EPROTO (another schema major),
  * -ENOMEM, or -EIO.
@@ -347,6 +397,8 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 		}
 		if (stop_signal)
 			break;
+		if (!(s->n.records & 1023))
+			replay_heap_advise();
 		if (tty && !(s->n.records & 1023) && mono_ns() - last >= 500000000ull) {
 			last = mono_ns();
 			fprintf(stderr, "\rreplay: %3.0f%%  %llu records, %llu samples ",
@@ -527,22 +579,6 @@ static int open_capture(const struct symb_opts *o)
 	if (fd < 0)
 		lp_err("capture %s: %m", o->capture_path);
 	return fd < 0 ? -errno : fd;
-}
-
-/*
- * A replay is a batch run that ends when the capture does, and every page
- * it touches for the first time costs a page fault (~1.3 us here, more than
- * the work on many a page). glibc's defaults grow the heap in 128 KiB steps
- * and hand its top back as soon as 128 KiB of it are free, so tables that
- * grow and are freed again fault their pages in over and over: grow it in
- * large steps and keep what is freed for reuse. Large blocks keep their own
- * mappings (a table that doubles moves with mremap, without a copy). Only
- * the peak is held, and only until exit.
- */
-static void replay_malloc_tuning(void)
-{
-	mallopt(M_TOP_PAD, 64 << 20);
-	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 static int start_replay(const struct symb_opts *o, int fd, struct lpc_reader **rd)
