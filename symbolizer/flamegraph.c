@@ -366,6 +366,41 @@ static void fg_put_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* v in decimal, ending at end (room for 20 digits before it); returns its start */
+static char *fg_dec(char *end, uint64_t v)
+{
+	do
+		*--end = (char)('0' + v % 10);
+	while (v /= 10);
+	return end;
+}
+
+/*
+ * One node of the preorder array: "name,kind,value,children", after ",\n"
+ * unless it is the first. Formatted here: fprintf took ~1,800 instructions
+ * a node, a tenth of writing the whole flame graph.
+ */
+static void fg_put_node(FILE *f, bool sep, uint32_t name, uint32_t kind, int64_t value,
+			uint32_t nchildren)
+{
+	char line[2 + 4 * 21], *end = line + sizeof(line), *p = end;
+
+	p = fg_dec(p, nchildren);
+	*--p = ',';
+	p = fg_dec(p, value < 0 ? -(uint64_t)value : (uint64_t)value);
+	if (value < 0)
+		*--p = '-';
+	*--p = ',';
+	p = fg_dec(p, kind);
+	*--p = ',';
+	p = fg_dec(p, name);
+	if (sep) {
+		*--p = '\n';
+		*--p = ',';
+	}
+	fwrite(p, 1, (size_t)(end - p), f);
+}
+
 /*
  * The JSON document described at the top. Names are renumbered in order of
  * first use in the preorder walk, so unused names are dropped and the order
@@ -397,8 +432,7 @@ static int fg_put_data(FILE *f, const struct fg_tree *t, const struct symb_profi
 			order[nused] = n->name;
 			remap[n->name] = ++nused;
 		}
-		fprintf(f, "%s%" PRIu32 ",%u,%" PRId64 ",%" PRIu32, i ? ",\n" : "",
-			remap[n->name] - 1, n->kind, n->value, n->nchildren);
+		fg_put_node(f, i != 0, remap[n->name] - 1, n->kind, n->value, n->nchildren);
 		if (n->first_child) {
 			i = n->first_child;
 			continue;

@@ -559,6 +559,7 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 	uint64_t h = hash_stack(s, kind, pid, comm, f, n);
 	struct symb_agg_slot *e = s->cap_agg_index ? agg_slot(s, h, kind, pid, comm, f, n) : NULL;
 	struct symb_agg *a;
+	size_t clen;
 
 	if (e && e->agg) {
 		a = &s->aggs[e->agg - 1];
@@ -583,7 +584,9 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 	a->hash = h;
 	a->kind = kind;
 	a->pid = pid;
-	snprintf(a->comm, sizeof(a->comm), "%s", comm);
+	clen = strnlen(comm, sizeof(a->comm) - 1);
+	memcpy(a->comm, comm, clen);
+	a->comm[clen] = '\0';
 	a->nframes = n;
 	a->first = (uint32_t)s->nframes; /* < SYMB_MAX_FRAMES */
 	a->seq = s->naggs_kind[kind]++;
