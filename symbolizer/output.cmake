@@ -55,4 +55,4 @@ add_library(lp_symb_out STATIC
 	${lp_out_gen}/profile.pb-c.h
 	${lp_out_gen}/flamegraph_html.c)
 target_include_directories(lp_symb_out PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${lp_out_gen})
-target_link_libraries(lp_symb_out PUBLIC PkgConfig::PROTOBUFC PkgConfig::ZLIB lp_common)
+target_link_libraries(lp_symb_out PUBLIC PkgConfig::PROTOBUFC PkgConfig::LIBDEFLATE lp_common)
