@@ -45,16 +45,14 @@
 #include "offcpu.h"
 #include "offcpu.skel.h"
 
-#define KSYMS_PER_RECORD  4096
-#define KALLSYMS_MAX	  (256u << 20)
-#define KSYMS_READ_BUF	  (64u << 10)
-#define KSYM_NAME_MAX	  512 /* kernel KSYM_NAME_LEN is 512 since 6.1 */
-#define MAPS_REFRESH_NS	  1000000000ull
-#define LOSS_EVERY_NS	  1000000000ull
-#define WAIT_START_MS	  5000 /* start-up records: the symbolizer is starting */
-#define WAIT_RUN_MS	  100  /* during the run: never stall the drain for long */
-#define SAMPLE_ENC_SLACK  128  /* msgpack overhead of a sample record, upper bound */
-#define COLL_BPF_RING_MAX (256u << 20)
+#define KSYMS_PER_RECORD 4096
+#define KALLSYMS_MAX	 (256u << 20)
+#define KSYMS_READ_BUF	 (64u << 10)
+#define KSYM_NAME_MAX	 512 /* kernel KSYM_NAME_LEN is 512 since 6.1 */
+#define MAPS_REFRESH_NS	 1000000000ull
+#define LOSS_EVERY_NS	 1000000000ull
+#define WAIT_START_MS	 5000 /* start-up records: the symbolizer is starting */
+#define WAIT_RUN_MS	 100  /* during the run: never stall the drain for long */
 
 #ifndef LOWPROF_VERSION
 #define LOWPROF_VERSION "0"
@@ -128,41 +126,6 @@ static void sleep_ms(uint32_t ms)
 
 	nanosleep(&ts, NULL); /* EINTR is fine: the loop checks stop_signal */
 }
-
-_Static_assert(COLL_MAX_STACK_BYTES == LP_BPF_MAX_STACK_COPY &&
-		       COLL_MAX_STACK_BYTES <= LPS_MAX_STACK_COPY,
-	       "stack copy limits disagree");
-
-uint32_t coll_max_sample_record(uint32_t stack_bytes)
-{
-	_Static_assert(SAMPLE_ENC_SLACK + LP_EV_FRAMES_BYTES == LPS_SAMPLE_RECORD_MAX(0),
-		       "sample record bound disagrees with the schema's");
-	return LPS_SAMPLE_RECORD_MAX(stack_bytes);
-}
-
-uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms,
-			    uint32_t stack_bytes, bool off_cpu)
-{
-	/* + the ring buffer's own 8-byte record header; off-CPU records are 16 bytes larger */
-	uint64_t max_record = sizeof(struct lp_ev_offcpu) + stack_bytes + 8;
-	uint64_t rate = freq_hz + (off_cpu ? COLL_OFFCPU_RECORDS_PER_CPU_S : 0);
-	uint64_t want = (uint64_t)online_cpus * rate * drain_ms * max_record * 2 / 1000;
-
-	if (want < 64 * 1024)
-		want = 64 * 1024;
-	/* beyond this a faster drain, not a bigger buffer, is the answer */
-	if (want > COLL_BPF_RING_MAX)
-		want = COLL_BPF_RING_MAX;
-	return lp_roundup_pow2(want);
-}
-
-uint32_t coll_offcpu_pending_size(uint32_t online_cpus)
-{
-	return online_cpus * 64 > 128 ? online_cpus * 64 : 128;
-}
-
-_Static_assert(sizeof(struct lp_ev_offcpu) == sizeof(struct lp_ev_sample) + 8,
-	       "the ring size formula assumes off-CPU records are the larger");
 
 /* Sum of the off-CPU counters of every CPU id. */
 static void offcpu_counts(struct coll *c, struct lp_offcpu_counts *tot)

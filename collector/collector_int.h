@@ -53,6 +53,9 @@ struct coll_files_stats {
 int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode);
 int coll_files_serve(int sock, uid_t owner, int max, struct coll_files_stats *st);
 
+/* msgpack overhead of a sample record, upper bound */
+#define SAMPLE_ENC_SLACK 128
+
 /*
  * Off-CPU records the BPF ring is sized for, per online CPU and second: an
  * assumption (a CPU doing 10,000 voluntary switches a second, one in ten
@@ -62,14 +65,26 @@ int coll_files_serve(int sock, uid_t owner, int max, struct coll_files_stats *st
 #define COLL_OFFCPU_RECORDS_PER_CPU_S 1000
 
 /*
+ * The BPF ring's budget. The programs wake the collector when the ring is
+ * half full, so the ring only has to hold what arrives while the collector
+ * gets to run; its size sets how often that happens, not whether records
+ * are lost. Its data pages are mapped twice into the collector, all of them
+ * resident: 16 MiB is 32 MiB of RSS. At the budget half the ring is ~45 ms
+ * of worst-case records on 2 CPUs at 4999 Hz (~0.5 s of typical ones, whose
+ * stack copies stop at the top of the stack); 64 CPUs at 999 Hz would have
+ * had 256 MiB.
+ */
+#define COLL_BPF_RING_BUDGET (16u << 20)
+
+/*
  * Size of the BPF ring buffer (bytes):
- *   roundup_pow2(online_cpus * (freq_hz + offcpu_rate) * drain_ms / 1000 *
- *                max_record * 2)
+ *   roundup_pow2(clamp(online_cpus * (freq_hz + offcpu_rate) * drain_ms /
+ *                      1000 * max_record * 2, 64 KiB, COLL_BPF_RING_BUDGET))
  * with max_record = header + 254 frames + stack_bytes + 8 (the ring's own
  * header) and offcpu_rate = COLL_OFFCPU_RECORDS_PER_CPU_S with --off-cpu, 0
  * without: two drain intervals of worst-case records (every frame and the
- * whole stack copy captured), at least 64 KiB and at most 256 MiB. The x2
- * absorbs a late drain; BPF ring sizes must be powers of two.
+ * whole stack copy captured), within the budget. The x2 absorbs a late
+ * drain; BPF ring sizes must be powers of two.
  */
 uint64_t coll_bpf_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t drain_ms,
 			    uint32_t stack_bytes, bool off_cpu);

@@ -1108,12 +1108,12 @@ pow2() { awk -v v="$1" 'BEGIN {p = 1; while (p < v) p *= 2; printf "%.0f", p}' <
 stack_bytes=16384
 drain_ms=100
 # collector/collector.c coll_bpf_ring_size: max_record = sizeof(lp_ev_offcpu)
-# (2,112) + stack bytes + 8, x2, clamped to [64 KiB, 256 MiB]
+# (2,112) + stack bytes + 8, x2, clamped to [64 KiB, 16 MiB] (the budget)
 bpf_ring_formula() { # CPUS HZ [offcpu]
 	local rate=$2
 	[[ -n "${3:-}" ]] && rate=$((rate + 1000))
 	pow2 "$(awk -v n="$1" -v r="$rate" -v d=$drain_ms -v m=$((2112 + stack_bytes + 8)) \
-		'BEGIN {w = n * r * d * m * 2 / 1000; if (w < 65536) w = 65536; if (w > 268435456) w = 268435456; printf "%.0f", w}')"
+		'BEGIN {w = n * r * d * m * 2 / 1000; if (w < 65536) w = 65536; if (w > 16777216) w = 16777216; printf "%.0f", w}')"
 }
 # common/src/cpus.c lp_shm_ring_size with coll_max_sample_record = 128 +
 # 2 x 127 x 8 + stack bytes (the README says 4 KiB + stack bytes), clamped to
@@ -1152,7 +1152,7 @@ memory_rows() {
 		add_row "$sec" "BPF memory at $hz Hz" "${C[$hz.bpfmem]:-?} MiB (summary); $(mib "$bpfsum") MiB (fdinfo memlock)" "" "" \
 			"the summary's 'BPF memory' line (maps and programs' memlock as the collector counts it) and the sum of memlock over the collector's map and program fds in /proc/PID/fdinfo (bpftool names them)"
 		add_row "$sec" "BPF ring at $hz Hz" "$(mib "$ring_kernel") MiB kernel, $(mib "$ring_f") MiB formula: $( [[ "$ring_kernel" == "$ring_f" ]] && echo match || echo DIFFER)" "" "" \
-			"kernel: max_entries of the collector's BPF_MAP_TYPE_RINGBUF (fdinfo); formula: roundup_pow2(cpus x Hz x drain_ms/1000 x (2112 + stack_bytes + 8) x 2), min 64 KiB (README Sizing)"
+			"kernel: max_entries of the collector's BPF_MAP_TYPE_RINGBUF (fdinfo); formula: roundup_pow2(clamp(cpus x Hz x drain_ms/1000 x (2112 + stack_bytes + 8) x 2, 64 KiB, 16 MiB)) (README Sizing)"
 		add_row "$sec" "shared ring at $hz Hz" "$(mib "$(calc "${C[$hz.memfd]:-0} - 4096")") MiB kernel (+4 KiB header), $(mib "$shm_f") MiB formula: $( [[ "$(calc "${C[$hz.memfd]:-0} - 4096")" == "$shm_f" ]] && echo match || echo DIFFER)" "" "" \
 			"kernel: size of the collector's memfd:lowprof-ring (stat of /proc/PID/fd) minus the ring's 4 KiB header; formula: roundup_pow2(clamp(cpus x Hz x max_record x 2, 4 MiB, 64 MiB)), max_record = 2,160 + stack_bytes in the code (the README says 4 KiB + stack_bytes)"
 	done

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Kernel CPU lists, the online CPUs of this machine, and the ring sizing. */
+/* Kernel CPU lists, the online CPUs of this machine, and the rings' sizing. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "collector.h"
+#include "collector_int.h"
 #include "lowprof/cpus.h"
 
 static uint32_t cpus[LP_MAX_CPUS + 1];
@@ -167,12 +169,56 @@ static void test_shm_ring_size(void **state)
 	}
 }
 
+/*
+ * The BPF ring (collector/sizing.c): two drain intervals of the largest
+ * records, a power of two, at least 64 KiB, within the budget.
+ */
+static void test_bpf_ring_size(void **state)
+{
+	static const uint32_t freqs[] = {1, 19, 99, 100, 999, 4999, 10000};
+	/* the largest on-CPU or off-CPU record with 16 KiB copies, its 8-byte header */
+	const uint64_t rec = 2112 + 16384 + 8;
+
+	assert_int_equal(COLL_BPF_RING_BUDGET, 16u << 20);
+	assert_true(is_pow2(COLL_BPF_RING_BUDGET));
+	assert_int_equal(coll_bpf_ring_size(0, 0, 0, 0, false), 64u << 10);
+	assert_int_equal(coll_bpf_ring_size(1, 1, 100, 0, false), 64u << 10);
+	/* 2 x 99 x 0.1 s x rec x 2 = 733 KiB -> 1 MiB; x 10 -> 8 MiB */
+	assert_int_equal(coll_bpf_ring_size(2, 99, 100, 16384, false), 1u << 20);
+	assert_int_equal(coll_bpf_ring_size(2, 999, 100, 16384, false), 8u << 20);
+	/* 2 x 4999: 37 MB before the budget (64 MiB once rounded up) */
+	assert_int_equal(coll_bpf_ring_size(2, 4999, 100, 16384, false), COLL_BPF_RING_BUDGET);
+	assert_int_equal(coll_bpf_ring_size(64, 999, 100, 16384, false), COLL_BPF_RING_BUDGET);
+	assert_int_equal(coll_bpf_ring_size(LP_MAX_CPUS, 10000, 60000, COLL_MAX_STACK_BYTES, true),
+			 COLL_BPF_RING_BUDGET);
+	/* --off-cpu adds 1000 records per CPU-second: 2 x 1099 x 0.1 s x rec x 2 -> 8 MiB */
+	assert_int_equal(coll_bpf_ring_size(2, 99, 100, 16384, true), 8u << 20);
+	for (size_t f = 0; f < sizeof(freqs) / sizeof(freqs[0]); f++) {
+		uint64_t prev = 0;
+
+		for (uint32_t n = 1; n <= LP_MAX_CPUS; n += n < 16 ? 1 : 37) {
+			uint64_t sz = coll_bpf_ring_size(n, freqs[f], 100, 16384, false);
+			uint64_t want = n * (uint64_t)freqs[f] * rec * 2 / 10;
+
+			assert_true(is_pow2(sz));
+			assert_true(sz >=
+				    (want < COLL_BPF_RING_BUDGET ? want : COLL_BPF_RING_BUDGET));
+			assert_true(sz <= COLL_BPF_RING_BUDGET);
+			assert_true(sz >= prev);
+			prev = sz;
+			if (f > 0)
+				assert_true(sz >=
+					    coll_bpf_ring_size(n, freqs[f - 1], 100, 16384, false));
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cpulist_valid), cmocka_unit_test(test_cpulist_malformed),
 		cmocka_unit_test(test_online_cpus),   cmocka_unit_test(test_roundup_pow2),
-		cmocka_unit_test(test_shm_ring_size),
+		cmocka_unit_test(test_shm_ring_size), cmocka_unit_test(test_bpf_ring_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
