@@ -321,12 +321,14 @@ static uint64_t mono_ns(void)
  * defaults grow the heap in 128 KiB steps and hand its top back as soon as
  * 128 KiB of it are free, so tables that grow and are freed again fault
  * their pages in over and over: grow it in large steps and keep what is
- * freed for reuse. Blocks up to 32 MiB (glibc's largest threshold) come
- * from the heap too, and the heap asks for transparent huge pages
- * (MADV_HUGEPAGE; the kernel's default "madvise" mode grants them only on
- * request): one fault per 2 MiB. That is what glibc's own
- * glibc.malloc.hugetlb=1 tunable does, which only the environment can set.
- * Only the peak is held (in 2 MiB steps), and only until exit.
+ * freed for reuse, and ask for transparent huge pages on it (MADV_HUGEPAGE;
+ * the kernel's default "madvise" mode grants them only on request): one
+ * fault per 2 MiB, as glibc's own glibc.malloc.hugetlb=1 tunable would do
+ * (only the environment can set it). Large blocks keep their own mappings:
+ * a table that doubles moves with mremap, without a copy, and a calloc'd
+ * one that is used sparsely (the flame graph's node table is sized for
+ * every frame of every stack) is neither cleared nor faulted in beyond what
+ * is used. Only the peak is held, and only until exit.
  */
 #define REPLAY_HUGE_PAGE (2ul << 20)
 
@@ -349,7 +351,6 @@ static void replay_malloc_tuning(void)
 	uintptr_t brk0 = (uintptr_t)sbrk(0), probe;
 	void *p;
 
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TOP_PAD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	/* grow the heap now, untouched, so that its pages are advised before use */
