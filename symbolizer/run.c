@@ -324,11 +324,10 @@ static uint64_t mono_ns(void)
  * freed for reuse, and ask for transparent huge pages on it (MADV_HUGEPAGE;
  * the kernel's default "madvise" mode grants them only on request): one
  * fault per 2 MiB, as glibc's own glibc.malloc.hugetlb=1 tunable would do
- * (only the environment can set it). Large blocks keep their own mappings:
- * a table that doubles moves with mremap, without a copy, and a calloc'd
- * one that is used sparsely (the flame graph's node table is sized for
- * every frame of every stack) is neither cleared nor faulted in beyond what
- * is used. Only the peak is held, and only until exit.
+ * (only the environment can set it). Blocks of any size come from the
+ * heap's top while it has room (glibc tries the top before its mmap
+ * threshold); only those it cannot hold get mappings of their own, with
+ * 4 KiB pages. Only the peak is held, and only until exit.
  */
 #define REPLAY_HUGE_PAGE (2ul << 20)
 
