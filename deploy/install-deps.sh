@@ -13,10 +13,11 @@ build_pkgs=(
 # go tool pprof and headless Chromium check the outputs in the tests; gcc
 # and g++ build the test workloads (their frame-pointer behaviour is the one
 # users see); linux-perf is the peer the unwinding test compares against;
-# bpftrace and jq serve the benchmark (tests/bench/bench.sh); libc6-dbg gives
-# the tests a separate debug file found by build-id (libc's local symbols);
-# python3-yaml reads the Kubernetes manifest in tests/e2e/deploy.sh.
-test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq libc6-dbg python3-yaml)
+# bpftrace, jq and GNU time serve the benchmark (tests/bench/bench.sh);
+# libc6-dbg gives the tests a separate debug file found by build-id (libc's
+# local symbols); python3-yaml reads the Kubernetes manifest in
+# tests/e2e/deploy.sh.
+test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq time libc6-dbg python3-yaml)
 
 want=("${build_pkgs[@]}" libcmocka-dev)
 if [[ "${1:-}" == "--test" ]]; then

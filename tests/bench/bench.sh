@@ -12,7 +12,7 @@
 #
 # It prints a table and writes DIR/bench.md (the table, with how each figure
 # is measured) and DIR/bench.json (the same rows, method included); DIR
-# defaults to build/bench/. A full run takes about 7-10 minutes, --quick
+# defaults to build/bench/. A full run takes about 10-13 minutes, --quick
 # (fewer, shorter runs; a smoke run) about 2. --sections runs only the
 # sections listed, e.g. 3 or 1,2b (of 1,2,2b,3,4,5; 2, 4 and 5 share runs).
 #
@@ -25,8 +25,11 @@
 #   2. Cost per sample: CPU time of lowprof record, the collector and the
 #      symbolizer (/proc/PID/task/*/schedstat) and BPF program run time
 #      (kernel.bpf_stats_enabled, per program from the collector's fdinfo),
-#      divided by samples; off-CPU per context switch on
-#      `perf bench sched pipe`, whose throughput is reported too.
+#      divided by samples, at 99 (also with a warm cache), 999 and 4999 Hz;
+#      three rounds of every rate, interleaved, medians reported (a single
+#      run's 99 Hz BPF figure varied from 4 to 8 us here); off-CPU per
+#      context switch on `perf bench sched pipe`, whose throughput is
+#      reported too.
 #   3. Symbolization throughput: a multi-process workload (bench_work and
 #      gzip, xz, sort, sha256sum, python3, find | xargs cat looping, every CPU
 #      busy) recorded whole-host at 999 Hz by lowprof record --capture
@@ -95,6 +98,7 @@ if ((quick)); then
 	rounds=2         # overhead rounds (each runs every configuration once)
 	units=900        # work units per thread: ~1 s alone here
 	cost_secs=5      # each cost / memory / loss run
+	cost_rounds=1    # rounds of the cost runs (each runs every rate once)
 	warm_secs=1.5    # steady-state window starts this long after attach
 	pipe_loops=200000
 	pipe_rounds=1
@@ -103,6 +107,7 @@ else
 	rounds=5
 	units=2600       # ~3 s alone here
 	cost_secs=12
+	cost_rounds=3
 	warm_secs=3
 	pipe_loops=600000
 	pipe_rounds=2
@@ -568,15 +573,16 @@ sum_field() { # LOG REGEX -> first number after it
 	sed -n "s/^ *$2 *\([0-9.]*\).*/\1/p" "$1" | head -n 1
 }
 
-cost_run() { # KEY: HZ, or HZwarm for a run with a cache a priming run filled
-	local hz=$1 rate=${1%warm} tlog="$logs/cost-$1hz.log" p k t1 f a b x y z
+cost_run() { # KEY ROUND: KEY is HZ, or HZwarm for a run with a cache a priming run filled
+	local hz=$1 rate=${1%warm} tlog="$logs/cost-$1hz-$2.log" p k t1 f a b x y z
 	local cache=(--no-cache)
 	wait_ci
-	log "2/4/5. whole host at $rate Hz for $cost_secs s, every CPU busy$([[ $hz == *warm ]] && echo ", warm cache")"
+	log "2/4/5. round $2: whole host at $rate Hz for $cost_secs s, every CPU busy$([[ $hz == *warm ]] && echo ", warm cache")"
 	start_work -s "$((cost_secs + 30))"
 	local load=$wpid
 	if [[ $hz == *warm ]]; then
 		cache=(--cache "$cachedir/symbols.db")
+		rm -f "$cachedir/symbols.db"* # each round's priming run fills a new one
 		"$LP" record -F "$rate" -d 3 "${cache[@]}" -o "$tmp/lp-out" >"$logs/cost-prime.log" 2>&1 ||
 			log "the priming run failed (see $logs/cost-prime.log)"
 	fi
@@ -620,58 +626,105 @@ cost_run() { # KEY: HZ, or HZwarm for a run with a cache a priming run filled
 }
 
 section_cost() {
-	local hz
+	local hz r
 	[[ -n "$stats_orig" ]] || { log "kernel.bpf_stats_enabled unavailable: no BPF run times"; }
 	[[ -n "$stats_orig" ]] && bpf_stats 1
-	for hz in 99 99warm 999 4999; do
-		cost_run "$hz"
+	for ((r = 1; r <= cost_rounds; r++)); do
+		for hz in 99 99warm 999 4999; do
+			C=() # one run's figures; cost_figures keeps what the rows need
+			cost_run "$hz" "$r" && cost_figures "$hz" "$r"
+		done
 	done
 	[[ -n "$stats_orig" ]] && bpf_stats 0
 }
 
+declare -A CF # per rate: lists of one figure per round ("KEY.name"), loss sums, the last run's memory
+# cost_figures KEY ROUND: the figures of the run cost_run just made
+cost_figures() {
+	local hz=$1 r=$2 n fr rec d_coll d_symb d_par d_bpf runs runs_all bpfrun bpf_total k
+	[[ -n "${C[$hz.samples]:-}" && -s "$tmp/bpf.$hz.A" ]] || return 1
+	n="$tmp/names.$hz"
+	runs=$(calc "$(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 4) - $(prog_field "$tmp/bpf.$hz.A" "$n" on_cpu_sample 4)")
+	d_bpf=$(calc "$(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 3) - $(prog_field "$tmp/bpf.$hz.A" "$n" on_cpu_sample 3)")
+	# share of program runs that became records (not idle, not filtered)
+	runs_all=$(calc "${C[$hz.bs_samples]:-0} + ${C[$hz.bs_idle]:-0} + ${C[$hz.bs_filtered]:-0}")
+	fr=$(calc "$runs_all > 0 ? ${C[$hz.bs_samples]:-0} / $runs_all : 1")
+	rec=$(calc "$runs * $fr")
+	d_coll=$(calc "${C[$hz.B.coll_ns]} - ${C[$hz.A.coll_ns]}")
+	d_symb=$(calc "${C[$hz.B.symb_ns]} - ${C[$hz.A.symb_ns]}")
+	d_par=$(calc "${C[$hz.B.parent_ns]} - ${C[$hz.A.parent_ns]}")
+	CF[$hz.bpf]+="$(calc "$d_bpf / $rec / 1000") "
+	CF[$hz.bpfrun]+="$(calc "$d_bpf / $runs / 1000") "
+	CF[$hz.coll]+="$(calc "$d_coll / $rec / 1000") "
+	CF[$hz.symb]+="$(calc "$d_symb / $rec / 1000") "
+	CF[$hz.par]+="$(calc "$d_par / $rec / 1000") "
+	CF[$hz.tot]+="$(calc "($d_bpf + $d_coll + $d_symb + $d_par) / $rec / 1000") "
+	CF[$hz.fr]+="$fr "
+	bpfrun=$(calc "$(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 3) / $(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 4)")
+	bpf_total=$(calc "$bpfrun * $runs_all")
+	CF[$hz.whole]+="$(calc "(${C[$hz.total_cpu_s]} * 1e9 + $bpf_total) / ${C[$hz.samples]} / 1000") "
+	CF[$hz.whole_samples]+="${C[$hz.samples]} "
+	CF[$hz.whole_cpu]+="${C[$hz.total_cpu_s]} "
+	CF[$hz.whole_bpf]+="$(calc "$bpf_total / 1e9") "
+	CF[$hz.lost]=$((${CF[$hz.lost]:-0} + ${C[$hz.lost]:-0}))
+	CF[$hz.samples]=$((${CF[$hz.samples]:-0} + ${C[$hz.samples]:-0}))
+	CF[$hz.lost_line]+="${C[$hz.lost_line]#* }; "
+	CF[$hz.rounds]=$((${CF[$hz.rounds]:-0} + 1))
+	# memory (section 4) from the last run at each rate
+	for k in "${!C[@]}"; do
+		[[ $k == "$hz".* ]] && M[$k]=${C[$k]}
+	done
+	cp "$tmp/bpf.$hz.B" "$tmp/mem.bpf.$hz" 2>/dev/null
+	cp "$tmp/mapnames.$hz" "$tmp/mem.mapnames.$hz" 2>/dev/null
+	return 0
+}
+declare -A M # the last run's raw values at each rate, for the memory rows
+
+# med_range LIST FORMAT: "MEDIAN" or "MEDIAN (MIN-MAX)" of the numbers in LIST
+med_range() {
+	local med lo hi
+	# shellcheck disable=SC2086
+	med=$(median $1)
+	# shellcheck disable=SC2086
+	read -r lo hi <<<"$(minmax $1)"
+	if [[ "$lo" == "$hi" ]]; then
+		fmt "$2" "$med"
+	else
+		echo "$(fmt "$2" "$med") ($(fmt "$2" "$lo")-$(fmt "$2" "$hi"))"
+	fi
+}
+
 cost_rows() {
-	local sec="2. cost per sample" hz n fr rec d_coll d_symb d_par d_bpf runs tot st bpfrun runs_all bpf_total whole label
+	local sec="2. cost per sample" hz label st goal tot m_window nr
 	for hz in 99 99warm 999 4999; do
 		label="${hz%warm} Hz"
 		[[ $hz == *warm ]] && label+=" warm cache"
-		[[ -n "${C[$hz.samples]:-}" && -s "$tmp/bpf.$hz.A" ]] || {
-			add_row "$sec" "on-CPU $label" "not measured (run failed, see logs/cost-${hz}hz.log)" "" "" ""
+		nr=${CF[$hz.rounds]:-0}
+		((nr > 0)) || {
+			add_row "$sec" "on-CPU $label" "not measured (runs failed, see logs/cost-${hz}hz-*.log)" "" "" ""
 			continue
 		}
-		n="$tmp/names.$hz"
-		runs=$(calc "$(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 4) - $(prog_field "$tmp/bpf.$hz.A" "$n" on_cpu_sample 4)")
-		d_bpf=$(calc "$(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 3) - $(prog_field "$tmp/bpf.$hz.A" "$n" on_cpu_sample 3)")
-		# share of program runs that became records (not idle, not filtered)
-		runs_all=$(calc "${C[$hz.bs_samples]:-0} + ${C[$hz.bs_idle]:-0} + ${C[$hz.bs_filtered]:-0}")
-		fr=$(calc "$runs_all > 0 ? ${C[$hz.bs_samples]:-0} / $runs_all : 1")
-		rec=$(calc "$runs * $fr")
-		d_coll=$(calc "${C[$hz.B.coll_ns]} - ${C[$hz.A.coll_ns]}")
-		d_symb=$(calc "${C[$hz.B.symb_ns]} - ${C[$hz.A.symb_ns]}")
-		d_par=$(calc "${C[$hz.B.parent_ns]} - ${C[$hz.A.parent_ns]}")
-		local m_window
-		m_window="steady-state window from ${warm_secs} s after attach to ~1.2 s before the end, every CPU busy with bench_work; samples in the window = on_cpu_sample run_cnt delta x (records / program runs, from the collector's -v line: $(fmt %.3f "$fr") here)"
-		add_row "$sec" "on-CPU $label: BPF on_cpu_sample" "$(fmt %.2f "$(calc "$d_bpf / $rec / 1000")") us/sample ($(fmt %.2f "$(calc "$d_bpf / $runs / 1000")") us/run)" "" "" \
+		m_window="steady-state window from ${warm_secs} s after attach to ~1.2 s before the end, every CPU busy with bench_work; samples in the window = on_cpu_sample run_cnt delta x (records / program runs, from the collector's -v line: $(med_range "${CF[$hz.fr]}" %.3f) here); median of $nr runs, interleaved with the other rates (min-max in brackets)"
+		add_row "$sec" "on-CPU $label: BPF on_cpu_sample" "$(med_range "${CF[$hz.bpf]}" %.2f) us/sample ($(med_range "${CF[$hz.bpfrun]}" %.2f) us/run)" "" "" \
 			"run_time_ns / run_cnt deltas of the collector's on_cpu_sample (fdinfo of its program fd; kernel.bpf_stats_enabled=1); $m_window. Excludes the kernel's own sampling interrupt, which the slowdown figures include"
-		add_row "$sec" "on-CPU $label: collector" "$(fmt %.2f "$(calc "$d_coll / $rec / 1000")") us/sample" "" "" \
+		add_row "$sec" "on-CPU $label: collector" "$(med_range "${CF[$hz.coll]}" %.2f) us/sample" "" "" \
 			"delta of /proc/PID/task/*/schedstat run time (ns) of lowprof-collector / samples; $m_window"
-		add_row "$sec" "on-CPU $label: symbolizer" "$(fmt %.2f "$(calc "$d_symb / $rec / 1000")") us/sample" "" "" \
+		add_row "$sec" "on-CPU $label: symbolizer" "$(med_range "${CF[$hz.symb]}" %.2f) us/sample" "" "" \
 			"same for lowprof-symbolizer (ingest and unwinding happen as samples arrive; symbol lookup and writing the outputs happen at the end and are in the whole-run row)"
-		add_row "$sec" "on-CPU $label: lowprof record" "$(fmt %.2f "$(calc "$d_par / $rec / 1000")") us/sample" "" "" \
+		add_row "$sec" "on-CPU $label: lowprof record" "$(med_range "${CF[$hz.par]}" %.2f) us/sample" "" "" \
 			"same for the lowprof record parent (relays the symbolizer's messages)"
-		tot=$(calc "($d_bpf + $d_coll + $d_symb + $d_par) / $rec / 1000")
-		st=""
-		local goal=""
+		# shellcheck disable=SC2086
+		tot=$(median ${CF[$hz.tot]})
+		st="" goal=""
 		if [[ $hz == 99 ]]; then
 			goal="<= 5 us/sample"
 			st=$(awk -v t="$tot" 'BEGIN {print (t <= 5 ? "PASS" : "MISS")}')
 		fi
-		add_row "$sec" "on-CPU $label: pipeline, steady" "$(fmt %.2f "$tot") us/sample" "$goal" "$st" \
-			"BPF + collector + symbolizer + lowprof record over the steady-state window, per sample"
-		bpfrun=$(calc "$(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 3) / $(prog_field "$tmp/bpf.$hz.B" "$n" on_cpu_sample 4)")
-		bpf_total=$(calc "$bpfrun * $runs_all")
-		whole=$(calc "(${C[$hz.total_cpu_s]} * 1e9 + $bpf_total) / ${C[$hz.samples]} / 1000")
-		add_row "$sec" "on-CPU $label: pipeline, whole run" "$(fmt %.2f "$whole") us/sample (${C[$hz.samples]} samples, $(fmt %.3f "${C[$hz.total_cpu_s]}") s CPU + $(fmt %.3f "$(calc "$bpf_total / 1e9")") s BPF)" "" "" \
-			"a ${cost_secs} s whole-host run, start to exit: user+sys of lowprof record and its reaped children (bash time) + BPF run time (ns per run x all runs from the -v line), / samples in the summary; includes start-up (BPF load, kallsyms), $([[ $hz == *warm ]] && echo "loading every binary sampled from a cache a 3 s priming run just filled (--cache)" || echo "cold parsing of every binary sampled (--no-cache)") and writing the outputs, which a longer run spreads thinner"
+		add_row "$sec" "on-CPU $label: pipeline, steady" "$(med_range "${CF[$hz.tot]}" %.2f) us/sample" "$goal" "$st" \
+			"BPF + collector + symbolizer + lowprof record over the steady-state window, per sample, each run's sum; median of $nr runs (the goal is checked on the median)"
+		# shellcheck disable=SC2086
+		add_row "$sec" "on-CPU $label: pipeline, whole run" "$(med_range "${CF[$hz.whole]}" %.2f) us/sample (median run: $(median ${CF[$hz.whole_samples]}) samples, $(fmt %.3f "$(median ${CF[$hz.whole_cpu]})") s CPU + $(fmt %.3f "$(median ${CF[$hz.whole_bpf]})") s BPF)" "" "" \
+			"a ${cost_secs} s whole-host run, start to exit: user+sys of lowprof record and its reaped children (bash time) + BPF run time (ns per run x all runs from the -v line), / samples in the summary; includes start-up (BPF load, kallsyms), $([[ $hz == *warm ]] && echo "loading every binary sampled from a cache a 3 s priming run just filled (--cache)" || echo "cold parsing of every binary sampled (--no-cache)") and writing the outputs, which a longer run spreads thinner; median of $nr runs"
 	done
 }
 
@@ -1125,41 +1178,73 @@ shm_ring_formula() { # CPUS HZ
 mib() { fmt %.1f "$(calc "$1 / 1048576")"; }
 kb2mb() { fmt %.1f "$(calc "$1 / 1024")"; }
 
+# The collector's peak RSS with the minimal BTF the build embeds and with
+# the full kernel BTF (--full-btf): lowprof-collector alone (--capture, no
+# ring, no symbolizer) for 2 s at 99 Hz, its maximum RSS from GNU time (the
+# peak is while libbpf loads the programs, too brief for a poller); three
+# runs each, alternating, medians.
+declare -A BTF
+section_btf_peak() {
+	local r kind args kb
+	[[ -x /usr/bin/time ]] || { log "4. /usr/bin/time missing (Debian time): no peak RSS by BTF"; return 0; }
+	for ((r = 1; r <= 3; r++)); do
+		for kind in minimal full; do
+			wait_ci
+			args=()
+			[[ $kind == full ]] && args=(--full-btf)
+			kb=$(/usr/bin/time -f '%M' "$build/lowprof-collector" --capture "$tmp/btf.lpcap" -d 2 "${args[@]}" \
+				2>&1 >/dev/null | tail -n 1)
+			rm -f "$tmp/btf.lpcap"
+			[[ $kb =~ ^[0-9]+$ ]] && BTF[$kind]+="$kb "
+		done
+	done
+}
+
 memory_rows() {
 	local sec="4. memory" hz st goal f bpfsum ring_kernel ring_f shm_f scr_val
 	for hz in 99 999 4999; do
-		[[ -n "${C[$hz.B.coll_rss]:-}" ]] || {
+		[[ -n "${M[$hz.B.coll_rss]:-}" ]] || {
 			add_row "$sec" "$hz Hz" "not measured (run failed)" "" "" ""
 			continue
 		}
 		st="" goal=""
-		[[ $hz == 99 ]] && goal="< 8 MB" && st=$(awk -v v="${C[$hz.B.coll_rss]}" 'BEGIN {print (v / 1024 < 8 ? "PASS" : "MISS")}')
+		[[ $hz == 99 ]] && goal="< 8 MB" && st=$(awk -v v="${M[$hz.B.coll_rss]}" 'BEGIN {print (v / 1024 < 8 ? "PASS" : "MISS")}')
 		add_row "$sec" "collector RSS at $hz Hz, steady" \
-			"$(kb2mb "${C[$hz.B.coll_rss]}") MiB (anon $(kb2mb "${C[$hz.B.coll_anon]}"), file $(kb2mb "${C[$hz.B.coll_file]}") of which BPF ring mmap $(kb2mb "${C[$hz.B.coll_bpfring]}"), shmem ring $(kb2mb "${C[$hz.B.coll_shmem]}"))" \
+			"$(kb2mb "${M[$hz.B.coll_rss]}") MiB (anon $(kb2mb "${M[$hz.B.coll_anon]}"), file $(kb2mb "${M[$hz.B.coll_file]}") of which BPF ring mmap $(kb2mb "${M[$hz.B.coll_bpfring]}"), shmem ring $(kb2mb "${M[$hz.B.coll_shmem]}"))" \
 			"$goal" "$st" \
-			"VmRSS (RssAnon/RssFile/RssShmem from /proc/PID/status; BPF ring = Rss of its anon_inode:bpf-map mappings in smaps) of lowprof-collector ~1.2 s before the end of the ${cost_secs} s whole-host run. Ring pages count once touched: the BPF ring's once it has wrapped; the shared ring's is what the collector has used of it, an eighth of it plus what the symbolizer lagged at most (it goes back to the start early), up to its size (see the growth rows)"
+			"VmRSS (RssAnon/RssFile/RssShmem from /proc/PID/status; BPF ring = Rss of its anon_inode:bpf-map mappings in smaps) of lowprof-collector ~1.2 s before the end of the last ${cost_secs} s whole-host run at this rate. Ring pages count once touched: the BPF ring's once it has wrapped; the shared ring's is what the collector has used of it, an eighth of it plus what the symbolizer lagged at most (it goes back to the start early), up to its size (see the growth rows)"
 		st="" goal=""
-		[[ $hz == 99 ]] && goal="< 16 MB" && st=$(awk -v v="${C[$hz.hwm_coll]:-0}" 'BEGIN {print (v / 1024 < 16 ? "PASS" : "MISS")}')
-		add_row "$sec" "collector peak RSS at $hz Hz" "$(kb2mb "${C[$hz.hwm_coll]:-0}") MiB" "$goal" "$st" \
+		[[ $hz == 99 ]] && goal="< 16 MB" && st=$(awk -v v="${M[$hz.hwm_coll]:-0}" 'BEGIN {print (v / 1024 < 16 ? "PASS" : "MISS")}')
+		add_row "$sec" "collector peak RSS at $hz Hz" "$(kb2mb "${M[$hz.hwm_coll]:-0}") MiB" "$goal" "$st" \
 			"VmHWM of lowprof-collector, polled every 100 ms, last value before it exited"
-		add_row "$sec" "symbolizer RSS at $hz Hz" "$(kb2mb "${C[$hz.B.symb_rss]}") MiB steady (shared ring $(kb2mb "${C[$hz.B.symb_shmring]}")), $(kb2mb "${C[$hz.hwm_symb]:-0}") MiB peak" "" "" \
+		add_row "$sec" "symbolizer RSS at $hz Hz" "$(kb2mb "${M[$hz.B.symb_rss]}") MiB steady (shared ring $(kb2mb "${M[$hz.B.symb_shmring]}")), $(kb2mb "${M[$hz.hwm_symb]:-0}") MiB peak" "" "" \
 			"VmRSS ~1.2 s before the end and VmHWM polled to exit, of lowprof-symbolizer (--no-cache; whole host, so every binary sampled is parsed)"
-		f="$tmp/bpf.$hz.B"
+		f="$tmp/mem.bpf.$hz"
 		bpfsum=$(awk '{t += ($1 == "prog" ? $5 : $6)} END {printf "%.0f", t}' "$f")
 		ring_kernel=$(awk '$1 == "map" && $3 == 27 {print $5; exit}' "$f")
 		ring_f=$(bpf_ring_formula "$ncpus" "$hz")
 		shm_f=$(shm_ring_formula "$ncpus" "$hz")
-		add_row "$sec" "BPF memory at $hz Hz" "${C[$hz.bpfmem]:-?} MiB (summary); $(mib "$bpfsum") MiB (fdinfo memlock)" "" "" \
+		add_row "$sec" "BPF memory at $hz Hz" "${M[$hz.bpfmem]:-?} MiB (summary); $(mib "$bpfsum") MiB (fdinfo memlock)" "" "" \
 			"the summary's 'BPF memory' line (maps and programs' memlock as the collector counts it) and the sum of memlock over the collector's map and program fds in /proc/PID/fdinfo (bpftool names them)"
 		add_row "$sec" "BPF ring at $hz Hz" "$(mib "$ring_kernel") MiB kernel, $(mib "$ring_f") MiB formula: $( [[ "$ring_kernel" == "$ring_f" ]] && echo match || echo DIFFER)" "" "" \
 			"kernel: max_entries of the collector's BPF_MAP_TYPE_RINGBUF (fdinfo); formula: roundup_pow2(clamp(cpus x Hz x drain_ms/1000 x (2112 + stack_bytes + 8) x 2, 64 KiB, 16 MiB)) (README Sizing)"
-		add_row "$sec" "shared ring at $hz Hz" "$(mib "$(calc "${C[$hz.memfd]:-0} - 4096")") MiB kernel (+4 KiB header), $(mib "$shm_f") MiB formula: $( [[ "$(calc "${C[$hz.memfd]:-0} - 4096")" == "$shm_f" ]] && echo match || echo DIFFER)" "" "" \
+		add_row "$sec" "shared ring at $hz Hz" "$(mib "$(calc "${M[$hz.memfd]:-0} - 4096")") MiB kernel (+4 KiB header), $(mib "$shm_f") MiB formula: $( [[ "$(calc "${M[$hz.memfd]:-0} - 4096")" == "$shm_f" ]] && echo match || echo DIFFER)" "" "" \
 			"kernel: size of the collector's memfd:lowprof-ring (stat of /proc/PID/fd) minus the ring's 4 KiB header; formula: roundup_pow2(clamp(cpus x Hz x max_record x 2, 4 MiB, 64 MiB)), max_record = 2,160 + stack_bytes in the code (the README says 4 KiB + stack_bytes)"
 	done
+	if [[ -n "${BTF[minimal]:-}" && -n "${BTF[full]:-}" ]]; then
+		local bmin bfull
+		# shellcheck disable=SC2086
+		bmin=$(median ${BTF[minimal]})
+		# shellcheck disable=SC2086
+		bfull=$(median ${BTF[full]})
+		add_row "$sec" "collector peak RSS, minimal / full kernel BTF" "$(kb2mb "$bmin") / $(kb2mb "$bfull") MiB" "< 16 MB with the minimal BTF" \
+			"$(awk -v v="$bmin" 'BEGIN {print (v / 1024 < 16 ? "PASS" : "MISS")}')" \
+			"maximum RSS (GNU time %M) of lowprof-collector --capture FILE -d 2 at 99 Hz, alone, as built (the minimal BTF, used when the kernel's BTF is the one it was made from) and with --full-btf (libbpf parses /sys/kernel/btf/vmlinux); median of 3 alternating runs each"
+	fi
 	# growth with online CPUs and frequency, from the formulas
-	f="$tmp/bpf.99.B"
+	f="$tmp/mem.bpf.99"
 	[[ -s "$f" ]] || return 0
-	scr_val=$(awk -v n="$tmp/mapnames.99" 'BEGIN {while ((getline l < n) > 0) {split(l, a, " "); nm[a[1]] = a[2]}}
+	scr_val=$(awk -v n="$tmp/mem.mapnames.99" 'BEGIN {while ((getline l < n) > 0) {split(l, a, " "); nm[a[1]] = a[2]}}
 		$1 == "map" && nm[$2] == "scratch" {print $4; exit}' "$f")
 	[[ -n "$scr_val" ]] || scr_val=75840
 	local ring99 other bpfsum99 hwm_base symb_base
@@ -1167,8 +1252,8 @@ memory_rows() {
 	bpfsum99=$(awk '{t += ($1 == "prog" ? $5 : $6)} END {printf "%.0f", t}' "$f")
 	# what does not scale: BPF memory less the ring and the per-CPU scratch
 	other=$(calc "$bpfsum99 - $ring99 - $scr_val * $ncpus")
-	hwm_base=$(calc "(${C[99.B.coll_rss]} - ${C[99.B.coll_bpfring]} - ${C[99.B.coll_shmring]}) * 1024")
-	symb_base=$(calc "(${C[99.B.symb_rss]} - ${C[99.B.symb_shmring]}) * 1024")
+	hwm_base=$(calc "(${M[99.B.coll_rss]} - ${M[99.B.coll_bpfring]} - ${M[99.B.coll_shmring]}) * 1024")
+	symb_base=$(calc "(${M[99.B.symb_rss]} - ${M[99.B.symb_shmring]}) * 1024")
 	local cpus hz2 br sr bm cr
 	for cpus in 1 2 8 64; do
 		for hz2 in 99 999; do
@@ -1187,14 +1272,14 @@ memory_rows() {
 loss_rows() {
 	local sec="5. loss" hz st goal
 	for hz in 99 999 4999; do
-		[[ -n "${C[$hz.lost]:-}" ]] || {
-			add_row "$sec" "samples lost at $hz Hz" "not measured (run failed)" "" "" ""
+		[[ -n "${CF[$hz.rounds]:-}" ]] || {
+			add_row "$sec" "samples lost at $hz Hz" "not measured (runs failed)" "" "" ""
 			continue
 		}
 		st="" goal=""
-		[[ $hz == 999 ]] && goal="0" && st=$([[ ${C[$hz.lost]} == 0 ]] && echo PASS || echo MISS)
-		add_row "$sec" "samples lost at $hz Hz" "${C[$hz.lost]} of $(calc "${C[$hz.lost]} + ${C[$hz.samples]}") ${C[$hz.lost_line]#* }" "$goal" "$st" \
-			"the summary's 'samples lost' line of the ${cost_secs} s whole-host run with every CPU busy (logs/cost-${hz}hz.log)"
+		[[ $hz == 999 ]] && goal="0" && st=$([[ ${CF[$hz.lost]} == 0 ]] && echo PASS || echo MISS)
+		add_row "$sec" "samples lost at $hz Hz" "${CF[$hz.lost]} of $(calc "${CF[$hz.lost]} + ${CF[$hz.samples]}") in ${CF[$hz.rounds]} runs (${CF[$hz.lost_line]%; })" "$goal" "$st" \
+			"the summary's 'samples lost' line of each ${cost_secs} s whole-host run with every CPU busy (logs/cost-${hz}hz-*.log), summed over the runs"
 	done
 }
 
@@ -1243,6 +1328,7 @@ write_outputs() {
 log "$ncpus CPUs, $( ((quick)) && echo quick || echo full) run$([[ $sections == "$all_sections" ]] || echo ", sections $sections"), outputs in $out"
 want 1 && section_overhead
 { want 2 || want 4 || want 5; } && section_cost
+want 4 && section_btf_peak
 want 2b && section_offcpu
 want 3 && section_symb
 want 1 && overhead_rows
