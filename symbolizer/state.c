@@ -580,6 +580,10 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 		    SIZE_MAX))
 		return -ENOMEM;
 	memcpy(&s->frames[s->nframes], f, n * sizeof(*f));
+	/* the objects a profile of this kind needs; a stack seen again adds none */
+	for (uint32_t i = 0; i < n; i++)
+		if (f[i].kind == SYMB_F_USER)
+			s->objs[f[i].obj].used_kinds |= 1u << kind;
 	a = &s->aggs[s->naggs];
 	a->hash = h;
 	a->kind = kind;
@@ -805,11 +809,6 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	}
 	if (err)
 		return err;
-	for (uint32_t i = 0; i < n; i++)
-		if (f[i].kind == SYMB_F_USER) {
-			s->objs[f[i].obj].used = true;
-			s->objs[f[i].obj].used_kinds |= 1u << smp->kind;
-		}
 	if ((smp->nustack || smp->ip) && (!p || !p->has_maps))
 		s->n.no_maps_samples++;
 	s->n.unmapped_frames += unmapped;

@@ -92,9 +92,8 @@ struct symb_obj {
 	/* the build-id the collector saw mapped (schema 1.3); 0 bytes: unknown */
 	uint8_t want_id[LPS_MAX_BUILD_ID];
 	uint32_t want_id_len;
-	bool not_found;	  /* no file with that build-id: frames are named path+0xoffset */
-	uint32_t mapping; /* index into the profile being built's mappings */
-	bool used;
+	bool not_found;	    /* no file with that build-id: frames are named path+0xoffset */
+	uint32_t mapping;   /* index into the profile being built's mappings */
 	uint8_t used_kinds; /* 1 << kind for each symb_kind with a frame in it */
 	bool lines_loaded;  /* build.c: the cache was asked for its DWARF results */
 };
