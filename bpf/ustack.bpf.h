@@ -112,12 +112,16 @@ static __always_inline void lp_thread_stack(struct task_struct *parent, struct t
 
 /*
  * Copies up to limit (<= LP_BPF_MAX_STACK_COPY) bytes of the current task's
- * user stack from sp upward to dst + off, one page at a time: a single large
- * read fails as a whole when its end runs past the stack mapping, while page
- * by page keeps everything up to the first page that faults (the top of the
- * stack, or a page not present). Returns the bytes copied. dst has room for
- * LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY + one page; off <=
+ * user stack from sp upward to dst + off. Returns the bytes copied. dst has
+ * room for LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY + one page; off <=
  * LP_EV_FRAMES_BYTES.
+ *
+ * The range almost always lies on pages the thread has used, below the top
+ * lp_stack_limit found, so one read takes it whole: each read of user memory
+ * has a cost of its own (a copy that spans two pages costs ~0.1 us more page
+ * by page, at 99 Hz). A read fails as a whole when a page in it faults (past
+ * the top of the stack, or not present); only then does the copy go page by
+ * page, which keeps everything up to the first page that faults.
  */
 static __always_inline __u32 lp_copy_user_stack(__u8 *dst, __u32 off, __u64 sp, __u64 limit)
 {
@@ -125,6 +129,10 @@ static __always_inline __u32 lp_copy_user_stack(__u8 *dst, __u32 off, __u64 sp, 
 
 	if (limit > LP_BPF_MAX_STACK_COPY)
 		limit = LP_BPF_MAX_STACK_COPY;
+	if (!limit || off > LP_EV_FRAMES_BYTES)
+		return 0;
+	if (!bpf_probe_read_user(dst + off, limit, (const void *)sp))
+		return limit;
 	for (int i = 0; i < LP_BPF_MAX_STACK_COPY / LP_BPF_PAGE_SIZE + 1; i++) {
 		if (done >= limit)
 			break;
