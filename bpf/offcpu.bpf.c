@@ -151,8 +151,10 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task,
 	}
 	bpf_map_delete_elem(&pending, &tid);
 	if (same && stack_bytes) {
+		struct lp_stack_vma *v = lp_stack_bounds(task, e->sp);
+
 		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
-					    lp_stack_limit(task, e->sp, stack_bytes));
+					    lp_stack_limit(v, e->sp, stack_bytes), v);
 	} else if (same) {
 		long n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
 

@@ -116,8 +116,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			 * pointers found in it), so the kernel's frame-pointer
 			 * walk would only repeat part of that work here.
 			 */
+			struct lp_stack_vma *v = lp_stack_bounds(task, e->sp);
+
 			copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
-						    lp_stack_limit(task, e->sp, stack_bytes));
+						    lp_stack_limit(v, e->sp, stack_bytes), v);
 		} else {
 			n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8,
 					  BPF_F_USER_STACK);

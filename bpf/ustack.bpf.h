@@ -7,9 +7,14 @@
 #ifndef LOWPROF_BPF_USTACK_BPF_H
 #define LOWPROF_BPF_USTACK_BPF_H
 
-/* The mapping a thread's stack pointer was last found in. */
+/*
+ * The mapping a thread's stack pointer was last found in, and whether the
+ * last copy from it stopped at a page that faulted (lp_copy_user_stack).
+ */
 struct lp_stack_vma {
 	__u64 start, end;
+	__u32 faulted;
+	__u32 pad;
 };
 
 /* bpf_find_vma's callback: the bounds of the mapping holding the address */
@@ -34,7 +39,8 @@ struct {
 } stack_vmas SEC(".maps");
 
 /*
- * limit cut to the top of the stack sp is on: nothing above it is a frame,
+ * The bounds of the stack sp is on, or NULL when they are not known. Their
+ * top is what lp_stack_limit cuts a copy at: nothing above it is a frame,
  * and a thread's frames usually take far less than the limit, so most
  * samples copy, and carry through both rings, a few KiB rather than the
  * whole limit. The top is, by the first that applies:
@@ -57,22 +63,22 @@ struct {
  * self-interrupt, ~8 us here), so the bounds are kept in task storage and
  * looked up again only when sp leaves them (a thread switching stacks).
  * A stack keeps its top for the thread's life: it grows down only. The
- * limit is unchanged when the lookup fails (mmap lock busy) or storage is
+ * bounds are not known when the lookup fails (mmap lock busy) or storage is
  * short.
  */
 #define LP_STACK_TOP_SLACK 64
 
-static __always_inline __u64 lp_stack_limit(struct task_struct *task, __u64 sp, __u64 limit)
+static __always_inline struct lp_stack_vma *lp_stack_bounds(struct task_struct *task, __u64 sp)
 {
 	struct lp_stack_vma *v, found = {};
 	__u64 ss, fs;
 
 	v = bpf_task_storage_get(&stack_vmas, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!v)
-		return limit;
+		return NULL;
 	if (sp < v->start || sp >= v->end) {
 		if (bpf_find_vma(task, sp, lp_vma_bounds, &found, 0) || found.end <= sp)
-			return limit;
+			return NULL;
 		ss = BPF_CORE_READ(task, mm, start_stack);
 		if (ss >= sp && ss + LP_STACK_TOP_SLACK < found.end)
 			found.end = ss + LP_STACK_TOP_SLACK;
@@ -81,9 +87,16 @@ static __always_inline __u64 lp_stack_limit(struct task_struct *task, __u64 sp, 
 			found.end = fs + LP_STACK_TOP_SLACK;
 		v->start = found.start;
 		v->end = found.end;
+		v->faulted = 0;
 	}
-	if (v->end - sp < limit)
-		limit = v->end - sp;
+	return v;
+}
+
+/* limit cut to the top of the stack bounds v (lp_stack_bounds, may be NULL) */
+static __always_inline __u64 lp_stack_limit(const struct lp_stack_vma *v, __u64 sp, __u64 limit)
+{
+	if (v && v->end - sp < limit)
+		return v->end - sp;
 	return limit;
 }
 
@@ -108,49 +121,86 @@ static __always_inline void lp_thread_stack(struct task_struct *parent, struct t
 		return;
 	v->start = 0;
 	v->end = cr.rsp + LP_STACK_TOP_SLACK;
+	v->faulted = 0;
+}
+
+/* Where lp_copy_pages copies to: a record's frames and stack copy, with slack. */
+struct lp_copy_area {
+	__u8 b[LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY + 2 * LP_BPF_PAGE_SIZE];
+};
+
+/*
+ * Copies up to limit bytes of the current task's user stack from sp upward
+ * to dst + off (off <= LP_EV_FRAMES_BYTES) one page at a time: a single
+ * large read fails as a whole when a page in it faults, while page by page
+ * keeps everything up to the first page that faults (the top of the stack,
+ * or a page not present). Returns the bytes copied.
+ *
+ * A global function, so the verifier checks it once, for any arguments,
+ * rather than once for each state its callers reach it in; and each page's
+ * offset follows from the loop index, so its states do not grow with the
+ * pages before it. Inlined, the loop took most of the programs' load time.
+ */
+__noinline __u32 lp_copy_pages(struct lp_copy_area *dst, __u64 off, __u64 sp, __u64 limit)
+{
+	__u64 first, start, want;
+
+	if (!dst || off > LP_EV_FRAMES_BYTES || !limit)
+		return 0;
+	if (limit > LP_BPF_MAX_STACK_COPY)
+		limit = LP_BPF_MAX_STACK_COPY;
+	/* to the end of sp's page, then whole pages */
+	first = LP_BPF_PAGE_SIZE - (sp & (LP_BPF_PAGE_SIZE - 1));
+	if (first > limit)
+		first = limit;
+	if (bpf_probe_read_user(dst->b + off, first, (const void *)sp))
+		return 0;
+	for (int i = 0; i < LP_BPF_MAX_STACK_COPY / LP_BPF_PAGE_SIZE; i++) {
+		start = first + (__u64)i * LP_BPF_PAGE_SIZE;
+		if (start >= limit)
+			break;
+		want = limit - start;
+		if (want > LP_BPF_PAGE_SIZE)
+			want = LP_BPF_PAGE_SIZE;
+		if (bpf_probe_read_user(dst->b + off + start, want, (const void *)(sp + start)))
+			return start;
+	}
+	return limit;
 }
 
 /*
  * Copies up to limit (<= LP_BPF_MAX_STACK_COPY) bytes of the current task's
- * user stack from sp upward to dst + off. Returns the bytes copied. dst has
- * room for LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY + one page; off <=
+ * user stack from sp upward to dst + off; v is the stack's bounds
+ * (lp_stack_bounds, may be NULL). Returns the bytes copied. dst has room for
+ * LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY + two pages; off <=
  * LP_EV_FRAMES_BYTES.
  *
- * The range almost always lies on pages the thread has used, below the top
- * lp_stack_limit found, so one read takes it whole: each read of user memory
- * has a cost of its own (a copy that spans two pages costs ~0.1 us more page
- * by page, at 99 Hz). A read fails as a whole when a page in it faults (past
- * the top of the stack, or not present); only then does the copy go page by
- * page, which keeps everything up to the first page that faults.
+ * Below a known top the range almost always lies on pages the thread has
+ * used, so one read takes it whole: each read of user memory has a cost of
+ * its own (a copy that spans two pages costs ~0.1 us more page by page, at
+ * 99 Hz). A read fails as a whole, and zeroes all of its destination, when
+ * a page in it faults; the copy then goes page by page (lp_copy_pages).
+ * Where that happened last time (v->faulted: say, a thread running on a
+ * stack of its own below its first one), or where the top is not known,
+ * the copy goes page by page at once.
  */
-static __always_inline __u32 lp_copy_user_stack(__u8 *dst, __u32 off, __u64 sp, __u64 limit)
+static __always_inline __u32 lp_copy_user_stack(__u8 *dst, __u32 off, __u64 sp, __u64 limit,
+						struct lp_stack_vma *v)
 {
-	__u64 done = 0, want, at;
+	__u32 done, faulted;
 
 	if (limit > LP_BPF_MAX_STACK_COPY)
 		limit = LP_BPF_MAX_STACK_COPY;
 	if (!limit || off > LP_EV_FRAMES_BYTES)
 		return 0;
-	if (!bpf_probe_read_user(dst + off, limit, (const void *)sp))
+	if (v && !v->faulted && !bpf_probe_read_user(dst + off, limit, (const void *)sp))
 		return limit;
-	for (int i = 0; i < LP_BPF_MAX_STACK_COPY / LP_BPF_PAGE_SIZE + 1; i++) {
-		if (done >= limit)
-			break;
-		want = LP_BPF_PAGE_SIZE - ((sp + done) & (LP_BPF_PAGE_SIZE - 1));
-		if (want > limit - done)
-			want = limit - done;
-		at = off + done;
-		if (at > LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY)
-			break;
-		/*
-		 * want is 1..4096 here; the mask makes that visible to the
-		 * verifier (the scratch has two pages of slack past the limit)
-		 */
-		want &= 2 * LP_BPF_PAGE_SIZE - 1;
-		if (bpf_probe_read_user(dst + at, want, (const void *)(sp + done)))
-			break;
-		done += want;
-	}
+	done = lp_copy_pages((struct lp_copy_area *)dst, off, sp, limit);
+	if (done > limit)
+		done = 0; /* cannot happen; bounds it for the verifier */
+	faulted = done < limit;
+	if (v && v->faulted != faulted)
+		v->faulted = faulted;
 	return done;
 }
 
