@@ -6,9 +6,11 @@
  * CPU. For each sample it records the kernel stack (when it hit in the
  * kernel), the user-mode registers and a copy of the user stack up to its
  * top (ustack.bpf.h; with --stack-bytes 0 the kernel's frame-pointer walk
- * instead), and emits only what was captured into the ring buffer. on_exec
- * / on_exit tell the collector when to (re)read a process's mappings and
- * when to forget it; on_fork notes where a new thread's stack starts.
+ * instead), and emits what was captured into the ring buffer: most samples
+ * straight into a record reserved there (sample_in_ring), the others built
+ * in a scratch and copied. on_exec / on_exit tell the collector when to
+ * (re)read a process's mappings and when to forget it; on_fork notes where
+ * a new thread's stack starts.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -24,12 +26,11 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 struct lp_bpf_stats stats = {};
 
 /*
- * Scratch space for one sample per CPU, indexed by CPU id: the record is
- * built here and only its used part is copied into the ring
- * (bpf_ringbuf_reserve needs a constant size, which would put the largest
- * possible record in the ring for every sample). A plain array because
- * per-CPU values are limited to 32 KiB; the collector sets max_entries to
- * the highest online CPU id + 1 (not the possible CPUs).
+ * Scratch space for one sample per CPU, indexed by CPU id, for the samples
+ * sample_in_ring does not take: the record is built here and only its used
+ * part is copied into the ring. A plain array because per-CPU values are
+ * limited to 32 KiB; the collector sets max_entries to the highest online
+ * CPU id + 1 (not the possible CPUs).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -48,14 +49,99 @@ static __always_inline void fill_hdr(struct lp_ev_hdr *h, __u32 type, __u64 pid_
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+/*
+ * Room for len bytes of stack copy in a record reserved in the ring: the
+ * smallest of these sizes that holds len, 0 if none does. The verifier
+ * takes only a reservation size it knows, which each branch gives; steps
+ * of at most 1.5x leave at most a third of a room above 1 KiB unused (it
+ * is reserved, not written). Never more than stack_bytes, which len does
+ * not exceed: the ring is sized for records of that size.
+ */
+static __always_inline __u32 ring_room(__u64 len)
+{
+	__u32 room;
+
+	if (len <= 512)
+		room = 512;
+	else if (len <= 1024)
+		room = 1024;
+	else if (len <= 1536)
+		room = 1536;
+	else if (len <= 2048)
+		room = 2048;
+	else if (len <= 3072)
+		room = 3072;
+	else if (len <= 4096)
+		room = 4096;
+	else if (len <= 6144)
+		room = 6144;
+	else if (len <= 8192)
+		room = 8192;
+	else if (len <= 12288)
+		room = 12288;
+	else if (len <= 16384)
+		room = 16384;
+	else if (len <= 24576)
+		room = 24576;
+	else if (len <= 32768)
+		room = 32768;
+	else if (len <= 49152)
+		room = 49152;
+	else if (len <= LP_BPF_MAX_STACK_COPY)
+		room = LP_BPF_MAX_STACK_COPY;
+	else
+		return 0;
+	return room < stack_bytes ? room : stack_bytes;
+}
+
+/*
+ * The common sample: it interrupted user mode, its stack's top is known
+ * (v) and the copy up to it reads in one piece, straight into a record
+ * reserved in the ring. That saves building the record in the scratch and
+ * copying it again (~0.35 us per sample at 99 Hz). Returns whether the
+ * record was emitted; if not (no room in the ring for a record of that
+ * size, or a page of the range faulted, which v->faulted then notes), the
+ * caller builds it in the scratch.
+ */
+static __always_inline bool sample_in_ring(struct bpf_perf_event_data *ctx, __u64 pid_tgid,
+					   struct lp_stack_vma *v, __u64 sp)
+{
+	__u64 len = lp_stack_limit(v, sp, stack_bytes);
+	__u32 room = ring_room(len);
+	struct lp_ev_sample *r;
+
+	if (!room || len > room)
+		return false;
+	r = bpf_ringbuf_reserve(&events, LP_EV_SAMPLE_FIXED_SIZE + room, 0);
+	if (!r)
+		return false;
+	if (bpf_probe_read_user(r->stack, len, (const void *)sp)) {
+		v->faulted = 1;
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return false;
+	}
+	fill_hdr(&r->hdr, LP_EV_SAMPLE, pid_tgid);
+	r->period_ns = ctx->sample_period;
+	r->ip = ctx->regs.rip;
+	r->sp = sp;
+	r->bp = ctx->regs.rbp;
+	r->nkstack = 0;
+	r->nustack = 0;
+	r->stack_len = len;
+	bpf_ringbuf_submit(r, lp_rb_flags());
+	return true;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lp_stack_vma *v = NULL;
 	struct task_struct *task;
 	struct lp_ev_scratch *sc;
 	struct lp_ev_sample *e;
 	__u32 cpu = bpf_get_smp_processor_id(), nk = 0, nu = 0, copied = 0, size;
+	bool user = (ctx->regs.cs & 3) == 3;
 	long n;
 
 	if ((__u32)pid_tgid == 0) {
@@ -66,6 +152,14 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (!lp_wanted(pid_tgid >> 32)) {
 		__sync_fetch_and_add(&stats.filtered, 1);
 		return 0;
+	}
+	task = bpf_get_current_task_btf();
+	if (user && stack_bytes && ctx->regs.rsp) {
+		v = lp_stack_bounds(task, ctx->regs.rsp);
+		if (v && !v->faulted && sample_in_ring(ctx, pid_tgid, v, ctx->regs.rsp)) {
+			__sync_fetch_and_add(&stats.samples, 1);
+			return 0;
+		}
 	}
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc)
@@ -82,8 +176,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	 * kernel's stack walk (about 1 us here even when it finds nothing)
 	 * and the read of the saved registers are skipped.
 	 */
-	task = bpf_get_current_task_btf();
-	if ((ctx->regs.cs & 3) == 3) {
+	if (user) {
 		e->ip = ctx->regs.rip;
 		e->sp = ctx->regs.rsp;
 		e->bp = ctx->regs.rbp;
@@ -116,8 +209,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			 * pointers found in it), so the kernel's frame-pointer
 			 * walk would only repeat part of that work here.
 			 */
-			struct lp_stack_vma *v = lp_stack_bounds(task, e->sp);
-
+			if (!user)
+				v = lp_stack_bounds(task, e->sp);
 			copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
 						    lp_stack_limit(v, e->sp, stack_bytes), v);
 		} else {

@@ -39,7 +39,8 @@ struct lp_ev_hdr {
  * A stack sample. Only the header, the (nkstack + nustack) frames that were
  * captured (kernel frames first, then user frames, each leaf first) and the
  * stack_len bytes of user stack copied from sp upward travel in the ring,
- * in that order.
+ * in that order. A record can be longer than those (room reserved in the
+ * ring and left unused); its readers go by the counts, never by its size.
  */
 struct lp_ev_sample {
 	struct lp_ev_hdr hdr;
