@@ -171,10 +171,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (user && stack_bytes && ctx->regs.rsp) {
 		v = lp_stack_bounds(task, ctx->regs.rsp);
-		if (v && !v->faulted && sample_in_ring(ctx, task, pid_tgid, v, ctx->regs.rsp)) {
-			__sync_fetch_and_add(&stats.samples, 1);
+		if (v && !v->faulted && sample_in_ring(ctx, task, pid_tgid, v, ctx->regs.rsp))
 			return 0;
-		}
 	}
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc)
@@ -248,8 +246,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0; /* cannot happen; bounds the size for the verifier */
 	if (bpf_ringbuf_output(&events, e, size, lp_rb_flags()))
 		__sync_fetch_and_add(&stats.ringbuf_full, 1);
-	else
-		__sync_fetch_and_add(&stats.samples, 1);
 	return 0;
 }
 

@@ -73,10 +73,13 @@ struct lp_ev_task {
 
 /*
  * Counters in the program's .bss, updated with atomic adds and read by the
- * collector through the skeleton's mmap of .bss.
+ * collector through the skeleton's mmap of .bss. The samples emitted are
+ * not among them: the collector counts the sample records it drains, which
+ * costs the programs nothing (an atomic add on a line both CPUs write cost
+ * ~0.1 us per sample at 99 Hz), and all of them are drained before the
+ * last count is reported.
  */
 struct lp_bpf_stats {
-	__u64 samples;	     /* samples emitted into the ring */
 	__u64 ringbuf_full;  /* records that could not be written (ring full) */
 	__u64 kstack_errors; /* bpf_get_stack failed for the kernel stack */
 	__u64 ustack_errors; /* bpf_get_stack failed for the user stack */

@@ -99,6 +99,12 @@ struct coll {
 	uint64_t maps_errors;
 	uint64_t maps_sent;
 	uint64_t bad_events;
+	/*
+	 * Sample records drained from the BPF ring, well-formed or not: the
+	 * samples the programs emitted (they do not count them themselves,
+	 * see struct lp_bpf_stats), all of them once the ring is drained.
+	 */
+	uint64_t bpf_samples;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -217,7 +223,7 @@ static void send_loss(struct coll *c)
 		coll_capture__stats(c->cap, &cs);
 	l = (struct lps_loss){
 		.time_ns = now_ns(CLOCK_MONOTONIC),
-		.bpf_samples = __atomic_load_n(&bs->samples, __ATOMIC_RELAXED),
+		.bpf_samples = c->bpf_samples,
 		.bpf_ringbuf_full = __atomic_load_n(&bs->ringbuf_full, __ATOMIC_RELAXED),
 		.bpf_task_lost = __atomic_load_n(&bs->task_lost, __ATOMIC_RELAXED),
 		.bpf_stack_errors = __atomic_load_n(&bs->kstack_errors, __ATOMIC_RELAXED) +
@@ -430,6 +436,7 @@ static int on_bpf_event(void *ctx, void *data, size_t size)
 	}
 	switch (h->type) {
 	case LP_EV_SAMPLE:
+		c->bpf_samples++;
 		if (size < LP_EV_SAMPLE_FIXED_SIZE) {
 			c->bad_events++;
 			return 0;
@@ -1599,7 +1606,7 @@ int coll_run(const struct coll_opts *o)
 
 		lp_debug("bpf: %llu samples, %llu ring full, %llu idle, %llu filtered, %llu task "
 			 "events, %llu task lost, %llu/%llu stack errors",
-			 (unsigned long long)bs->samples, (unsigned long long)bs->ringbuf_full,
+			 (unsigned long long)c.bpf_samples, (unsigned long long)bs->ringbuf_full,
 			 (unsigned long long)bs->idle, (unsigned long long)bs->filtered,
 			 (unsigned long long)bs->task_events, (unsigned long long)bs->task_lost,
 			 (unsigned long long)bs->kstack_errors,

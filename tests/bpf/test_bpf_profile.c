@@ -233,9 +233,8 @@ static void test_samples_of_one_process(void **state)
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 
-	printf("samples %d (stats: %llu emitted, %llu filtered, %llu ring full), kstack in %d\n",
-	       s.samples, (unsigned long long)st.samples, (unsigned long long)st.filtered,
-	       (unsigned long long)st.ringbuf_full, s.with_kstack);
+	printf("samples %d (stats: %llu filtered, %llu ring full), kstack in %d\n", s.samples,
+	       (unsigned long long)st.filtered, (unsigned long long)st.ringbuf_full, s.with_kstack);
 	/* 2 s at 99 Hz of one busy thread: ~198; a shared VM may give half */
 	assert_true(s.samples >= 60);
 	assert_int_equal(s.bad_pid, 0);
@@ -245,7 +244,6 @@ static void test_samples_of_one_process(void **state)
 	/* main -> chain_one -> chain_two (-> chain_three) -> chain_leaf */
 	assert_true(s.short_ustack <= s.samples / 10);
 	assert_int_equal(st.ringbuf_full, 0);
-	assert_true(st.samples >= (uint64_t)s.samples);
 }
 
 /*
