@@ -487,13 +487,17 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  * read-only descriptor of its data and the consumer page) and then keeps
  * the connection as its file channel; if it dies, the next one to connect
  * takes over. A stale socket left by a collector that was killed is
- * replaced.
+ * replaced. The socket is made at a temporary name beside PATH and moved
+ * there once it has its owner and mode and listens: a symbolizer started
+ * at the same time never finds a socket that is still root's (it would be
+ * refused, not told to wait).
  */
 static int ring_listen(struct coll *c)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct sockaddr_un a = {.sun_family = AF_UNIX}, t = {.sun_family = AF_UNIX};
 	const char *path = c->o->ring_path;
 	struct stat st;
+	bool moved;
 	mode_t old;
 	int s, err;
 
@@ -502,6 +506,11 @@ static int ring_listen(struct coll *c)
 		return -ENAMETOOLONG;
 	}
 	strcpy(a.sun_path, path);
+	/* where the temporary name does not fit, the socket is made in place */
+	moved = (size_t)snprintf(t.sun_path, sizeof(t.sun_path), "%s.%d~", path, (int)getpid()) <
+		sizeof(t.sun_path);
+	if (!moved)
+		t = a;
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return -errno;
@@ -514,26 +523,38 @@ static int ring_listen(struct coll *c)
 		if (probe >= 0)
 			close(probe);
 	}
+	/* a temporary name left by a killed collector that had our pid */
+	if (moved && lstat(t.sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(t.sun_path);
 	old = umask(0077);
-	err = bind(s, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
+	err = bind(s, (struct sockaddr *)&t, sizeof(t)) ? -errno : 0;
 	umask(old);
 	if (err) {
-		lp_err("ring: creating socket %s: %s", path, strerror(-err));
+		lp_err("ring: creating socket %s: %s", t.sun_path, strerror(-err));
 		close(s);
 		return err;
 	}
-	c->sock_created = true;
 	/* the mode first: once the socket is the symbolizer's, only CAP_FOWNER could */
-	if (chmod(path, 0600) ||
-	    fchownat(AT_FDCWD, path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
+	if (chmod(t.sun_path, 0600) ||
+	    fchownat(AT_FDCWD, t.sun_path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
 	    listen(s, 4)) {
 		err = -errno;
-		lp_err("ring: socket %s: %s", path, strerror(-err));
-		close(s);
-		return err;
+		lp_err("ring: socket %s: %s", t.sun_path, strerror(-err));
+		goto fail;
 	}
+	/* never over a live socket: that one belongs to another collector */
+	if (moved && renameat2(AT_FDCWD, t.sun_path, AT_FDCWD, path, RENAME_NOREPLACE)) {
+		err = errno == EEXIST ? -EADDRINUSE : -errno;
+		lp_err("ring: creating socket %s: %s", path, strerror(-err));
+		goto fail;
+	}
+	c->sock_created = true;
 	c->listen_fd = s;
 	return 0;
+fail:
+	unlink(t.sun_path);
+	close(s);
+	return err;
 }
 
 /*
