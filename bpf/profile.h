@@ -83,7 +83,6 @@ struct lp_bpf_stats {
 	__u64 ringbuf_full;  /* records that could not be written (ring full) */
 	__u64 kstack_errors; /* bpf_get_stack failed for the kernel stack */
 	__u64 ustack_errors; /* bpf_get_stack failed for the user stack */
-	__u64 copy_faults;   /* stack copies cut short by a page that faulted */
 	__u64 idle;	     /* samples of the idle task, not emitted */
 	__u64 filtered;	     /* samples of other processes (pid filter) */
 	__u64 task_events;   /* exec/exit records emitted */
