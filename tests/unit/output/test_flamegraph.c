@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -216,6 +217,56 @@ static void test_deterministic(void **state)
 	free(b);
 }
 
+/*
+ * A wide tree of thousands of nodes: every node and name is there once,
+ * values summed, and the output does not depend on the order of the stacks.
+ */
+static void test_many_nodes(void **state)
+{
+	enum { STACKS = 1500, NODES = 1 + 2 + 2 * STACKS };
+	static struct symb_location locs[2 * STACKS];
+	static char names[2 * STACKS][16];
+	static uint32_t ids[STACKS][2];
+	static struct symb_stack st[STACKS], rev[STACKS];
+	struct symb_profile p = {
+		.value_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+		.locations = locs,
+		.nlocations = 2 * STACKS,
+		.stacks = st,
+		.nstacks = STACKS,
+	};
+	size_t i, len, len2;
+	char *html, *html2, *data, want[64];
+
+	for (i = 0; i < 2 * STACKS; i++) {
+		snprintf(names[i], sizeof(names[i]), "f%zu", i);
+		locs[i] = (struct symb_location){.mapping = SYMB_NO_MAPPING, .function = names[i]};
+	}
+	for (i = 0; i < STACKS; i++) {
+		ids[i][0] = 2 * i + 1; /* leaf */
+		ids[i][1] = 2 * i;
+		st[i] = (struct symb_stack){.comm = i % 2 ? "b" : "a", .locs = ids[i], .nlocs = 2};
+		st[i].values[0] = (int64_t)i + 1;
+		rev[STACKS - 1 - i] = st[i];
+	}
+	html = write_html(&p, &len);
+	data = data_of(html);
+	snprintf(want, sizeof(want), "\"total\":%d,", STACKS * (STACKS + 1) / 2);
+	assert_non_null(strstr(data, want));
+	assert_int_equal(count(data, "\n", false), NODES);
+	for (i = 0; i < 2 * STACKS; i += 97) {
+		snprintf(want, sizeof(want), "\"f%zu\"", i);
+		assert_int_equal(count(data, want, false), 1);
+	}
+	p.stacks = rev;
+	html2 = write_html(&p, &len2);
+	assert_int_equal(len, len2);
+	assert_memory_equal(html, html2, len);
+	free(data);
+	free(html);
+	free(html2);
+}
+
 static void test_empty(void **state)
 {
 	struct symb_profile p = {
@@ -284,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_sample_profile), cmocka_unit_test(test_hostile_names),
 		cmocka_unit_test(test_deterministic),  cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_bad_input),      cmocka_unit_test(test_inline_frames),
+		cmocka_unit_test(test_many_nodes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
