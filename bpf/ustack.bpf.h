@@ -55,8 +55,10 @@ struct {
  *   base: glibc and musl put the thread descriptor and TLS at the top of
  *   the thread's stack mapping, x86-64 TLS variant II), the thread pointer;
  * - otherwise the end of the mapping sp is in.
- * Each gets LP_STACK_TOP_SLACK bytes more, so a CFA a word above the top is
- * still inside the copy.
+ * The first two get LP_STACK_TOP_SLACK bytes more, so a CFA a word above
+ * the top is still inside the copy. The thread pointer gets none: the
+ * frames end below the static TLS under it, and above it is the thread
+ * descriptor, whose stack and pointer guards should not travel.
  *
  * bpf_find_vma runs once per thread and stack: in the sampling interrupt it
  * can only trylock the mmap lock and must release it through an irq_work (a
@@ -83,8 +85,8 @@ static __always_inline struct lp_stack_vma *lp_stack_bounds(struct task_struct *
 		if (ss >= sp && ss + LP_STACK_TOP_SLACK < found.end)
 			found.end = ss + LP_STACK_TOP_SLACK;
 		fs = BPF_CORE_READ(task, thread.fsbase);
-		if (fs > sp && fs + LP_STACK_TOP_SLACK < found.end)
-			found.end = fs + LP_STACK_TOP_SLACK;
+		if (fs > sp && fs < found.end)
+			found.end = fs;
 		v->start = found.start;
 		v->end = found.end;
 		v->faulted = 0;

@@ -39,6 +39,8 @@ struct seen {
 	uint32_t stack_bytes; /* the copy size the program was loaded with */
 	int bad_copy, copy_with_ret;
 	uint64_t text_lo, text_hi; /* the workload's executable mapping */
+	uint64_t fs;		   /* a thread's thread pointer: its copies end there */
+	int thread_samples, past_fs, at_fs;
 	int samples, bad_pid, bad_ip, short_ustack, with_kstack, bad_kaddr, bad_period;
 	int execs, exits;
 	char exec_comm[LP_BPF_COMM_LEN + 1];
@@ -89,6 +91,11 @@ static int on_event(void *ctx, void *data, size_t size)
 			ret = v >= s->text_lo && v < s->text_hi;
 		}
 		s->copy_with_ret += ret;
+		if (s->fs && h->tid != h->pid) {
+			s->thread_samples++;
+			s->past_fs += e->sp + e->stack_len > s->fs;
+			s->at_fs += e->sp + e->stack_len == s->fs;
+		}
 		s->samples++;
 		if ((pid_t)h->pid != s->pid)
 			s->bad_pid++;
@@ -282,6 +289,52 @@ static void test_stack_copies(void **state)
 	assert_int_equal(st.ringbuf_full, 0);
 }
 
+/*
+ * A thread that was running before the programs were loaded (so its first
+ * stack pointer was never seen): its copies end at its thread pointer, the
+ * top of its frames' part of the stack mapping; the thread descriptor
+ * above it, with its stack and pointer guards, is not copied.
+ */
+static void test_stack_copies_thread(void **state)
+{
+	struct seen s = {.stack_bytes = 16384};
+	char line[64] = {0};
+	struct run r;
+	int out[2];
+	ssize_t n;
+	pid_t child;
+
+	assert_int_equal(pipe(out), 0);
+	child = fork();
+	if (child == 0) {
+		dup2(out[1], STDOUT_FILENO);
+		close(out[0]);
+		execl(LP_WORKLOAD_NOFP, LP_WORKLOAD_NOFP, "20", "0", "thread", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	n = read(out[0], line, sizeof(line) - 1);
+	close(out[0]);
+	assert_true(n > 2);
+	s.fs = strtoull(line, NULL, 16);
+	assert_true(s.fs != 0);
+	s.pid = child;
+	find_text(&s, "chain-nofp");
+	run_start(&r, &s, child, false);
+	drain_for(&r, 2000);
+	run_stop(&r);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	printf("thread samples %d: copies ending at the thread pointer %d, past it %d, with a "
+	       "return address into the workload %d of %d\n",
+	       s.thread_samples, s.at_fs, s.past_fs, s.copy_with_ret, s.samples);
+	assert_true(s.thread_samples >= 60);
+	assert_int_equal(s.bad_copy, 0);
+	assert_int_equal(s.past_fs, 0);
+	assert_true(s.at_fs >= s.thread_samples * 9 / 10);
+	assert_true(s.copy_with_ret >= s.samples * 9 / 10);
+}
+
 static void exec_and_exit(bool raw)
 {
 	struct seen s = {0};
@@ -328,6 +381,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_samples_of_one_process),
 		cmocka_unit_test(test_stack_copies),
+		cmocka_unit_test(test_stack_copies_thread),
 		cmocka_unit_test(test_exec_and_exit_events),
 		cmocka_unit_test(test_exec_and_exit_events_raw_tp),
 	};

@@ -3,7 +3,8 @@
 # checks them: C programs with a chain of four noinline functions under
 # main, built -O2 with and without frame pointers (no debug info: CFI from
 # .eh_frame only), a C++ program whose hot code is a template member
-# function, and a program whose hot code is a callback libc's qsort calls.
+# function, a program whose hot code is a callback libc's qsort calls, and
+# a thread that was running before lowprof started.
 # Each is profiled with `lowprof record -d 5 -p PID`; the chain must be
 # whole in >= 95% of samples. The same workload under
 # `perf record --call-graph dwarf` gives the same top chain. A second run
@@ -129,6 +130,21 @@ for v in nofp fp; do
 	check "walk-$v: $pct% of samples show ...;main;walk_one;walk_two;walk_three;walk_leaf (>= 95%)" \
 		test "$pct" -ge 95
 done
+
+# a thread that was running before lowprof started: its stack copies end at
+# its thread pointer, and still hold its frames up to clone
+start_bg "$WL/chain-nofp" 12 0 thread >/dev/null
+wpid=$BGPID
+sleep 0.3
+"$BIN/lowprof" record -d 5 -p "$wpid" -o "$TMP/out-thread" --cache "$CACHE" >"$TMP/thread.txt" 2>&1
+rc=$?
+kill "$wpid" 2>/dev/null
+wait "$wpid" 2>/dev/null
+check "thread: lowprof record exits 0 (got $rc)" test "$rc" -eq 0
+grep -E 'user stacks' "$TMP/thread.txt"
+pct=$(share "$TMP/out-thread/cpu.folded" '^chain-nofp;(.*;)?start_thread;chain_thread;chain_one;chain_two;chain_three;chain_leaf$')
+check "thread: $pct% of samples show ...;start_thread;chain_thread;chain_one;...;chain_leaf (>= 95%)" \
+	test "$pct" -ge 95
 
 profile tmpl "$TMP/tmpl"
 F="$TMP/out-tmpl/cpu.folded"

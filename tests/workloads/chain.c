@@ -5,9 +5,14 @@
  * Runs for argv[1] seconds (default: forever). argv[2], if given, is a number
  * of bytes main puts on its stack first, so the chain runs that far below
  * the top of the stack (every sample then carries the largest stack copy).
+ * argv[3] "thread": the loop runs in a second thread (chain_thread ->
+ * chain_one ...), which first writes its thread pointer (pthread_self, the
+ * fs base on x86-64 glibc) to stdout as "0x...\n".
  */
 #include <stdint.h>
 #include <alloca.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,11 +46,42 @@ __attribute__((noinline)) void chain_one(uint64_t n)
 	sink++;
 }
 
+/*
+ * Runs the chain for secs seconds (0: forever). A macro, not a function: the
+ * tests expect main (or chain_thread) right above chain_one, and with -g an
+ * inlined function would still be a frame of its own.
+ */
+#define CHAIN_RUN(secs)                                                                            \
+	do {                                                                                       \
+		struct timespec t0_, t_;                                                           \
+                                                                                                   \
+		clock_gettime(CLOCK_MONOTONIC, &t0_);                                              \
+		for (uint64_t n_ = 0;; n_++) {                                                     \
+			chain_one(n_);                                                             \
+			if ((secs) > 0 && (n_ & 15) == 0) {                                        \
+				clock_gettime(CLOCK_MONOTONIC, &t_);                               \
+				if ((t_.tv_sec - t0_.tv_sec) + (t_.tv_nsec - t0_.tv_nsec) / 1e9 >= \
+				    (secs))                                                        \
+					break;                                                     \
+			}                                                                          \
+		}                                                                                  \
+	} while (0)
+
+static double thread_secs;
+
+__attribute__((noinline)) static void *chain_thread(void *arg)
+{
+	(void)arg;
+	printf("%#lx\n", (unsigned long)pthread_self());
+	fflush(stdout);
+	CHAIN_RUN(thread_secs);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 0;
 	size_t pad = argc > 2 ? strtoul(argv[2], NULL, 0) : 0;
-	struct timespec t0, t;
 
 	if (pad) {
 		char *p = alloca(pad);
@@ -53,15 +89,15 @@ int main(int argc, char **argv)
 		memset(p, 1, pad);
 		sink += (uint64_t)p[pad - 1];
 	}
+	if (argc > 3 && strcmp(argv[3], "thread") == 0) {
+		pthread_t t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (uint64_t n = 0;; n++) {
-		chain_one(n);
-		if (secs > 0 && (n & 15) == 0) {
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
-				break;
-		}
+		thread_secs = secs;
+		if (pthread_create(&t, NULL, chain_thread, NULL))
+			return 1;
+		pthread_join(t, NULL);
+		return 0;
 	}
+	CHAIN_RUN(secs);
 	return 0;
 }
