@@ -526,7 +526,8 @@ static int ring_listen(struct coll *c)
 	/* a temporary name left by a killed collector that had our pid */
 	if (moved && lstat(t.sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(t.sun_path);
-	old = umask(0077);
+	/* made mode 0600: no chmod by name, which would follow a symlink put there */
+	old = umask(0177);
 	err = bind(s, (struct sockaddr *)&t, sizeof(t)) ? -errno : 0;
 	umask(old);
 	if (err) {
@@ -534,9 +535,7 @@ static int ring_listen(struct coll *c)
 		close(s);
 		return err;
 	}
-	/* the mode first: once the socket is the symbolizer's, only CAP_FOWNER could */
-	if (chmod(t.sun_path, 0600) ||
-	    fchownat(AT_FDCWD, t.sun_path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
+	if (fchownat(AT_FDCWD, t.sun_path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
 	    listen(s, 4)) {
 		err = -errno;
 		lp_err("ring: socket %s: %s", t.sun_path, strerror(-err));
