@@ -103,11 +103,11 @@ gcc -O2 -fno-omit-frame-pointer -o "$TMP/walk-fp" "$TMP/walk.c" || fail "gcc wal
 g++ -O2 -o "$TMP/tmpl" "$TMP/tmpl.cc" || fail "g++ tmpl"
 gcc -O2 -o "$TMP/sorter" "$TMP/sorter.c" || fail "gcc sorter"
 
-# profile NAME ARGS...: runs the workload, records 5 s of it into $TMP/NAME,
-# keeps the summary in $TMP/NAME.txt
+# profile NAME PROGRAM [ARGS...]: runs PROGRAM 12 ARGS... (12 s), records 5 s
+# of it into $TMP/out-NAME, keeps the summary in $TMP/NAME.txt
 profile() {
-	local name=$1; shift
-	start_bg "$@" 12
+	local name=$1 prog=$2; shift 2
+	start_bg "$prog" 12 "$@"
 	local wpid=$BGPID
 	sleep 0.3
 	"$BIN/lowprof" record -d 5 -p "$wpid" -o "$TMP/out-$name" --cache "$CACHE" \
@@ -133,15 +133,7 @@ done
 
 # a thread that was running before lowprof started: its stack copies end at
 # its thread pointer, and still hold its frames up to clone
-start_bg "$WL/chain-nofp" 12 0 thread >/dev/null
-wpid=$BGPID
-sleep 0.3
-"$BIN/lowprof" record -d 5 -p "$wpid" -o "$TMP/out-thread" --cache "$CACHE" >"$TMP/thread.txt" 2>&1
-rc=$?
-kill "$wpid" 2>/dev/null
-wait "$wpid" 2>/dev/null
-check "thread: lowprof record exits 0 (got $rc)" test "$rc" -eq 0
-grep -E 'user stacks' "$TMP/thread.txt"
+profile thread "$WL/chain-nofp" 0 thread
 pct=$(share "$TMP/out-thread/cpu.folded" '^chain-nofp;(.*;)?start_thread;chain_thread;chain_one;chain_two;chain_three;chain_leaf$')
 check "thread: $pct% of samples show ...;start_thread;chain_thread;chain_one;...;chain_leaf (>= 95%)" \
 	test "$pct" -ge 95
