@@ -1177,6 +1177,7 @@ shm_ring_formula() { # CPUS HZ
 }
 mib() { fmt %.1f "$(calc "$1 / 1048576")"; }
 kb2mb() { fmt %.1f "$(calc "$1 / 1024")"; }
+below_mb() { awk -v v="$1" -v m="$2" 'BEGIN {print (v / 1024 < m ? "PASS" : "MISS")}'; } # KB MB: a memory goal's status
 
 # The collector's peak RSS with the minimal BTF the build embeds and with
 # the full kernel BTF (--full-btf): lowprof-collector alone (--capture, no
@@ -1208,13 +1209,13 @@ memory_rows() {
 			continue
 		}
 		st="" goal=""
-		[[ $hz == 99 ]] && goal="< 8 MB" && st=$(awk -v v="${M[$hz.B.coll_rss]}" 'BEGIN {print (v / 1024 < 8 ? "PASS" : "MISS")}')
+		[[ $hz == 99 ]] && goal="< 8 MB" && st=$(below_mb "${M[$hz.B.coll_rss]}" 8)
 		add_row "$sec" "collector RSS at $hz Hz, steady" \
 			"$(kb2mb "${M[$hz.B.coll_rss]}") MiB (anon $(kb2mb "${M[$hz.B.coll_anon]}"), file $(kb2mb "${M[$hz.B.coll_file]}") of which BPF ring mmap $(kb2mb "${M[$hz.B.coll_bpfring]}"), shmem ring $(kb2mb "${M[$hz.B.coll_shmem]}"))" \
 			"$goal" "$st" \
 			"VmRSS (RssAnon/RssFile/RssShmem from /proc/PID/status; BPF ring = Rss of its anon_inode:bpf-map mappings in smaps) of lowprof-collector ~1.2 s before the end of the last ${cost_secs} s whole-host run at this rate. Ring pages count once touched: the BPF ring's once it has wrapped; the shared ring's is what the collector has used of it, an eighth of it plus what the symbolizer lagged at most (it goes back to the start early), up to its size (see the growth rows)"
 		st="" goal=""
-		[[ $hz == 99 ]] && goal="< 16 MB" && st=$(awk -v v="${M[$hz.hwm_coll]:-0}" 'BEGIN {print (v / 1024 < 16 ? "PASS" : "MISS")}')
+		[[ $hz == 99 ]] && goal="< 16 MB" && st=$(below_mb "${M[$hz.hwm_coll]:-0}" 16)
 		add_row "$sec" "collector peak RSS at $hz Hz" "$(kb2mb "${M[$hz.hwm_coll]:-0}") MiB" "$goal" "$st" \
 			"VmHWM of lowprof-collector, polled every 100 ms, last value before it exited"
 		add_row "$sec" "symbolizer RSS at $hz Hz" "$(kb2mb "${M[$hz.B.symb_rss]}") MiB steady (shared ring $(kb2mb "${M[$hz.B.symb_shmring]}")), $(kb2mb "${M[$hz.hwm_symb]:-0}") MiB peak" "" "" \
@@ -1238,7 +1239,7 @@ memory_rows() {
 		# shellcheck disable=SC2086
 		bfull=$(median ${BTF[full]})
 		add_row "$sec" "collector peak RSS, minimal / full kernel BTF" "$(kb2mb "$bmin") / $(kb2mb "$bfull") MiB" "< 16 MB with the minimal BTF" \
-			"$(awk -v v="$bmin" 'BEGIN {print (v / 1024 < 16 ? "PASS" : "MISS")}')" \
+			"$(below_mb "$bmin" 16)" \
 			"maximum RSS (GNU time %M) of lowprof-collector --capture FILE -d 2 at 99 Hz, alone, as built (the minimal BTF, used when the kernel's BTF is the one it was made from) and with --full-btf (libbpf parses /sys/kernel/btf/vmlinux); median of 3 alternating runs each"
 	fi
 	# growth with online CPUs and frequency, from the formulas
