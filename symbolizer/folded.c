@@ -3,17 +3,15 @@
  * Folded-stacks writer (the input format of flamegraph.pl, speedscope and
  * inferno): "comm;root;...;leaf VALUE\n".
  *
- * Every location's frames are rendered once (";outer;inlined"), and every
- * stack's key ("comm;root;...;leaf") is put together from them in one arena;
- * equal keys (stacks that differed only by pid, or by bytes the sanitizer
- * replaced) become one line with their values summed (a hash table first,
- * so that only distinct keys are sorted); the lines are then sorted
- * bytewise. Sorting makes the output independent of the order of the
- * stacks.
- *
- * The second sort is only needed when a key holds a space (see
- * folded_merge); keys without one, the usual case, are in line order
- * already.
+ * Every distinct frame name and comm becomes a token (sanitized once), and
+ * every stack a sequence of tokens: equal sequences (stacks that differed
+ * only by pid, or by bytes the sanitizer replaced) become one line with
+ * their values summed, and the lines are sorted bytewise, as whole lines
+ * with their values, so that the output does not depend on the order of
+ * the stacks. Two lines compare token by token and then byte by byte from
+ * the first token that differs: the common part of two deep stacks is not
+ * compared as text again and again, and no key is put together as a string
+ * until it is written.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,12 +26,6 @@
 #include "profile.h"
 
 #define FOLDED_KSUFFIX "_[k]"
-
-struct folded_line {
-	const char *key;
-	size_t len; /* of key */
-	int64_t value;
-};
 
 /* Frames of a location: one per source line (inlined functions), else one. */
 static uint32_t folded_nframes(const struct symb_location *l)
@@ -69,150 +61,6 @@ static char *folded_put(char *dst, const char *s)
 	return dst;
 }
 
-/*
- * Every location's part of a key, rendered once: ";frame" for each of its
- * frames, the containing function before what was inlined into it, kernel
- * frames with their suffix. A stack's key is then its comm and the parts
- * of its locations, root first, copied.
- */
-struct folded_parts {
-	char *text;
-	size_t *off; /* location i's part: text[off[i], off[i + 1]) */
-};
-
-static int folded_parts_make(const struct symb_profile *p, struct folded_parts *fp)
-{
-	size_t size = 0, i;
-	uint32_t k;
-	char *dst;
-
-	fp->off = calloc(p->nlocations + 1, sizeof(*fp->off));
-	if (!fp->off)
-		return -ENOMEM;
-	for (i = 0; i < p->nlocations; i++) {
-		const struct symb_location *l = &p->locations[i];
-
-		for (k = 0; k < folded_nframes(l); k++)
-			size += 1 + strlen(folded_frame(l, k)) +
-				(l->kernel ? strlen(FOLDED_KSUFFIX) : 0);
-	}
-	fp->text = malloc(size ? size : 1);
-	if (!fp->text)
-		return -ENOMEM;
-	dst = fp->text;
-	for (i = 0; i < p->nlocations; i++) {
-		const struct symb_location *l = &p->locations[i];
-
-		fp->off[i] = (size_t)(dst - fp->text);
-		for (k = folded_nframes(l); k-- > 0;) {
-			*dst++ = ';';
-			dst = folded_put(dst, folded_frame(l, k));
-			if (l->kernel)
-				dst = folded_put(dst, FOLDED_KSUFFIX);
-		}
-	}
-	fp->off[p->nlocations] = (size_t)(dst - fp->text);
-	return 0;
-}
-
-/* Bytes of the key of st, without the terminating NUL. */
-static size_t folded_key_len(const struct folded_parts *fp, const struct symb_stack *st)
-{
-	size_t n = strlen(st->comm);
-
-	for (uint32_t i = 0; i < st->nlocs; i++)
-		n += fp->off[st->locs[i] + 1] - fp->off[st->locs[i]];
-	return n;
-}
-
-/*
- * Writes the key of st (root first; within a location, the containing
- * function before what was inlined into it) at dst, NUL-terminated; returns
- * the byte after the NUL.
- */
-static char *folded_key(char *dst, const struct folded_parts *fp, const struct symb_stack *st)
-{
-	dst = folded_put(dst, st->comm);
-	for (uint32_t i = st->nlocs; i-- > 0;) {
-		size_t a = fp->off[st->locs[i]], n = fp->off[st->locs[i] + 1] - a;
-
-		memcpy(dst, fp->text + a, n);
-		dst += n;
-	}
-	*dst++ = '\0';
-	return dst;
-}
-
-/* A seeded hash of n bytes: keys come from names a profiled binary chose. */
-static uint64_t folded_hash(uint64_t seed, const char *s, size_t n)
-{
-	uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ull), v;
-
-	for (; n >= 8; s += 8, n -= 8) {
-		memcpy(&v, s, 8);
-		h = (h ^ v) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	v = 0;
-	memcpy(&v, s, n);
-	h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 29);
-}
-
-/*
- * Merges lines of equal keys (stacks that differed only by pid, or by bytes
- * the sanitizer replaced) into the first of them, summing their values, so
- * that the sort has only distinct keys to order. Returns how many lines
- * remain in lines[]; n when there is no memory for the table (the merge
- * after the sort then does it).
- */
-static size_t folded_dedupe(struct folded_line *lines, size_t n)
-{
-	size_t cap = 16, k = 0, i, j;
-	uint32_t *slots;
-	uint64_t seed;
-
-	while (cap < 2 * n)
-		cap *= 2;
-	slots = calloc(cap, sizeof(*slots));
-	if (!slots || n >= UINT32_MAX) {
-		free(slots);
-		return n;
-	}
-	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
-		seed = (uint64_t)(uintptr_t)slots;
-	for (i = 0; i < n; i++) {
-		for (j = folded_hash(seed, lines[i].key, lines[i].len) & (cap - 1); slots[j];
-		     j = (j + 1) & (cap - 1)) {
-			struct folded_line *l = &lines[slots[j] - 1];
-
-			if (l->len == lines[i].len && memcmp(l->key, lines[i].key, l->len) == 0)
-				break;
-		}
-		if (slots[j]) {
-			lines[slots[j] - 1].value += lines[i].value;
-			continue;
-		}
-		lines[k] = lines[i];
-		slots[j] = (uint32_t)++k;
-	}
-	free(slots);
-	return k;
-}
-
-/* strcmp compares as unsigned char: both orders are bytewise. */
-static int folded_cmp(const void *a, const void *b)
-{
-	const struct folded_line *x = a, *y = b;
-
-	return strcmp(x->key, y->key);
-}
-
-static int folded_strcmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Writes v in decimal at dst (as "%" PRId64); returns the end. */
 static char *folded_int(char *dst, int64_t v)
 {
@@ -232,103 +80,334 @@ static char *folded_int(char *dst, int64_t v)
 }
 
 /*
- * Merges runs of equal keys in lines[0..n) (sorted by key) into text lines
- * "key sum\n" in a new arena, then sorts those lines bytewise when a key
- * has a space (spaces). Only then can key order and line order differ ("a 9"
- * sorts after "a 1 3" although "a" sorts before "a 1"): keys hold no byte
- * below ' ' (folded_put), so for distinct keys without spaces the first
- * difference of their lines is the first difference of the keys, or a key's
- * end (' ') against a byte above ' ' in the longer key.
- * On success *out (n_out pointers into *text) and *text belong to the caller.
+ * Frames and comms as tokens: each distinct sanitized string once, in one
+ * text arena, so that two stacks' keys are equal exactly when their token
+ * sequences are (tokens hold no ';', so a key splits into them one way).
  */
-static int folded_merge(const struct folded_line *lines, size_t n, size_t key_bytes, bool spaces,
-			char ***out, size_t *n_out, char **text)
+struct folded_tok {
+	size_t off; /* in text */
+	size_t len;
+};
+
+struct folded_tab {
+	char *text;
+	size_t text_len;
+	struct folded_tok *toks;
+	uint32_t ntoks;
+	uint32_t *slots; /* token index + 1, 0 = empty */
+	size_t cap_slots;
+	uint64_t seed;
+};
+
+/* A line: a stack's tokens (comm, then frames root first) and its value. */
+struct folded_line {
+	const uint32_t *seq;
+	uint32_t n;
+	int64_t value;
+};
+
+/* A seeded hash of n bytes: keys come from names a profiled binary chose. */
+static uint64_t folded_hash(uint64_t seed, const void *p, size_t n)
 {
-	size_t cap = key_bytes + n * 24 + 1, used = 0, k = 0, i = 0;
-	char **ptrs, *buf;
+	const char *s = p;
+	uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ull), v;
 
-	ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-	buf = malloc(cap);
-	if (!ptrs || !buf) {
-		free(ptrs);
-		free(buf);
-		return -ENOMEM;
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&v, s, 8);
+		h = (h ^ v) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
 	}
-	while (i < n) {
-		int64_t sum = 0;
-		size_t j;
-
-		size_t klen = strlen(lines[i].key);
-		char *end;
-
-		for (j = i; j < n && strcmp(lines[j].key, lines[i].key) == 0; j++)
-			sum += lines[j].value;
-		/* fits: the key came from key_bytes, and " %lld\n" is at most 22 bytes */
-		ptrs[k++] = buf + used;
-		memcpy(buf + used, lines[i].key, klen);
-		end = buf + used + klen;
-		*end++ = ' ';
-		end = folded_int(end, sum);
-		*end++ = '\n';
-		*end++ = '\0';
-		used = (size_t)(end - buf);
-		i = j;
-	}
-	if (spaces)
-		qsort(ptrs, k, sizeof(*ptrs), folded_strcmp);
-	*out = ptrs;
-	*n_out = k;
-	*text = buf;
-	return 0;
+	v = 0;
+	memcpy(&v, s, n);
+	h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
 }
 
 /*
- * stdio's buffer: with its default (the file's block size, 4 KiB) a
- * profile of a MiB costs hundreds of write calls.
+ * The token of s (sanitized, with suffix when not NULL): the one already
+ * there, or a new one. The arena and the table were sized for every string
+ * the profile can give, so this cannot run out.
  */
-#define FOLDED_STDIO_BUF (1u << 20)
-
-/* Writes the lines through stdio on a dup of fd (stdio retries short writes). */
-static int folded_emit(char *const *lines, size_t n, int fd)
+static uint32_t folded_intern(struct folded_tab *t, const char *s, const char *suffix)
 {
-	char *buf = malloc(FOLDED_STDIO_BUF);
-	FILE *f;
-	size_t i;
-	int dfd, err = 0;
+	char *dst = t->text + t->text_len, *end = folded_put(dst, s);
+	size_t len, j;
 
-	dfd = dup(fd);
-	if (dfd < 0) {
-		err = -errno;
-		free(buf);
-		return err;
+	if (suffix)
+		end = folded_put(end, suffix);
+	len = (size_t)(end - dst);
+	for (j = folded_hash(t->seed, dst, len) & (t->cap_slots - 1); t->slots[j];
+	     j = (j + 1) & (t->cap_slots - 1)) {
+		const struct folded_tok *k = &t->toks[t->slots[j] - 1];
+
+		if (k->len == len && memcmp(t->text + k->off, dst, len) == 0)
+			return t->slots[j] - 1;
 	}
-	f = fdopen(dfd, "w");
-	if (!f) {
-		err = -errno;
-		close(dfd);
-		free(buf);
-		return err;
-	}
-	if (buf) /* else stdio's own */
-		setvbuf(f, buf, _IOFBF, FOLDED_STDIO_BUF);
-	errno = 0; /* so a stdio failure that sets no errno reads as -EIO */
-	for (i = 0; i < n; i++)
-		if (fputs(lines[i], f) < 0)
-			break;
-	if (ferror(f))
-		err = errno ? -errno : -EIO;
-	if (fclose(f) && !err)
-		err = errno ? -errno : -EIO;
-	free(buf);
-	return err;
+	t->toks[t->ntoks] = (struct folded_tok){t->text_len, len};
+	t->text_len += len;
+	t->slots[j] = ++t->ntoks;
+	return t->ntoks - 1;
 }
+
+/*
+ * A line's bytes from token i on, one at a time: ";token" (token 0, the
+ * comm, without the ';'), then " VALUE\n"; -1 after the last.
+ */
+struct folded_it {
+	const struct folded_tab *t;
+	const struct folded_line *l;
+	uint32_t i; /* next token; n: the value next; n + 1: done */
+	const char *p;
+	size_t left;
+	char num[24];
+};
+
+static int folded_next(struct folded_it *it)
+{
+	for (;;) {
+		if (it->left) {
+			it->left--;
+			return (unsigned char)*it->p++;
+		}
+		if (it->i < it->l->n) {
+			const struct folded_tok *k = &it->t->toks[it->l->seq[it->i]];
+
+			it->p = it->t->text + k->off;
+			it->left = k->len;
+			if (it->i++ > 0)
+				return ';';
+			continue;
+		}
+		if (it->i == it->l->n) {
+			char *e = it->num;
+
+			*e++ = ' ';
+			e = folded_int(e, it->l->value);
+			*e++ = '\n';
+			it->p = it->num;
+			it->left = (size_t)(e - it->num);
+			it->i++;
+			continue;
+		}
+		return -1;
+	}
+}
+
+/*
+ * Lines compare bytewise, as whole lines ("x;a 1 3" < "x;a 9" although the
+ * key "x;a" is a prefix of "x;a 1"): tokens equal up to the first one that
+ * differs, and from there the bytes decide, usually within that token.
+ */
+static int folded_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct folded_line *x = a, *y = b;
+	struct folded_it ix = {.t = ctx, .l = x}, iy = {.t = ctx, .l = y};
+	uint32_t n = x->n < y->n ? x->n : y->n, i = 0;
+
+	while (i < n && x->seq[i] == y->seq[i])
+		i++;
+	if (i < n) {
+		/* different tokens: unless one is a prefix of the other, they decide */
+		const struct folded_tok *a = &ix.t->toks[x->seq[i]], *b = &ix.t->toks[y->seq[i]];
+		int c = memcmp(ix.t->text + a->off, ix.t->text + b->off,
+			       a->len < b->len ? a->len : b->len);
+
+		if (c)
+			return c;
+	}
+	ix.i = iy.i = i;
+	for (;;) {
+		int cx = folded_next(&ix), cy = folded_next(&iy);
+
+		if (cx != cy)
+			return cx < cy ? -1 : 1;
+		if (cx < 0)
+			return 0;
+	}
+}
+
+/*
+ * Merges lines of equal keys (stacks that differed only by pid, or by bytes
+ * the sanitizer replaced) into the first of them, summing their values.
+ * Returns how many lines remain in lines[], or 0 without memory (n > 0).
+ */
+static size_t folded_dedupe(struct folded_line *lines, size_t n, uint64_t seed)
+{
+	size_t cap = 16, k = 0, i, j;
+	uint32_t *slots;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	slots = n < UINT32_MAX ? calloc(cap, sizeof(*slots)) : NULL;
+	if (!slots)
+		return 0;
+	for (i = 0; i < n; i++) {
+		size_t bytes = lines[i].n * sizeof(*lines[i].seq);
+
+		for (j = folded_hash(seed, lines[i].seq, bytes) & (cap - 1); slots[j];
+		     j = (j + 1) & (cap - 1)) {
+			struct folded_line *l = &lines[slots[j] - 1];
+
+			if (l->n == lines[i].n && memcmp(l->seq, lines[i].seq, bytes) == 0)
+				break;
+		}
+		if (slots[j]) {
+			/* wraps as the sum of int64 values always did: two's complement */
+			lines[slots[j] - 1].value =
+				(int64_t)((uint64_t)lines[slots[j] - 1].value + (uint64_t)lines[i].value);
+			continue;
+		}
+		lines[k] = lines[i];
+		slots[j] = (uint32_t)++k;
+	}
+	free(slots);
+	return k;
+}
+
+/* Output through one buffer, written out with write(2) as it fills. */
+struct folded_out {
+	int fd;
+	int err;
+	char *buf;
+	size_t len, cap;
+};
+
+static void folded_flush(struct folded_out *o)
+{
+	const char *p = o->buf;
+
+	while (o->len && !o->err) {
+		ssize_t n = write(o->fd, p, o->len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			o->err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		p += n;
+		o->len -= (size_t)n;
+	}
+	o->len = 0;
+}
+
+static void folded_write(struct folded_out *o, const char *s, size_t n)
+{
+	while (n && !o->err) {
+		size_t k;
+
+		if (o->len == o->cap)
+			folded_flush(o);
+		k = o->cap - o->len < n ? o->cap - o->len : n;
+		memcpy(o->buf + o->len, s, k);
+		o->len += k;
+		s += k;
+		n -= k;
+	}
+}
+
+/* Writes one line: "comm;frame;...;frame VALUE\n". */
+static void folded_emit(struct folded_out *o, const struct folded_tab *t,
+			const struct folded_line *l)
+{
+	char num[24], *e;
+
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct folded_tok *k = &t->toks[l->seq[i]];
+
+		if (i)
+			folded_write(o, ";", 1);
+		folded_write(o, t->text + k->off, k->len);
+	}
+	e = num;
+	*e++ = ' ';
+	e = folded_int(e, l->value);
+	*e++ = '\n';
+	folded_write(o, num, (size_t)(e - num));
+}
+
+/*
+ * The token table and every stack's line. Each location's frames are
+ * interned once (the containing function before what was inlined into it,
+ * kernel frames with their suffix), then each stack is its comm and its
+ * locations' tokens, root first. Returns 0 or -ENOMEM.
+ */
+static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint32_t **loc_first,
+			uint32_t **loc_toks, uint32_t **seqs, struct folded_line **lines)
+{
+	size_t text = 0, nfr = 0, nseq = 0, ntoks, i, j, pos;
+	uint32_t k, *lt, *sq;
+
+	for (i = 0; i < p->nlocations; i++) {
+		const struct symb_location *l = &p->locations[i];
+
+		for (k = 0; k < folded_nframes(l); k++)
+			text += strlen(folded_frame(l, k)) + (l->kernel ? strlen(FOLDED_KSUFFIX) : 0);
+		nfr += folded_nframes(l);
+	}
+	for (i = 0; i < p->nstacks; i++) {
+		text += strlen(p->stacks[i].comm);
+		nseq++;
+		for (j = 0; j < p->stacks[i].nlocs; j++)
+			nseq += folded_nframes(&p->locations[p->stacks[i].locs[j]]);
+	}
+	ntoks = nfr + p->nstacks;
+	if (ntoks >= UINT32_MAX / 2 || nseq > SIZE_MAX / sizeof(uint32_t))
+		return -ENOMEM;
+	t->cap_slots = 16;
+	while (t->cap_slots < 2 * ntoks)
+		t->cap_slots *= 2;
+	t->text = malloc(text ? text : 1);
+	t->toks = malloc((ntoks ? ntoks : 1) * sizeof(*t->toks));
+	t->slots = calloc(t->cap_slots, sizeof(*t->slots));
+	*loc_first = malloc((p->nlocations + 1) * sizeof(**loc_first));
+	*loc_toks = malloc((nfr ? nfr : 1) * sizeof(**loc_toks));
+	*seqs = malloc((nseq ? nseq : 1) * sizeof(**seqs));
+	*lines = malloc((p->nstacks ? p->nstacks : 1) * sizeof(**lines));
+	if (!t->text || !t->toks || !t->slots || !*loc_first || !*loc_toks || !*seqs || !*lines)
+		return -ENOMEM;
+	if (getrandom(&t->seed, sizeof(t->seed), GRND_NONBLOCK) != sizeof(t->seed))
+		t->seed = (uint64_t)(uintptr_t)t->slots;
+	lt = *loc_toks;
+	pos = 0;
+	for (i = 0; i < p->nlocations; i++) {
+		const struct symb_location *l = &p->locations[i];
+
+		(*loc_first)[i] = (uint32_t)pos;
+		for (k = folded_nframes(l); k-- > 0;)
+			lt[pos++] = folded_intern(t, folded_frame(l, k),
+						  l->kernel ? FOLDED_KSUFFIX : NULL);
+	}
+	(*loc_first)[p->nlocations] = (uint32_t)pos;
+	sq = *seqs;
+	for (i = 0; i < p->nstacks; i++) {
+		const struct symb_stack *st = &p->stacks[i];
+		struct folded_line *l = &(*lines)[i];
+
+		l->seq = sq;
+		*sq++ = folded_intern(t, st->comm, NULL);
+		for (j = st->nlocs; j-- > 0;) {
+			uint32_t a = (*loc_first)[st->locs[j]], b = (*loc_first)[st->locs[j] + 1];
+
+			memcpy(sq, lt + a, (b - a) * sizeof(*sq));
+			sq += b - a;
+		}
+		l->n = (uint32_t)(sq - l->seq);
+		l->value = st->values[p->folded_value];
+	}
+	return 0;
+}
+
+/* write(2)'s chunk: a profile of a MiB in a few calls */
+#define FOLDED_OUT_BUF (1u << 20)
 
 int symb_write_folded(const struct symb_profile *p, int fd)
 {
-	struct folded_parts fp = {0};
+	struct folded_tab t = {0};
 	struct folded_line *lines = NULL;
-	char *arena = NULL, *text = NULL, *pos, **out = NULL;
-	size_t size = 0, nout = 0, nlines, i, j;
+	struct folded_out o = {.fd = fd};
+	uint32_t *loc_first = NULL, *loc_toks = NULL, *seqs = NULL;
+	size_t nlines, i, j;
 	int err;
 
 	if (p->folded_value < 0 || p->folded_value > 1) {
@@ -352,44 +431,30 @@ int symb_write_folded(const struct symb_profile *p, int fd)
 			}
 		}
 	}
-	err = folded_parts_make(p, &fp);
-	if (err) {
-		lp_err("folded: cannot allocate the frames");
-		goto err_out;
-	}
-	for (i = 0; i < p->nstacks; i++)
-		size += folded_key_len(&fp, &p->stacks[i]) + 1;
-	lines = calloc(p->nstacks ? p->nstacks : 1, sizeof(*lines));
-	arena = malloc(size ? size : 1);
-	if (!lines || !arena) {
+	err = folded_lines(p, &t, &loc_first, &loc_toks, &seqs, &lines);
+	nlines = err ? 0 : folded_dedupe(lines, p->nstacks, t.seed);
+	o.buf = malloc(FOLDED_OUT_BUF);
+	o.cap = FOLDED_OUT_BUF;
+	if (err || (p->nstacks && !nlines) || !o.buf) {
 		err = -ENOMEM;
-		lp_err("folded: cannot allocate %zu bytes of stacks", size);
+		lp_err("folded: cannot allocate the stacks of %zu lines", p->nstacks);
 		goto err_out;
 	}
-	pos = arena;
-	for (i = 0; i < p->nstacks; i++) {
-		lines[i].key = pos;
-		lines[i].value = p->stacks[i].values[p->folded_value];
-		pos = folded_key(pos, &fp, &p->stacks[i]);
-		lines[i].len = (size_t)(pos - lines[i].key) - 1;
-	}
-	nlines = folded_dedupe(lines, p->nstacks);
-	qsort(lines, nlines, sizeof(*lines), folded_cmp);
-	err = folded_merge(lines, nlines, size, memchr(arena, ' ', size) != NULL, &out, &nout,
-			   &text);
-	if (err) {
-		lp_err("folded: cannot allocate the output: %s", strerror(-err));
-		goto err_out;
-	}
-	err = folded_emit(out, nout, fd);
+	qsort_r(lines, nlines, sizeof(*lines), folded_cmp, &t);
+	for (i = 0; i < nlines && !o.err; i++)
+		folded_emit(&o, &t, &lines[i]);
+	folded_flush(&o);
+	err = o.err;
 	if (err)
 		lp_err("folded: write failed: %s", strerror(-err));
 err_out:
-	free(out);
-	free(text);
-	free(arena);
+	free(o.buf);
 	free(lines);
-	free(fp.text);
-	free(fp.off);
+	free(seqs);
+	free(loc_toks);
+	free(loc_first);
+	free(t.slots);
+	free(t.toks);
+	free(t.text);
 	return err;
 }
