@@ -2,6 +2,8 @@
 /* Folded-stacks writer: exact text for hand-built profiles. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -271,6 +273,99 @@ static void test_write_error(void **state)
 	assert_int_equal(symb_write_folded(fix_sample_profile(), fd), -EBADF);
 }
 
+/* A key as the writer must render it: comm, then frames root first. */
+static size_t model_key(char *dst, const struct symb_profile *p, const struct symb_stack *st)
+{
+	size_t n = 0;
+
+	n += (size_t)sprintf(dst + n, "%s", st->comm);
+	for (uint32_t i = st->nlocs; i-- > 0;)
+		n += (size_t)sprintf(dst + n, ";%s", p->locations[st->locs[i]].function);
+	return n;
+}
+
+static int model_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Random stacks over names that are prefixes of each other, with spaces
+ * and bytes on both sides of ';' and ' ': the output must be what the
+ * slow way gives, every key once with its values summed (as int64 wraps)
+ * and the whole lines sorted bytewise.
+ */
+static void test_random_against_model(void **state)
+{
+	static const char *const names[] = {"a", "a b", "a 1", "ab", "a!", "a.", "a~", "b",
+					    "a 9", "x y z", "A", "a:", " ", "a b c"};
+	static const char *const comms[] = {"c", "c 1", "c1", "c.", "c c"};
+	enum { NLOC = N(names), NSTACK = 400, MAXD = 6 };
+	struct symb_location locs[NLOC];
+	struct symb_stack stacks[NSTACK];
+	uint32_t idx[NSTACK][MAXD];
+	char *keys[NSTACK], *want, *pos;
+	size_t i, j, nuniq = 0, wlen = 0;
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+
+	for (i = 0; i < NLOC; i++)
+		locs[i] = (struct symb_location){.mapping = SYMB_NO_MAPPING, .function = names[i]};
+	for (int round = 0; round < 20; round++) {
+		struct symb_profile p = {.locations = locs, .nlocations = NLOC, .stacks = stacks,
+					 .nstacks = NSTACK, .folded_value = 0};
+		int64_t sums[NSTACK];
+
+		for (i = 0; i < NSTACK; i++) {
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			stacks[i] = (struct symb_stack){.comm = comms[(rnd >> 33) % N(comms)],
+							.locs = idx[i],
+							.nlocs = (uint32_t)((rnd >> 40) % (MAXD + 1))};
+			/* small and huge values, so that sums wrap and digits differ */
+			stacks[i].values[0] = (rnd >> 20) % 3 == 0 ? (int64_t)(rnd >> 1) : (int64_t)(rnd >> 56) - 100;
+			for (j = 0; j < stacks[i].nlocs; j++) {
+				rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+				idx[i][j] = (uint32_t)((rnd >> 35) % (round % 2 ? 3 : NLOC));
+			}
+		}
+		/* the model: keys, merged by a quadratic search, lines sorted with strcmp */
+		nuniq = 0;
+		for (i = 0; i < NSTACK; i++) {
+			char key[512];
+			size_t k;
+
+			model_key(key, &p, &stacks[i]);
+			for (k = 0; k < nuniq && strcmp(keys[k], key); k++)
+				;
+			if (k == nuniq) {
+				keys[nuniq] = strdup(key);
+				assert_non_null(keys[nuniq]);
+				sums[nuniq++] = 0;
+			}
+			sums[k] = (int64_t)((uint64_t)sums[k] + (uint64_t)stacks[i].values[0]);
+		}
+		for (i = 0; i < nuniq; i++) {
+			char *line = malloc(strlen(keys[i]) + 32);
+
+			assert_non_null(line);
+			sprintf(line, "%s %" PRId64 "\n", keys[i], sums[i]);
+			free(keys[i]);
+			keys[i] = line;
+			wlen += strlen(line);
+		}
+		qsort(keys, nuniq, sizeof(*keys), model_cmp);
+		want = malloc(wlen + 1);
+		assert_non_null(want);
+		pos = want;
+		for (i = 0; i < nuniq; i++) {
+			pos += sprintf(pos, "%s", keys[i]);
+			free(keys[i]);
+		}
+		assert_folded(&p, want);
+		free(want);
+		wlen = 0;
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_inline_kernel_sanitized),
 		cmocka_unit_test(test_bad_lines),
 		cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_random_against_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
