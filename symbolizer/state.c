@@ -93,6 +93,24 @@ static struct symb_proc *proc_get(struct symb_state *s, uint32_t pid)
 	return p->used ? p : NULL;
 }
 
+/*
+ * p's mappings changed: what the delta memo holds for it no longer applies.
+ * Every change takes a new generation, so no process returns to one its
+ * entries were made under; when the count wraps, the memo is emptied and
+ * every process starts again from generation 1.
+ */
+static void maps_changed(struct symb_state *s, struct symb_proc *p)
+{
+	if (s->maps_gen == UINT32_MAX) {
+		free(s->delta_memo);
+		s->delta_memo = NULL;
+		for (uint32_t i = 0; i < s->cap_procs; i++)
+			s->procs[i].gen = 1;
+		s->maps_gen = 1;
+	}
+	p->gen = ++s->maps_gen;
+}
+
 /* Adds pid (not present): 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
 static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 {
@@ -118,24 +136,16 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 	p->used = true;
 	p->pid = pid;
 	s->nprocs++;
+	maps_changed(s, p); /* a pid seen before must not find the old process's entries */
 	*out = p;
 	return 0;
 }
 
-/* Some process's mappings changed: what the delta memo holds no longer applies. */
-static void maps_changed(struct symb_state *s)
-{
-	if (++s->maps_gen == 0) {
-		s->maps_gen = 1; /* entries of 2^32 changes ago would match again */
-		free(s->delta_memo);
-		s->delta_memo = NULL;
-	}
-}
 
 /* Forgetting a process keeps its slot (no tombstones; SYMB_MAX_PROCS bounds them). */
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
-	maps_changed(s);
+	maps_changed(s, p);
 	s->nmaps_total -= p->nmaps;
 	free(p->maps);
 	p->maps = NULL;
@@ -342,7 +352,7 @@ static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 	}
 	if (!rec->append)
 		proc_clear_maps(s, p);
-	maps_changed(s);
+	maps_changed(s, p);
 	p->has_maps = true;
 	while ((r = lps_maps_next(rec, &m)) == 1) {
 		err = proc_add_map(s, p, &m);
@@ -601,41 +611,77 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 	return 0;
 }
 
-/*
- * The frame of user address a in p's mappings. File offsets of SYMB_OBJ_SPAN
- * or more cannot be real (and would leave the object's slice of the profile's
- * address space): such frames stay raw addresses without an object.
- */
-static struct symb_frame user_frame(struct symb_state *s, const struct symb_proc *p, uint64_t a,
-				    uint64_t *unmapped, uint64_t *bad_offsets)
-{
-	const struct symb_map *m = p ? map_find(p, a) : NULL;
+/* What user_frame counts besides the frame it returns. */
+enum frame_note {
+	FRAME_OK = 0,
+	FRAME_UNMAPPED = 1,
+	FRAME_BAD_OFFSET = 2,
+};
 
+/*
+ * The frame of user address a in mapping m (NULL: a is in none). File
+ * offsets of SYMB_OBJ_SPAN or more cannot be real (and would leave the
+ * object's slice of the profile's address space): such frames stay raw
+ * addresses without an object.
+ */
+static struct symb_frame map_frame(const struct symb_map *m, uint64_t a, enum frame_note *note)
+{
+	*note = FRAME_OK;
 	if (!m) {
-		++*unmapped;
+		*note = FRAME_UNMAPPED;
 		return (struct symb_frame){SYMB_F_UNKNOWN, 0, a};
 	}
 	if (m->obj == UINT32_MAX)
 		return (struct symb_frame){SYMB_F_ANON, 0, a};
 	if (m->offset >= SYMB_OBJ_SPAN || a - m->start >= SYMB_OBJ_SPAN - m->offset) {
-		++*bad_offsets;
+		*note = FRAME_BAD_OFFSET;
 		return (struct symb_frame){SYMB_F_UNKNOWN, 0, a};
 	}
 	return (struct symb_frame){SYMB_F_USER, m->obj, a - m->start + m->offset};
 }
 
+static void count_note(enum frame_note note, uint64_t *unmapped, uint64_t *bad_offsets)
+{
+	if (note == FRAME_UNMAPPED)
+		++*unmapped;
+	else if (note == FRAME_BAD_OFFSET)
+		++*bad_offsets;
+}
+
+/* The frame of user address a in p's mappings. */
+static struct symb_frame user_frame(const struct symb_proc *p, uint64_t a, uint64_t *unmapped,
+				    uint64_t *bad_offsets)
+{
+	enum frame_note note;
+	struct symb_frame f = map_frame(p ? map_find(p, a) : NULL, a, &note);
+
+	count_note(note, unmapped, bad_offsets);
+	return f;
+}
+
+/*
+ * What one walk looked up: for the address of each lookup (the k-th lookup
+ * is for the k-th frame the walk emits), the frame it names, so that a
+ * frame whose address was looked up is not searched for in the mappings a
+ * second time.
+ */
 struct unwind_ctx {
 	struct symb_state *s;
 	const struct symb_proc *p;
 	uint32_t pid;
+	uint32_t nlook;
+	uint64_t look_addr[LPS_MAX_FRAMES];
+	struct symb_frame look_frame[LPS_MAX_FRAMES];
+	uint8_t look_note[LPS_MAX_FRAMES];
 };
 
 /*
  * lookup_delta's answers, direct-mapped by (pid, address): hot code is
  * unwound through the same return addresses sample after sample, and each
  * lookup costs a mapping search, a segment search and a search of the
- * object's table. An entry holds while no process's mappings changed since
- * (maps_gen, which starts at 1: a zeroed entry never matches).
+ * object's table. An entry holds while its process's mappings are those it
+ * was made under (its gen; generations start at 1: a zeroed entry never
+ * matches). It keeps the frame of its address as well.
  */
 #define DELTA_MEMO_SLOTS 8192
 
@@ -643,38 +689,43 @@ struct symb_delta_memo {
 	uint64_t addr;
 	uint32_t pid;
 	uint32_t gen;
-	/* what the unwinder reads of the row (not its pc): 24 bytes a slot */
+	uint64_t file_delta; /* a user frame's file offset: addr + file_delta */
+	uint32_t obj;	     /* a user frame's object */
+	/* what the unwinder reads of the row (not its pc) */
 	int32_t cfa_off;
 	int16_t bp_off;
 	uint8_t kind;
-	uint8_t found; /* enum symb_lookup */
+	uint8_t found;	    /* enum symb_lookup */
+	uint8_t frame_kind; /* SYMB_F_USER, _ANON or _UNKNOWN */
+	uint8_t note;	    /* enum frame_note */
 };
 
-/* The unwinder's view of a process: runtime address -> its object's delta row. */
+/*
+ * The unwinder's view of a process: runtime address -> its object's delta
+ * row. *frame gets the frame of addr.
+ */
 static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t addr,
-					      struct symb_delta *row)
+					      struct symb_delta *row, struct symb_frame *frame,
+					      enum frame_note *note)
 {
 	const struct symb_map *m = u->p ? map_find(u->p, addr) : NULL;
 	const struct symb_delta *d;
 	struct symb_obj *o;
 	uint64_t vaddr;
 
-	if (!m) {
+	*frame = map_frame(m, addr, note);
+	if (!m)
 		return SYMB_LOOKUP_UNMAPPED;
-	}
-	if (m->obj == UINT32_MAX) {
+	if (m->obj == UINT32_MAX)
 		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT) or [vdso] */
-	}
 	o = &u->s->objs[m->obj];
 	symb_obj_load(u->s, o);
 	if (!o->have_deltas || !o->elf ||
-	    symb_elf__offset_to_vaddr(o->elf, addr - m->start + m->offset, &vaddr)) {
+	    symb_elf__offset_to_vaddr(o->elf, addr - m->start + m->offset, &vaddr))
 		return SYMB_LOOKUP_NO_CFI;
-	}
 	d = symb_deltas__find(&o->deltas, vaddr);
-	if (!d || d->kind == SYMB_CFA_NONE) {
+	if (!d || d->kind == SYMB_CFA_NONE)
 		return SYMB_LOOKUP_NO_CFI;
-	}
 	*row = *d;
 	return SYMB_LOOKUP_FOUND;
 }
@@ -688,37 +739,63 @@ static void memo_row(const struct symb_delta_memo *m, struct symb_delta *row)
 	*row = (struct symb_delta){.cfa_off = m->cfa_off, .bp_off = m->bp_off, .kind = m->kind};
 }
 
-static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta *row)
+static enum symb_lookup memo_lookup(struct unwind_ctx *u, uint64_t addr, struct symb_delta *row,
+				    struct symb_frame *frame, enum frame_note *note)
 {
-	struct unwind_ctx *u = ctx;
 	struct symb_state *s = u->s;
 	struct symb_delta_memo *m;
 	enum symb_lookup found;
 
-	if (!s->maps_gen)
-		s->maps_gen = 1;
-	if (!s->delta_memo) {
+	if (!s->delta_memo && u->p) {
 		/* written before it is read: one fault a page, not a read fault and a copy */
 		s->delta_memo = malloc(DELTA_MEMO_SLOTS * sizeof(*s->delta_memo));
 		if (s->delta_memo)
 			memset(s->delta_memo, 0, DELTA_MEMO_SLOTS * sizeof(*s->delta_memo));
 	}
-	if (!s->delta_memo)
-		return lookup_delta_uncached(u, addr, row);
+	if (!s->delta_memo || !u->p)
+		return lookup_delta_uncached(u, addr, row, frame, note);
 	m = &s->delta_memo[symb_mix64(s->seed ^ addr ^ (uint64_t)u->pid << 40) &
 			   (DELTA_MEMO_SLOTS - 1)];
-	if (m->gen == s->maps_gen && m->addr == addr && m->pid == u->pid) {
+	if (m->gen == u->p->gen && m->addr == addr && m->pid == u->pid) {
 		if (m->found == SYMB_LOOKUP_FOUND)
 			memo_row(m, row);
+		*frame = (struct symb_frame){m->frame_kind, m->obj,
+					     m->frame_kind == SYMB_F_USER ? addr + m->file_delta : addr};
+		*note = (enum frame_note)m->note;
 		return (enum symb_lookup)m->found;
 	}
-	found = lookup_delta_uncached(u, addr, row);
-	*m = (struct symb_delta_memo){addr, u->pid, s->maps_gen, 0, 0, 0, (uint8_t)found};
+	found = lookup_delta_uncached(u, addr, row, frame, note);
+	*m = (struct symb_delta_memo){
+		.addr = addr,
+		.pid = u->pid,
+		.gen = u->p->gen,
+		.file_delta = frame->addr - addr,
+		.obj = frame->obj,
+		.found = (uint8_t)found,
+		.frame_kind = (uint8_t)frame->kind,
+		.note = (uint8_t)*note,
+	};
 	if (found == SYMB_LOOKUP_FOUND) {
 		m->cfa_off = row->cfa_off;
 		m->bp_off = row->bp_off;
 		m->kind = row->kind;
 		memo_row(m, row);
+	}
+	return found;
+}
+
+static enum symb_lookup lookup_delta(void *ctx, uint64_t addr, struct symb_delta *row)
+{
+	struct unwind_ctx *u = ctx;
+	struct symb_frame frame;
+	enum frame_note note;
+	enum symb_lookup found = memo_lookup(u, addr, row, &frame, &note);
+
+	if (u->nlook < LPS_MAX_FRAMES) {
+		u->look_addr[u->nlook] = addr;
+		u->look_frame[u->nlook] = frame;
+		u->look_note[u->nlook] = (uint8_t)note;
+		u->nlook++;
 	}
 	return found;
 }
@@ -735,9 +812,13 @@ static uint32_t unwind_user(struct symb_state *s, const struct symb_proc *p,
 	struct symb_uframe uf[LPS_MAX_FRAMES];
 	struct symb_unwind_regs regs = {smp->ip, smp->sp, smp->bp};
 	struct symb_unwind_stack st = {smp->stack_copy, smp->stack_copy_len, smp->sp};
-	struct unwind_ctx u = {s, p, smp->pid};
+	struct unwind_ctx u;
 	struct symb_unwind_result res;
 
+	u.s = s;
+	u.p = p;
+	u.pid = smp->pid;
+	u.nlook = 0;
 	symb_unwind(&regs, &st, lookup_delta, &u, uf, LPS_MAX_FRAMES, &res);
 	s->n.unwound++;
 	s->n.unwind_stops[res.stop < SYMB_STOP__COUNT ? res.stop : SYMB_STOP_BAD_CFA]++;
@@ -752,7 +833,12 @@ static uint32_t unwind_user(struct symb_state *s, const struct symb_proc *p,
 
 		if (!uf[i].exact || (i == 0 && smp->nkstack))
 			a -= 1;
-		f[i] = user_frame(s, p, a, unmapped, bad_offsets);
+		if (i < u.nlook && u.look_addr[i] == a) {
+			f[i] = u.look_frame[i];
+			count_note((enum frame_note)u.look_note[i], unmapped, bad_offsets);
+		} else {
+			f[i] = user_frame(p, a, unmapped, bad_offsets);
+		}
 	}
 	return res.n;
 }
@@ -798,7 +884,7 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 
 		if (i || smp->nkstack)
 			a -= 1;
-		f[n++] = user_frame(s, p, a, &unmapped, &bad_offsets);
+		f[n++] = user_frame(p, a, &unmapped, &bad_offsets);
 	}
 	err = note_pid_seen(s, smp->pid);
 	if (!err)

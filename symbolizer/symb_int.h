@@ -105,6 +105,7 @@ struct symb_map {
 
 struct symb_proc {
 	uint32_t pid;
+	uint32_t gen; /* maps_gen when its mappings last changed: keys its delta memo entries */
 	bool used;
 	bool has_maps;
 	struct symb_map *maps; /* ascending by start, non-overlapping */
@@ -275,7 +276,10 @@ struct symb_state {
 
 	struct symb_counters n;
 
-	/* state.c: the unwinder's delta lookups by (pid, address), valid while maps_gen holds */
+	/*
+	 * state.c: the unwinder's delta lookups and frames by (pid, address),
+	 * each valid while its process's gen holds; maps_gen counts changes
+	 */
 	struct symb_delta_memo *delta_memo;
 	uint32_t maps_gen;
 };

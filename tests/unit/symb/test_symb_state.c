@@ -983,7 +983,8 @@ static void feed_regs_sample(struct symb_state *s, struct lps_enc *e, const char
 
 /*
  * The unwinder's delta lookups are remembered per (pid, address), but only
- * while no mappings change: after an exec the same registers and stack
+ * while that process's mappings do not change (another's may): after an
+ * exec the same registers and stack
  * unwind against no mappings (one unknown frame, then frame pointers end
  * the walk), and after the maps come again, against them.
  */
@@ -1005,6 +1006,13 @@ static void test_unwind_follows_maps(void **state)
 	feed(&s, &e);
 	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
 	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
+	/* another process's mappings come and go: pid 100's entries still hold */
+	lps_enc_maps_begin(&e, 1000, 200, false, 1);
+	lps_enc_mapping(&e, &self_text);
+	feed(&s, &e);
+	lps_enc_exec(&e, &(struct lps_exec){1100, 200, S("other")});
+	feed(&s, &e);
+	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
 	lps_enc_exec(&e, &(struct lps_exec){2000, 100, S("app2")});
 	feed(&s, &e);
 	feed_regs_sample(&s, &e, "app2", leaf, stack, 4);
@@ -1012,13 +1020,13 @@ static void test_unwind_follows_maps(void **state)
 	lps_enc_mapping(&e, &self_text);
 	feed(&s, &e);
 	feed_regs_sample(&s, &e, "app3", leaf, stack, 4);
-	assert_int_equal(s.n.unwound, 4);
+	assert_int_equal(s.n.unwound, 5);
 
 	b = symb_build(&s, SYMB_KIND_CPU);
 	assert_non_null(b);
 	folded = folded_of(symb_built_profile(b));
 	printf("%s", folded);
-	assert_non_null(strstr(folded, "app;symb_test_caller;symb_test_leaf 2\n"));
+	assert_non_null(strstr(folded, "app;symb_test_caller;symb_test_leaf 3\n"));
 	assert_non_null(strstr(folded, "app2;[unknown] 1\n"));
 	assert_non_null(strstr(folded, "app3;symb_test_caller;symb_test_leaf 1\n"));
 	free(folded);
