@@ -85,7 +85,7 @@ static char *folded_int(char *dst, int64_t v)
  * sequences are (tokens hold no ';', so a key splits into them one way).
  */
 struct folded_tok {
-	size_t off; /* in text */
+	size_t off; /* in text, after the ';' each token has before it */
 	size_t len;
 };
 
@@ -130,7 +130,7 @@ static uint64_t folded_hash(uint64_t seed, const void *p, size_t n)
  */
 static uint32_t folded_intern(struct folded_tab *t, const char *s, const char *suffix)
 {
-	char *dst = t->text + t->text_len, *end = folded_put(dst, s);
+	char *dst = t->text + t->text_len + 1, *end = folded_put(dst, s);
 	size_t len, j;
 
 	if (suffix)
@@ -143,8 +143,10 @@ static uint32_t folded_intern(struct folded_tab *t, const char *s, const char *s
 		if (k->len == len && memcmp(t->text + k->off, dst, len) == 0)
 			return t->slots[j] - 1;
 	}
-	t->toks[t->ntoks] = (struct folded_tok){t->text_len, len};
-	t->text_len += len;
+	/* the separator before it, so that a frame is written in one copy */
+	dst[-1] = ';';
+	t->toks[t->ntoks] = (struct folded_tok){t->text_len + 1, len};
+	t->text_len += 1 + len;
 	t->slots[j] = ++t->ntoks;
 	return t->ntoks - 1;
 }
@@ -315,9 +317,8 @@ static void folded_emit(struct folded_out *o, const struct folded_tab *t,
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct folded_tok *k = &t->toks[l->seq[i]];
 
-		if (i)
-			folded_write(o, ";", 1);
-		folded_write(o, t->text + k->off, k->len);
+		/* ";frame" in one copy; the comm without its ';' */
+		folded_write(o, t->text + k->off - (i > 0), k->len + (i > 0));
 	}
 	e = num;
 	*e++ = ' ';
@@ -354,6 +355,7 @@ static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint
 	ntoks = nfr + p->nstacks;
 	if (ntoks >= UINT32_MAX / 2 || nseq > SIZE_MAX / sizeof(uint32_t))
 		return -ENOMEM;
+	text += ntoks; /* each token's ';' */
 	t->cap_slots = 16;
 	while (t->cap_slots < 2 * ntoks)
 		t->cap_slots *= 2;
