@@ -218,10 +218,13 @@ static void pb_packed(struct pp_buf *b, uint32_t field, const uint64_t *v, size_
 static uint64_t pp_func(struct pp_build *b, const char *name, const char *file, uint32_t mapping)
 {
 	int64_t name_ix = pp_str(b, name), file_ix = pp_str(b, file);
+	uint64_t h;
 	size_t i;
 
-	i = (pp_hash(nz(name)) ^ (pp_hash(nz(file)) * 31) ^ (mapping * 0x9e3779b97f4a7c15ull)) &
-	    b->func_idx.mask;
+	/* the string indices stand for the strings: equal exactly when they are */
+	h = ((uint64_t)name_ix * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)file_ix * 0xc2b2ae3d27d4eb4full) ^
+	    (mapping * 0xff51afd7ed558ccdull);
+	i = (h ^ h >> 29) & b->func_idx.mask;
 	for (; b->func_idx.slots[i]; i = (i + 1) & b->func_idx.mask) {
 		uint32_t e = b->func_idx.slots[i] - 1;
 
