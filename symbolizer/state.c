@@ -689,7 +689,8 @@ struct unwind_ctx {
  * was made under (its gen; generations start at 1: a zeroed entry never
  * matches). It keeps the frame of its address as well.
  */
-#define DELTA_MEMO_SLOTS 8192
+#define DELTA_MEMO_BITS	 13
+#define DELTA_MEMO_SLOTS (1u << DELTA_MEMO_BITS)
 
 struct symb_delta_memo {
 	uint64_t addr;
@@ -760,8 +761,13 @@ static enum symb_lookup memo_lookup(struct unwind_ctx *u, uint64_t addr, struct 
 	}
 	if (!s->delta_memo || !u->p)
 		return lookup_delta_uncached(u, addr, row, frame, note);
-	m = &s->delta_memo[symb_mix64(s->seed ^ addr ^ (uint64_t)u->pid << 40) &
-			   (DELTA_MEMO_SLOTS - 1)];
+	/*
+	 * A multiplicative hash, its top bits: the slot is on the walk's
+	 * critical path (the next address is read from the stack at the CFA
+	 * this lookup gives), and a direct-mapped memo only misses on a clash.
+	 */
+	m = &s->delta_memo[((s->seed ^ addr ^ (uint64_t)u->pid << 40) * 0x9e3779b97f4a7c15ull) >>
+			   (64 - DELTA_MEMO_BITS)];
 	if (m->gen == u->p->gen && m->addr == addr && m->pid == u->pid) {
 		if (m->found == SYMB_LOOKUP_FOUND)
 			memo_row(m, row);
