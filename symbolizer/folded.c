@@ -391,8 +391,9 @@ static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint
 		for (j = st->nlocs; j-- > 0;) {
 			uint32_t a = (*loc_first)[st->locs[j]], b = (*loc_first)[st->locs[j] + 1];
 
-			memcpy(sq, lt + a, (b - a) * sizeof(*sq));
-			sq += b - a;
+			/* most locations are one frame: a call to memcpy each cost more */
+			while (a < b)
+				*sq++ = lt[a++];
 		}
 		l->n = (uint32_t)(sq - l->seq);
 		l->value = st->values[p->folded_value];

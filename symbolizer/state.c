@@ -141,7 +141,6 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 	return 0;
 }
 
-
 /* Forgetting a process keeps its slot (no tombstones; SYMB_MAX_PROCS bounds them). */
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
