@@ -113,7 +113,7 @@ else
 	pipe_rounds=2
 	symb_secs=20
 fi
-symb_rounds=3 # replays and perf reports take about a second each
+symb_rounds=5 # replays and perf reports take about a second each; 5: two outliers (a 2x warm replay was seen) leave the median
 settle=0.5 # after a profiler is attached, before the workload starts
 
 LP="$build/lowprof"
