@@ -34,6 +34,7 @@
 #include <bpf/libbpf.h>
 
 #include "btf.h"
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "min_btf.h"
 
@@ -199,21 +200,6 @@ static int kernel_btf_matches(const char **why)
 	return 0;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w, n -= (size_t)w;
-	}
-	return 0;
-}
-
 static const struct lp_min_btf_attach *attach_target(const struct bpf_program *prog)
 {
 	const char *sec = bpf_program__section_name(prog);
@@ -295,7 +281,7 @@ void coll_btf__init(struct coll_btf *b, bool force_full)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!force_full && (err = kernel_btf_matches(&why)) == 0) {
 		b->fd = memfd_create("lowprof-min-btf", MFD_CLOEXEC);
-		if (b->fd < 0 || write_all(b->fd, lp_min_btf, lp_min_btf_len)) {
+		if (b->fd < 0 || lp_write_all(b->fd, lp_min_btf, lp_min_btf_len)) {
 			why = "memfd failed";
 		} else if (register_tp_btf(b)) {
 			why = "registering the tp_btf handler failed";

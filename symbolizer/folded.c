@@ -14,14 +14,12 @@
  * until it is written.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "profile.h"
 
@@ -77,6 +75,17 @@ static char *folded_int(char *dst, int64_t v)
 	while (n)
 		*dst++ = tmp[--n];
 	return dst;
+}
+
+/* Writes a line's end, " VALUE\n", at dst (24 bytes); returns its length. */
+static size_t folded_tail(char *dst, int64_t v)
+{
+	char *e = dst;
+
+	*e++ = ' ';
+	e = folded_int(e, v);
+	*e++ = '\n';
+	return (size_t)(e - dst);
 }
 
 /*
@@ -181,13 +190,8 @@ static int folded_next(struct folded_it *it)
 			continue;
 		}
 		if (it->i == it->l->n) {
-			char *e = it->num;
-
-			*e++ = ' ';
-			e = folded_int(e, it->l->value);
-			*e++ = '\n';
 			it->p = it->num;
-			it->left = (size_t)(e - it->num);
+			it->left = folded_tail(it->num, it->l->value);
 			it->i++;
 			continue;
 		}
@@ -276,20 +280,8 @@ struct folded_out {
 
 static void folded_flush(struct folded_out *o)
 {
-	const char *p = o->buf;
-
-	while (o->len && !o->err) {
-		ssize_t n = write(o->fd, p, o->len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			o->err = n < 0 ? -errno : -EIO;
-			break;
-		}
-		p += n;
-		o->len -= (size_t)n;
-	}
+	if (o->len && !o->err)
+		o->err = lp_write_all(o->fd, o->buf, o->len);
 	o->len = 0;
 }
 
@@ -312,7 +304,7 @@ static void folded_write(struct folded_out *o, const char *s, size_t n)
 static void folded_emit(struct folded_out *o, const struct folded_tab *t,
 			const struct folded_line *l)
 {
-	char num[24], *e;
+	char num[24];
 
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct folded_tok *k = &t->toks[l->seq[i]];
@@ -320,11 +312,7 @@ static void folded_emit(struct folded_out *o, const struct folded_tab *t,
 		/* ";frame" in one copy; the comm without its ';' */
 		folded_write(o, t->text + k->off - (i > 0), k->len + (i > 0));
 	}
-	e = num;
-	*e++ = ' ';
-	e = folded_int(e, l->value);
-	*e++ = '\n';
-	folded_write(o, num, (size_t)(e - num));
+	folded_write(o, num, folded_tail(num, l->value));
 }
 
 /*

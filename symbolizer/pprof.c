@@ -16,10 +16,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <libdeflate.h>
 
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "profile.h"
 
@@ -508,23 +508,6 @@ static int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len
 	return 0;
 }
 
-/* Writes all len bytes, retrying short writes and EINTR. */
-static int pp_write_all(int fd, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
 int symb_write_pprof(const struct symb_profile *p, int fd)
 {
 	struct pp_build b = {0};
@@ -549,7 +532,7 @@ int symb_write_pprof(const struct symb_profile *p, int fd)
 		lp_err("pprof: gzip failed: %s", strerror(-err));
 		goto err_out;
 	}
-	err = pp_write_all(fd, gz, gz_len);
+	err = lp_write_all(fd, gz, gz_len);
 	if (err)
 		lp_err("pprof: write failed: %s", strerror(-err));
 err_out:

@@ -68,6 +68,25 @@ err_out:
 	return err;
 }
 
+int lp_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int lp_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
 	char byte = 'F';

@@ -28,6 +28,12 @@ int lp_open_output_dir(const char *dir);
  */
 int lp_open_output_file(int dirfd, const char *name);
 
+/*
+ * Writes all len bytes of buf to fd, retrying short writes and EINTR.
+ * Returns 0 or a negative errno (-EIO if write wrote nothing).
+ */
+int lp_write_all(int fd, const void *buf, size_t len);
+
 #define LP_MAX_SEND_FDS 4
 
 /*

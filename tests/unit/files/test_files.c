@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -247,6 +248,45 @@ static void test_sealed_ring(void **state)
 	close(plain);
 }
 
+/* Every byte arrives through short writes (a pipe drained as it fills); errors are errnos. */
+static void test_write_all(void **state)
+{
+	static char buf[256 * 1024], got[sizeof(buf)];
+	size_t have = 0;
+	int p[2], full;
+	pid_t pid;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)(i * 7);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		_exit(lp_write_all(p[1], buf, sizeof(buf)) == 0 ? 0 : 1);
+	}
+	close(p[1]);
+	for (ssize_t n; (n = read(p[0], got + have, sizeof(got) - have)) > 0;)
+		have += (size_t)n;
+	close(p[0]);
+	{
+		int st;
+
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	assert_int_equal(have, sizeof(buf));
+	assert_memory_equal(got, buf, sizeof(buf));
+
+	assert_int_equal(lp_write_all(-1, buf, 1), -EBADF);
+	full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	if (full >= 0) {
+		assert_int_equal(lp_write_all(full, buf, 1), -ENOSPC);
+		close(full);
+	}
+	assert_int_equal(lp_write_all(-1, buf, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_fd_passing),
 		cmocka_unit_test(test_msg_passing),
 		cmocka_unit_test(test_sealed_ring),
+		cmocka_unit_test(test_write_all),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
