@@ -14,7 +14,7 @@
 #include "lowprof/schema.h"
 
 /* Room for a full block plus one largest record, so a record always fits after a flush. */
-#define RAW_CAP	   (COLL_CAPTURE_BLOCK + LPS_MAX_RECORD + LPC_REC_LEN_SIZE)
+#define RAW_CAP (COLL_CAPTURE_BLOCK + LPS_MAX_RECORD + LPC_REC_LEN_SIZE)
 /*
  * zstd's first fast level: on a 40k-sample capture of a busy host (70.6 MB
  * of records) it made a file 1.9% larger than level 1 in 7% less time, and

@@ -259,8 +259,8 @@ static size_t folded_dedupe(struct folded_line *lines, size_t n, uint64_t seed)
 		}
 		if (slots[j]) {
 			/* wraps as the sum of int64 values always did: two's complement */
-			lines[slots[j] - 1].value =
-				(int64_t)((uint64_t)lines[slots[j] - 1].value + (uint64_t)lines[i].value);
+			lines[slots[j] - 1].value = (int64_t)((uint64_t)lines[slots[j] - 1].value +
+							      (uint64_t)lines[i].value);
 			continue;
 		}
 		lines[k] = lines[i];
@@ -331,7 +331,8 @@ static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint
 		const struct symb_location *l = &p->locations[i];
 
 		for (k = 0; k < folded_nframes(l); k++)
-			text += strlen(folded_frame(l, k)) + (l->kernel ? strlen(FOLDED_KSUFFIX) : 0);
+			text += strlen(folded_frame(l, k)) +
+				(l->kernel ? strlen(FOLDED_KSUFFIX) : 0);
 		nfr += folded_nframes(l);
 	}
 	for (i = 0; i < p->nstacks; i++) {

@@ -222,8 +222,8 @@ static uint64_t pp_func(struct pp_build *b, const char *name, const char *file, 
 	size_t i;
 
 	/* the string indices stand for the strings: equal exactly when they are */
-	h = ((uint64_t)name_ix * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)file_ix * 0xc2b2ae3d27d4eb4full) ^
-	    (mapping * 0xff51afd7ed558ccdull);
+	h = ((uint64_t)name_ix * 0x9e3779b97f4a7c15ull) ^
+	    ((uint64_t)file_ix * 0xc2b2ae3d27d4eb4full) ^ (mapping * 0xff51afd7ed558ccdull);
 	i = (h ^ h >> 29) & b->func_idx.mask;
 	for (; b->func_idx.slots[i]; i = (i + 1) & b->func_idx.mask) {
 		uint32_t e = b->func_idx.slots[i] - 1;

@@ -771,7 +771,8 @@ static enum symb_lookup memo_lookup(struct unwind_ctx *u, uint64_t addr, struct 
 		if (m->found == SYMB_LOOKUP_FOUND)
 			memo_row(m, row);
 		*frame = (struct symb_frame){m->frame_kind, m->obj,
-					     m->frame_kind == SYMB_F_USER ? addr + m->file_delta : addr};
+					     m->frame_kind == SYMB_F_USER ? addr + m->file_delta
+									  : addr};
 		*note = (enum frame_note)m->note;
 		return (enum symb_lookup)m->found;
 	}

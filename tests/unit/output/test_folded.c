@@ -297,8 +297,8 @@ static int model_cmp(const void *a, const void *b)
  */
 static void test_random_against_model(void **state)
 {
-	static const char *const names[] = {"a", "a b", "a 1", "ab", "a!", "a.", "a~", "b",
-					    "a 9", "x y z", "A", "a:", " ", "a b c"};
+	static const char *const names[] = {"a", "a b", "a 1",	 "ab", "a!", "a.", "a~",
+					    "b", "a 9", "x y z", "A",  "a:", " ",  "a b c"};
 	static const char *const comms[] = {"c", "c 1", "c1", "c.", "c c"};
 	enum { NLOC = N(names), NSTACK = 400, MAXD = 6 };
 	struct symb_location locs[NLOC];
@@ -311,17 +311,22 @@ static void test_random_against_model(void **state)
 	for (i = 0; i < NLOC; i++)
 		locs[i] = (struct symb_location){.mapping = SYMB_NO_MAPPING, .function = names[i]};
 	for (int round = 0; round < 20; round++) {
-		struct symb_profile p = {.locations = locs, .nlocations = NLOC, .stacks = stacks,
-					 .nstacks = NSTACK, .folded_value = 0};
+		struct symb_profile p = {.locations = locs,
+					 .nlocations = NLOC,
+					 .stacks = stacks,
+					 .nstacks = NSTACK,
+					 .folded_value = 0};
 		int64_t sums[NSTACK];
 
 		for (i = 0; i < NSTACK; i++) {
 			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-			stacks[i] = (struct symb_stack){.comm = comms[(rnd >> 33) % N(comms)],
-							.locs = idx[i],
-							.nlocs = (uint32_t)((rnd >> 40) % (MAXD + 1))};
+			stacks[i] =
+				(struct symb_stack){.comm = comms[(rnd >> 33) % N(comms)],
+						    .locs = idx[i],
+						    .nlocs = (uint32_t)((rnd >> 40) % (MAXD + 1))};
 			/* small and huge values, so that sums wrap and digits differ */
-			stacks[i].values[0] = (rnd >> 20) % 3 == 0 ? (int64_t)(rnd >> 1) : (int64_t)(rnd >> 56) - 100;
+			stacks[i].values[0] = (rnd >> 20) % 3 == 0 ? (int64_t)(rnd >> 1)
+								   : (int64_t)(rnd >> 56) - 100;
 			for (j = 0; j < stacks[i].nlocs; j++) {
 				rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
 				idx[i][j] = (uint32_t)((rnd >> 35) % (round % 2 ? 3 : NLOC));
