@@ -11,6 +11,7 @@
 #include "capture.h"
 #include "lowprof/capture.h"
 #include "lowprof/crc32c.h"
+#include "lowprof/files.h"
 #include "lowprof/schema.h"
 
 /* Room for a full block plus one largest record, so a record always fits after a flush. */
@@ -65,26 +66,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENOSPC;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 int coll_capture__new(int fd, bool compress, struct coll_capture **out)
 {
 	struct lpc_header h = {.major = LPC_VERSION_MAJOR, .minor = LPC_VERSION_MINOR};
@@ -129,7 +110,7 @@ int coll_capture__new(int fd, bool compress, struct coll_capture **out)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	h.created_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	lpc_header_encode(head, &h);
-	err = pwrite_all(fd, head, sizeof(head), 0);
+	err = lp_pwrite_all(fd, head, sizeof(head), 0);
 	if (err)
 		goto err_out;
 	c->off = LPC_HDR_SIZE;
@@ -301,7 +282,7 @@ static void flush(struct coll_capture *c)
 	} else {
 		s->busy = true;
 		c->inflight++;
-		slot_done(c, s, pwrite_all(c->fd, s->buf, s->len, c->off) ?: (int)s->len);
+		slot_done(c, s, lp_pwrite_all(c->fd, s->buf, s->len, c->off) ?: (int)s->len);
 	}
 	c->off += s->len;
 	c->seq++;

@@ -68,23 +68,38 @@ err_out:
 	return err;
 }
 
-int lp_write_all(int fd, const void *buf, size_t len)
+/* lp_write_all (off < 0: at fd's offset) and lp_pwrite_all; nothing written: -none */
+static int write_all_at(int fd, const void *buf, size_t len, int64_t off, int none)
 {
 	const char *p = buf;
 
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return -EIO;
+			return -none;
 		p += n;
 		len -= (size_t)n;
+		if (off >= 0)
+			off += n;
 	}
 	return 0;
+}
+
+int lp_write_all(int fd, const void *buf, size_t len)
+{
+	return write_all_at(fd, buf, len, -1, EIO);
+}
+
+int lp_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	if (off > INT64_MAX)
+		return -EINVAL;
+	return write_all_at(fd, buf, len, (int64_t)off, ENOSPC);
 }
 
 int lp_send_msg(int sock, const void *buf, size_t len, const int *fds, int nfds)

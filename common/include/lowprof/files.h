@@ -34,6 +34,13 @@ int lp_open_output_file(int dirfd, const char *name);
  */
 int lp_write_all(int fd, const void *buf, size_t len);
 
+/*
+ * The same at offset off of a file (pwrite: fd's own offset is not used or
+ * moved). Returns 0 or a negative errno (-ENOSPC if pwrite wrote nothing:
+ * the file could not grow).
+ */
+int lp_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
 #define LP_MAX_SEND_FDS 4
 
 /*

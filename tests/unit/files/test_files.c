@@ -287,6 +287,44 @@ static void test_write_all(void **state)
 	assert_int_equal(lp_write_all(-1, buf, 0), 0);
 }
 
+/* at an offset, leaving the fd's own offset alone; a full device is -ENOSPC */
+static void test_pwrite_all(void **state)
+{
+	static char buf[300 * 1000], got[sizeof(buf) + 10];
+	char path[128];
+	int fd, full;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)(i * 13 + 1);
+	snprintf(path, sizeof(path), "%s/pwrite", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "head", 4), 4);
+	assert_int_equal(lp_pwrite_all(fd, buf, sizeof(buf), 10), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 4);
+	assert_int_equal(pread(fd, got, sizeof(got), 0), (ssize_t)sizeof(got));
+	assert_memory_equal(got, "head\0\0\0\0\0\0", 10);
+	assert_memory_equal(got + 10, buf, sizeof(buf));
+	/* over what is there */
+	assert_int_equal(lp_pwrite_all(fd, "XY", 2, 11), 0);
+	assert_int_equal(pread(fd, got, 4, 10), 4);
+	{
+		const char want[4] = {buf[0], 'X', 'Y', buf[3]};
+
+		assert_memory_equal(got, want, 4);
+	}
+	close(fd);
+
+	assert_int_equal(lp_pwrite_all(-1, buf, 1, 0), -EBADF);
+	assert_int_equal(lp_pwrite_all(-1, buf, 0, 0), 0);
+	assert_int_equal(lp_pwrite_all(-1, buf, 1, UINT64_MAX), -EINVAL);
+	full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	if (full >= 0) {
+		assert_int_equal(lp_pwrite_all(full, buf, 1, 0), -ENOSPC);
+		close(full);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_msg_passing),
 		cmocka_unit_test(test_sealed_ring),
 		cmocka_unit_test(test_write_all),
+		cmocka_unit_test(test_pwrite_all),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
