@@ -33,11 +33,13 @@
 #   3. Symbolization throughput: a multi-process workload (bench_work and
 #      gzip, xz, sort, sha256sum, python3, find | xargs cat looping, every CPU
 #      busy) recorded whole-host at 999 Hz by lowprof record --capture
-#      --no-symbolize and perf record -a -g at the same time; then samples
-#      per CPU-second and per wall second of lowprof-symbolizer replaying the
-#      capture with a new cache (cold), the cache it filled (warm), no cache,
-#      and two warm replays at once, next to perf report --stdio and perf
-#      script on the perf.data; runs interleaved, medians reported.
+#      --no-symbolize, perf record -a -g and perf record -a --call-graph
+#      dwarf at the same time; then samples per CPU-second and per wall
+#      second of lowprof-symbolizer replaying the capture with a new cache
+#      (cold), the cache it filled (warm), no cache, and two warm replays at
+#      once, next to perf report --stdio and perf script on the -g perf.data
+#      and perf report --stdio on the dwarf one (which, like lowprof,
+#      unwinds copied stacks with CFI); runs interleaved, medians reported.
 #   4. Memory: collector and symbolizer RSS (steady, peak), BPF map and ring
 #      memory, and how they grow with online CPUs and frequency (the sizing
 #      formulas of the README, checked against what the kernel reports here).
@@ -827,12 +829,16 @@ offcpu_rows() {
 # ---- 3. symbolization throughput -------------------------------------------
 #
 # One recording of a multi-process workload by lowprof record --capture
-# --no-symbolize and perf record -a -g at the same time (so both hold the
-# same stretch of the same processes, each also sampling the other), then
-# each tool's own symbolization of it, timed: lowprof-symbolizer replaying
-# the capture with a new cache (cold), the cache that run filled (warm), no
-# cache, and two warm replays at once, interleaved round by round with perf
-# report and perf script on the perf.data.
+# --no-symbolize, perf record -a -g and perf record -a --call-graph dwarf
+# at the same time (so all hold the same stretch of the same processes, each
+# also sampling the others), then each tool's own symbolization of it,
+# timed: lowprof-symbolizer replaying the capture with a new cache (cold),
+# the cache that run filled (warm), no cache, and two warm replays at once,
+# interleaved round by round with perf report and perf script on the -g
+# perf.data and perf report on the dwarf one. perf -g's call chains were
+# walked by the kernel when sampled: reporting them is less work than
+# lowprof's replay, which unwinds stack copies with CFI, as perf report on
+# the dwarf recording does.
 #
 # The warm figure is samples / the whole process's CPU time, start-up
 # included (loading, opening the cache, the kernel symbol snapshot), which a
@@ -845,6 +851,7 @@ offcpu_rows() {
 cap="$tmp/symb.lpcap"
 halfcap="$tmp/symb-half.lpcap" # its first half, for the marginal rate
 pdata="$tmp/symb.perf.data"
+pdata_dwarf="$tmp/symb.perf-dwarf.data" # --call-graph dwarf: stacks unwound when reported, as lowprof's
 declare -A S # section 3: "KIND.cpu" / "KIND.wall" lists of seconds, counts
 mix_pgids=()
 mix_names=()
@@ -911,24 +918,35 @@ PY
 
 # symb_record: the workload recorded by lowprof and perf at once
 symb_record() {
-	local tlog="$logs/symb-record.log" plog="$logs/symb-perf-record.log" lp pp="" rc
+	local tlog="$logs/symb-record.log" plog="$logs/symb-perf-record.log" lp pp="" pd="" rc
+	local dlog="$logs/symb-perf-dwarf-record.log"
 	wait_ci
 	mix_start
-	log "3. symbolization throughput: recording ${mix_names[*]} for $symb_secs s at 999 Hz (lowprof --capture$( ((have_perf)) && echo " and perf record -a -g"))"
+	log "3. symbolization throughput: recording ${mix_names[*]} for $symb_secs s at 999 Hz (lowprof --capture$( ((have_perf)) && echo ", perf record -a -g and perf record -a --call-graph dwarf"))"
 	nap 1 # every loop running
 	"$LP" record --capture "$cap" --no-symbolize -F 999 -d "$symb_secs" >"$tlog" 2>&1 &
 	lp=$!
 	track "$lp"
 	# perf starts once lowprof samples, for the same number of seconds
 	if wait_line "$tlog" profiling 30 "$lp" && ((have_perf)); then
-		perf record -F 999 -a -g -N -o "$pdata" -- sleep "$symb_secs" >"$plog" 2>&1 &
+		# --no-bpf-event: lowprof's BPF programs are unloaded while perf
+		# records; with two perfs running, perf -g once failed on that
+		# KSYMBOL record ("failed to process type: 17 [Bad address]") and
+		# read no further, its report and script included. -m 8M: the
+		# dwarf one writes ~17 MB/s and lost samples with the default
+		# 512 KiB buffers
+		perf record -F 999 -a -g -N --no-bpf-event -o "$pdata" -- sleep "$symb_secs" >"$plog" 2>&1 &
 		pp=$!
 		track "$pp"
+		perf record -F 999 -a --call-graph dwarf -N --no-bpf-event -m 8M -o "$pdata_dwarf" -- sleep "$symb_secs" >"$dlog" 2>&1 &
+		pd=$!
+		track "$pd"
 	fi
 	wait "$lp"
 	rc=$?
 	untrack "$lp"
 	[[ -n "$pp" ]] && { wait "$pp" || log "perf record failed (see $plog)"; untrack "$pp"; }
+	[[ -n "$pd" ]] && { wait "$pd" || log "perf record --call-graph dwarf failed (see $dlog)"; untrack "$pd"; }
 	mix_stop
 	if ((rc != 0)) || [[ ! -s "$cap" ]]; then
 		log "lowprof record --capture failed (see $tlog)"
@@ -944,9 +962,17 @@ symb_record() {
 	# 0600 as the capture: stack copies are the processes' memory
 	(umask 077 && head -c "$(($(stat -c %s "$cap") / 2))" "$cap" >"$halfcap")
 	S[half_samples]=$("$LP" capture-info "$halfcap" 2>/dev/null | sed -n 's/^samples *on-CPU \([0-9]*\).*/\1/p')
+	# a count only from a perf script that read the whole file (pipefail)
 	if [[ -n "$pp" && -s "$pdata" ]]; then
-		S[perf_samples]=$(perf script -i "$pdata" -F pid 2>/dev/null | wc -l)
+		S[perf_samples]=$(perf script -i "$pdata" -F pid 2>"$logs/symb-perf-count.log" | wc -l) ||
+			{ log "perf script could not read all of perf.data (see logs/symb-perf-count.log)"; unset 'S[perf_samples]'; }
 		S[perf_lost]=$(perf report -i "$pdata" --stats 2>/dev/null | awk '/LOST_SAMPLES events:/ {n += $3} END {print n + 0}')
+	fi
+	if [[ -n "$pd" && -s "$pdata_dwarf" ]]; then
+		S[perfd_samples]=$(perf script -i "$pdata_dwarf" -F pid 2>"$logs/symb-perf-dwarf-count.log" | wc -l) ||
+			{ log "perf script could not read all of the dwarf perf.data (see logs/symb-perf-dwarf-count.log)"; unset 'S[perfd_samples]'; }
+		S[perfd_lost]=$(perf report -i "$pdata_dwarf" --stats 2>/dev/null | awk '/LOST_SAMPLES events:/ {n += $3} END {print n + 0}')
+		S[perfd_mib]=$(calc "$(stat -c %s "$pdata_dwarf") / 1048576")
 	fi
 }
 
@@ -1029,9 +1055,10 @@ symb_round() { # ROUND
 		kept timed perf-report perf report --stdio -i "$pdata"
 		kept timed perf-script perf script -i "$pdata"
 	fi
-	printf '  replay round %d: CPU s: cold %s, warm %s, no cache %s; two at once %s s wall; perf report %s, perf script %s s CPU\n' "$r" \
+	[[ -n "${S[perfd_samples]:-}" ]] && kept timed perf-report-dwarf perf report --stdio -i "$pdata_dwarf"
+	printf '  replay round %d: CPU s: cold %s, warm %s, no cache %s; two at once %s s wall; perf report %s, perf script %s, perf report (dwarf) %s s CPU\n' "$r" \
 		"${S[cold.last]:-?}" "${S[warm.last]:-?}" "${S[nocache.last]:-?}" "${S[dual.last]:-?}" \
-		"${S[perf-report.last]:-?}" "${S[perf-script.last]:-?}" >&2
+		"${S[perf-report.last]:-?}" "${S[perf-script.last]:-?}" "${S[perf-report-dwarf.last]:-?}" >&2
 }
 
 section_symb() {
@@ -1078,15 +1105,15 @@ symb_marginal_row() {
 }
 
 symb_rows() {
-	local sec="3. symbolization throughput" n=${S[samples]:-} pn=${S[perf_samples]:-} kind label how
+	local sec="3. symbolization throughput" n=${S[samples]:-} pn=${S[perf_samples]:-} pdn=${S[perfd_samples]:-} kind label how
 	local pc pw c w st goal lc lw rc rw load
 	if [[ -z "$n" ]]; then
 		add_row "$sec" "recording" "not measured (recording failed, see logs/symb-record.log)" "" "" ""
 		return
 	fi
-	local rounds_txt="median of $symb_rounds rounds; each round: cold, warm, no cache, two at once, then perf report and perf script"
-	add_row "$sec" "samples recorded" "lowprof $n ($(fmt %.1f "${S[cap_mib]}") MiB capture, ${S[procs]:-?} processes, ${S[dropped]:-?} records dropped by the capture writer); perf ${pn:-not run}$([[ -n "$pn" ]] && echo " (${S[perf_lost]:-0} lost)")" "" "" \
-		"one ${symb_secs} s whole-host recording at 999 Hz on $ncpus CPUs of this workload, started 1 s before, each program in a loop: ${mix_names[*]} (bench_work -t 1; gzip -1, xz -1 -T1 and sha256sum of $(basename "${S[mix_lib]}"); LC_ALL=C sort of 500,000 generated lines; python3 running zlib, hashlib (libcrypto), json and sorted; find /usr/include | xargs cat), and whatever else ran on the host. lowprof record --capture FILE --no-symbolize -F 999 -d ${symb_secs}, and perf record -F 999 -a -g -N -- sleep ${symb_secs} started when lowprof printed 'profiling'. lowprof's samples: capture-info's 'samples on-CPU' (the capture maps ${S[mappings]:-?} executable files); perf's: lines of perf script -F pid, lost: perf report --stats (LOST_SAMPLES)"
+	local rounds_txt="median of $symb_rounds rounds; each round: cold, warm, no cache, two at once, then perf report and perf script, then perf report on the dwarf recording"
+	add_row "$sec" "samples recorded" "lowprof $n ($(fmt %.1f "${S[cap_mib]}") MiB capture, ${S[procs]:-?} processes, ${S[dropped]:-?} records dropped by the capture writer); perf -g ${pn:-not run}$([[ -n "$pn" ]] && echo " (${S[perf_lost]:-0} lost)"); perf dwarf ${pdn:-not run}$([[ -n "$pdn" ]] && echo " ($(fmt %.0f "${S[perfd_mib]}") MiB, ${S[perfd_lost]:-0} lost)")" "" "" \
+		"one ${symb_secs} s whole-host recording at 999 Hz on $ncpus CPUs of this workload, started 1 s before, each program in a loop: ${mix_names[*]} (bench_work -t 1; gzip -1, xz -1 -T1 and sha256sum of $(basename "${S[mix_lib]}"); LC_ALL=C sort of 500,000 generated lines; python3 running zlib, hashlib (libcrypto), json and sorted; find /usr/include | xargs cat), and whatever else ran on the host. lowprof record --capture FILE --no-symbolize -F 999 -d ${symb_secs}; perf record -F 999 -a -g -N --no-bpf-event -- sleep ${symb_secs} (frame-pointer call chains, walked when recorded) and perf record -F 999 -a --call-graph dwarf -N --no-bpf-event -m 8M -- sleep ${symb_secs} (8 KiB user stack copies, unwound with CFI when reported, as lowprof's are) both started when lowprof printed 'profiling'. lowprof's samples: capture-info's 'samples on-CPU' (the capture maps ${S[mappings]:-?} executable files); perf's: lines of perf script -F pid, lost: perf report --stats (LOST_SAMPLES)"
 	for kind in cold warm nocache; do
 		read -r pc pw c w <<<"$(symb_rate "$kind" "$n")"
 		case $kind in
@@ -1123,35 +1150,41 @@ symb_rows() {
 	else
 		add_row "$sec" "two lowprof replays at once, warm" "not measured (see logs/symb-dual*.log)" "" "" ""
 	fi
-	if [[ -z "$pn" ]]; then
+	if [[ -z "$pn" && -z "$pdn" ]]; then
 		add_row "$sec" "perf report / perf script" "not measured (perf missing or its recording failed)" "" "" ""
 		return
 	fi
-	local -A prate=()
-	for kind in perf-report perf-script; do
-		read -r pc pw c w <<<"$(symb_rate "$kind" "$pn")"
-		[[ $kind == perf-report ]] && how="perf report --stdio -i perf.data >/dev/null (the default report: children and call graphs)" ||
-			how="perf script -i perf.data >/dev/null (every sample with its symbolized call chain)"
+	# KIND: its label, its samples, how it is run
+	local -A prate=() plabel=([perf-report]="perf report" [perf-script]="perf script" [perf-report-dwarf]="perf report, dwarf")
+	local -A pcount=([perf-report]=$pn [perf-script]=$pn [perf-report-dwarf]=$pdn)
+	local -A phow=(
+		[perf-report]="perf report --stdio -i perf.data >/dev/null (the default report: children and call graphs) on the -g recording"
+		[perf-script]="perf script -i perf.data >/dev/null (every sample with its symbolized call chain) on the -g recording"
+		[perf-report-dwarf]="perf report --stdio -i perf.data >/dev/null on the --call-graph dwarf recording: it unwinds every sample's stack copy with CFI (libdw), the work lowprof's replay does")
+	for kind in perf-report perf-script perf-report-dwarf; do
+		[[ -n "${pcount[$kind]}" ]] || continue
+		read -r pc pw c w <<<"$(symb_rate "$kind" "${pcount[$kind]}")"
 		if [[ -z "$pc" ]]; then
-			add_row "$sec" "${kind/-/ }" "not measured (see logs/symb-$kind.log)" "" "" ""
+			add_row "$sec" "${plabel[$kind]}" "not measured (see logs/symb-$kind.log)" "" "" ""
 			continue
 		fi
 		prate[$kind.cpu]=$pc prate[$kind.wall]=$pw
-		add_row "$sec" "${kind/-/ }" "$(fmt %.0f "$pc") samples/CPU-s, $(fmt %.0f "$pw") samples/s wall (CPU $(fmt %.3f "$c") s, wall $(fmt %.3f "$w") s)" "" "" \
-			"$how on the perf.data recorded with the capture: $pn samples / user+sys of perf (bash time), and / its wall time; $rounds_txt"
+		add_row "$sec" "${plabel[$kind]}" "$(fmt %.0f "$pc") samples/CPU-s, $(fmt %.0f "$pw") samples/s wall (CPU $(fmt %.3f "$c") s, wall $(fmt %.3f "$w") s)" "" "" \
+			"${phow[$kind]}, recorded with the capture: ${pcount[$kind]} samples / user+sys of perf (bash time), and / its wall time; $rounds_txt"
 	done
 	read -r lc lw c w <<<"$(symb_rate warm "$n")"
-	for kind in perf-report perf-script; do
+	for kind in perf-report perf-script perf-report-dwarf; do
 		[[ -n "$lc" && -n "${prate[$kind.cpu]:-}" ]] || continue
 		rc=$(calc "$lc / ${prate[$kind.cpu]}")
 		rw=$(calc "$lw / ${prate[$kind.wall]}")
 		goal="" st=""
-		if [[ $kind == perf-report ]]; then
-			goal=">= 10x"
-			st=$(awk -v v="$rc" 'BEGIN {print (v >= 10 ? "PASS" : "MISS")}')
-		fi
-		add_row "$sec" "ratio lowprof warm / ${kind/-/ }" "$(fmt %.2f "$rc")x per CPU-s ($(fmt %.2f "$rw")x by wall)" "$goal" "$st" \
-			"samples per CPU-second of the warm replay / the same of ${kind/-/ } (each tool's own sample count of the same recording), and the same by wall time (medians above)"
+		case $kind in
+		perf-report) goal=">= 10x" ;;
+		perf-report-dwarf) goal=">= 10x (same unwinding)" ;;
+		esac
+		[[ -n "$goal" ]] && st=$(awk -v v="$rc" 'BEGIN {print (v >= 10 ? "PASS" : "MISS")}')
+		add_row "$sec" "ratio lowprof warm / ${plabel[$kind]}" "$(fmt %.2f "$rc")x per CPU-s ($(fmt %.2f "$rw")x by wall)" "$goal" "$st" \
+			"samples per CPU-second of the warm replay / the same of ${plabel[$kind]} (each tool's own sample count of the same stretch of the workload), and the same by wall time (medians above)"
 	done
 }
 
