@@ -919,29 +919,39 @@ PY
 # symb_record: the workload recorded by lowprof and perf at once
 symb_record() {
 	local tlog="$logs/symb-record.log" plog="$logs/symb-perf-record.log" lp pp="" pd="" rc
-	local dlog="$logs/symb-perf-dwarf-record.log"
+	local dlog="$logs/symb-perf-dwarf-record.log" i
 	wait_ci
 	mix_start
 	log "3. symbolization throughput: recording ${mix_names[*]} for $symb_secs s at 999 Hz (lowprof --capture$( ((have_perf)) && echo ", perf record -a -g and perf record -a --call-graph dwarf"))"
 	nap 1 # every loop running
-	"$LP" record --capture "$cap" --no-symbolize -F 999 -d "$symb_secs" >"$tlog" 2>&1 &
+	"$LP" record --capture "$cap" --no-symbolize -F 999 >"$tlog" 2>&1 &
 	lp=$!
 	track "$lp"
-	# perf starts once lowprof samples, for the same number of seconds
-	if wait_line "$tlog" profiling 30 "$lp" && ((have_perf)); then
-		# --no-bpf-event: lowprof's BPF programs are unloaded while perf
-		# records; with two perfs running, perf -g once failed on that
-		# KSYMBOL record ("failed to process type: 17 [Bad address]") and
-		# read no further, its report and script included. -m 8M: the
-		# dwarf one writes ~17 MB/s and lost samples with the default
-		# 512 KiB buffers
-		perf record -F 999 -a -g -N --no-bpf-event -o "$pdata" -- sleep "$symb_secs" >"$plog" 2>&1 &
-		pp=$!
-		track "$pp"
-		perf record -F 999 -a --call-graph dwarf -N --no-bpf-event -m 8M -o "$pdata_dwarf" -- sleep "$symb_secs" >"$dlog" 2>&1 &
-		pd=$!
-		track "$pd"
+	# perf starts once lowprof samples, for symb_secs; lowprof is stopped
+	# (SIGINT, as Ctrl-C) once both perfs' sleeps have ended: perf read the
+	# KSYMBOL records of lowprof's BPF programs being unloaded wrongly now
+	# and then ("failed to process type: 17 [Bad address]", in one of three
+	# runs with two perfs) and then read no further, report and script
+	# included
+	if wait_line "$tlog" profiling 30 "$lp"; then
+		if ((have_perf)); then
+			# -m 8M: the dwarf one writes ~17 MB/s, and lost samples
+			# with the default 512 KiB buffers
+			perf record -F 999 -a -g -N -o "$pdata" -- sleep "$symb_secs" >"$plog" 2>&1 &
+			pp=$!
+			track "$pp"
+			perf record -F 999 -a --call-graph dwarf -N -m 8M -o "$pdata_dwarf" -- sleep "$symb_secs" >"$dlog" 2>&1 &
+			pd=$!
+			track "$pd"
+		fi
+		nap "$symb_secs"
+		for ((i = 0; i < 200; i++)); do
+			pgrep -P "${pp:-0}" -x sleep >/dev/null || pgrep -P "${pd:-0}" -x sleep >/dev/null || break
+			nap 0.05
+		done
+		nap 0.2 # perf disables its events
 	fi
+	kill -INT "$lp" 2>/dev/null
 	wait "$lp"
 	rc=$?
 	untrack "$lp"
@@ -1113,7 +1123,7 @@ symb_rows() {
 	fi
 	local rounds_txt="median of $symb_rounds rounds; each round: cold, warm, no cache, two at once, then perf report and perf script, then perf report on the dwarf recording"
 	add_row "$sec" "samples recorded" "lowprof $n ($(fmt %.1f "${S[cap_mib]}") MiB capture, ${S[procs]:-?} processes, ${S[dropped]:-?} records dropped by the capture writer); perf -g ${pn:-not run}$([[ -n "$pn" ]] && echo " (${S[perf_lost]:-0} lost)"); perf dwarf ${pdn:-not run}$([[ -n "$pdn" ]] && echo " ($(fmt %.0f "${S[perfd_mib]}") MiB, ${S[perfd_lost]:-0} lost)")" "" "" \
-		"one ${symb_secs} s whole-host recording at 999 Hz on $ncpus CPUs of this workload, started 1 s before, each program in a loop: ${mix_names[*]} (bench_work -t 1; gzip -1, xz -1 -T1 and sha256sum of $(basename "${S[mix_lib]}"); LC_ALL=C sort of 500,000 generated lines; python3 running zlib, hashlib (libcrypto), json and sorted; find /usr/include | xargs cat), and whatever else ran on the host. lowprof record --capture FILE --no-symbolize -F 999 -d ${symb_secs}; perf record -F 999 -a -g -N --no-bpf-event -- sleep ${symb_secs} (frame-pointer call chains, walked when recorded) and perf record -F 999 -a --call-graph dwarf -N --no-bpf-event -m 8M -- sleep ${symb_secs} (8 KiB user stack copies, unwound with CFI when reported, as lowprof's are) both started when lowprof printed 'profiling'. lowprof's samples: capture-info's 'samples on-CPU' (the capture maps ${S[mappings]:-?} executable files); perf's: lines of perf script -F pid, lost: perf report --stats (LOST_SAMPLES)"
+		"one ${symb_secs} s whole-host recording at 999 Hz on $ncpus CPUs of this workload, started 1 s before, each program in a loop: ${mix_names[*]} (bench_work -t 1; gzip -1, xz -1 -T1 and sha256sum of $(basename "${S[mix_lib]}"); LC_ALL=C sort of 500,000 generated lines; python3 running zlib, hashlib (libcrypto), json and sorted; find /usr/include | xargs cat), and whatever else ran on the host. lowprof record --capture FILE --no-symbolize -F 999, stopped by SIGINT once both perfs' sleeps had ended; perf record -F 999 -a -g -N -- sleep ${symb_secs} (frame-pointer call chains, walked when recorded) and perf record -F 999 -a --call-graph dwarf -N -m 8M -- sleep ${symb_secs} (8 KiB user stack copies, unwound with CFI when reported, as lowprof's are) both started when lowprof printed 'profiling'. lowprof's samples: capture-info's 'samples on-CPU' (the capture maps ${S[mappings]:-?} executable files); perf's: lines of perf script -F pid, lost: perf report --stats (LOST_SAMPLES)"
 	for kind in cold warm nocache; do
 		read -r pc pw c w <<<"$(symb_rate "$kind" "$n")"
 		case $kind in
