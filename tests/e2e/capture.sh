@@ -156,13 +156,14 @@ nb=${#BLOCKS[@]}
 echo "--- $nb blocks in $SIZE bytes"
 check "the block headers walk to the end of the file exactly" test "$off" -eq "$SIZE"
 # the middle block by offset, and the second block of samples (the kernel
-# symbol snapshot fills the first blocks, two or three records each; the
-# samples follow, many to a block): samples before it and after it
+# symbol snapshot fills the first blocks, a few records of ~150 KB each; the
+# samples follow, a second's worth to a block, ~99 at 99 Hz): samples
+# before it and after it
 mid="" late="" nsampblocks=0
 for b in "${BLOCKS[@]}"; do
 	read -r o _ n l <<<"$b"
 	if [[ -z "$mid" && $((o + 32 + l)) -gt $((SIZE / 2)) ]]; then mid=$b; fi
-	if [[ $n -ge 5 ]]; then
+	if [[ $n -ge 20 ]]; then
 		nsampblocks=$((nsampblocks + 1))
 		[[ $nsampblocks -eq 2 ]] && late=$b
 	fi

@@ -477,21 +477,22 @@ static void assert_clean(const struct readout *o, const struct cap *cap, const s
 	assert_int_equal(o->w.n, 0);
 }
 
-/* Records of every size from 0 bytes to LPS_MAX_RECORD, 16 MiB in all. */
+/* Records of every size from 0 bytes to LPS_MAX_RECORD, 64 blocks' worth. */
 static void make_mixed(struct recs *r)
 {
 	static const uint32_t first[] = {
 		0, 1, LPS_MAX_RECORD, 0, 2, 4 * KiB, LPS_MAX_RECORD, 3, LPS_MAX_RECORD - 1};
 
-	recs_make(r, 42, 16 * MiB, LPS_MAX_RECORD, first, sizeof(first) / sizeof(first[0]));
+	recs_make(r, 42, 64 * (size_t)COLL_CAPTURE_BLOCK, LPS_MAX_RECORD, first,
+		  sizeof(first) / sizeof(first[0]));
 }
 
-/* Many records per block, at most 64 KiB each: 7 to 8 blocks. */
+/* Many records per block, at most 64 KiB each: 7 to 8 blocks (of COLL_CAPTURE_BLOCK). */
 static void make_small(struct recs *r)
 {
 	static const uint32_t first[] = {0, 1, 7};
 
-	recs_make(r, 7, 1792 * KiB, 64 * KiB, first, 3);
+	recs_make(r, 7, 7 * (size_t)COLL_CAPTURE_BLOCK, 64 * KiB, first, 3);
 }
 
 static void round_trip(bool compress)
