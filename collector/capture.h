@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 /* A block is written when it holds this many bytes of records, or is a second old. */
-#define COLL_CAPTURE_BLOCK  (256u << 10)
+#define COLL_CAPTURE_BLOCK  (512u << 10)
 #define COLL_CAPTURE_AGE_NS 1000000000ull
 #define COLL_CAPTURE_SLOTS  8
 /* With every slot still being written, a block waits this long for one. */
