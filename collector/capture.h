@@ -13,7 +13,7 @@
  * if none completes the block is dropped and its records counted, and the
  * next blocks are dropped without waiting until a write completes: a
  * stuck disk costs the drain loop one wait. Memory is bounded by the block
- * buffer and the slots (9 x 1.3 MiB of address space; pages are touched
+ * buffer and the slots (9 x 1.5 MiB of address space; pages are touched
  * only as blocks fill them). A failed or short write (a full disk) stops
  * the capture: later records are counted as dropped. Where io_uring is not
  * available (kernel.io_uring_disabled) the blocks are written with pwrite.

@@ -350,8 +350,9 @@ static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 			return err;
 	}
 	if (!rec->append)
-		proc_clear_maps(s, p);
-	maps_changed(s, p);
+		proc_clear_maps(s, p); /* a new generation with the old maps gone */
+	else
+		maps_changed(s, p);
 	p->has_maps = true;
 	while ((r = lps_maps_next(rec, &m)) == 1) {
 		err = proc_add_map(s, p, &m);

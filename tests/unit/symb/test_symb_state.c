@@ -984,9 +984,9 @@ static void feed_regs_sample(struct symb_state *s, struct lps_enc *e, const char
 /*
  * The unwinder's delta lookups are remembered per (pid, address), but only
  * while that process's mappings do not change (another's may): after an
- * exec the same registers and stack
- * unwind against no mappings (one unknown frame, then frame pointers end
- * the walk), and after the maps come again, against them.
+ * exec the same registers and stack unwind against no mappings (one
+ * unknown frame, then frame pointers end the walk), and after the maps
+ * come again, against them.
  */
 static void test_unwind_follows_maps(void **state)
 {
