@@ -124,8 +124,8 @@ start_bg "$BIN/lowprof" record -d 3 -p "$WPID" --capture "$TMP/ns.lpcap" --no-sy
 	-o "$TMP/nsout" >"$TMP/ns.out" 2>"$TMP/ns.err"
 REC=$BGPID
 sleep 1.5
-col=$(pgrep -f 'lowprof-collector' | tr '\n' ' ')
-sym=$(pgrep -a -f 'lowprof-symbolizer')
+col=$(desc_named "$REC" lowprof-collect)
+sym=$(desc_named "$REC" lowprof-symboli)
 check "--no-symbolize: the collector runs ($col)" test -n "$col"
 check "--no-symbolize: no lowprof-symbolizer runs ('$sym')" test -z "$sym"
 wait "$REC"; rc=$?

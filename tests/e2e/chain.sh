@@ -15,8 +15,8 @@ REC=$BGPID
 
 # while it runs: the symbolizer is unprivileged, the collector keeps one capability
 sleep 2.5
-SYM=$(pgrep -f 'lowprof-symbolizer --ring-fd' | head -1)
-COL=$(pgrep -f 'lowprof-collector --ring-fd' | head -1)
+SYM=$(desc_named "$REC" lowprof-symboli)
+COL=$(desc_named "$REC" lowprof-collect)
 if [[ -n "$SYM" && -n "$COL" ]]; then
 	suid=$(awk '/^Uid:/ {print $2}' /proc/$SYM/status)
 	check "symbolizer runs as uid $suid (non-zero)" test "$suid" -ne 0

@@ -22,8 +22,8 @@ sleep 0.3
 	>"$TMP/summary" 2>&1 &
 REC=$!
 sleep 3
-SYM=$(pgrep -f 'lowprof-symbolizer --ring-fd' | head -1)
-COL=$(pgrep -f 'lowprof-collector --ring-fd' | head -1)
+SYM=$(desc_named "$REC" lowprof-symboli)
+COL=$(desc_named "$REC" lowprof-collect)
 # private memory: the shared ring's pages count in VmRSS as the producer
 # first reaches them (RssShmem), up to the ring's size, whatever the consumer
 rss() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status"; }

@@ -4,6 +4,13 @@ set -uo pipefail
 
 BIN=${LOWPROF_BIN:?}
 WL=${LOWPROF_WORKLOADS:?}
+# The test runs as a child subreaper: what it starts, even orphaned, stays
+# below it, and is found through its own process tree, never by name (a
+# deployed lowprof may be running beside the tests).
+if [[ "${LP_SUBREAPED:-}" != "$$" ]]; then
+	export LP_SUBREAPED=$$
+	exec "$WL/lp-subreaper" bash "$0" "$@"
+fi
 TMP=$(mktemp -d /tmp/lowprof-e2e.XXXXXX)
 chmod 755 "$TMP"
 KIDS=()
@@ -40,9 +47,57 @@ start_bg() {
 	KIDS+=("$BGPID")
 }
 
-# leftovers: prints anything lowprof left behind (processes, BPF programs),
-# after giving the kernel up to 5 s: BPF programs are freed after an RCU
-# grace period once the last fd is gone, not at the instant a process dies
+# descendants PID: every process below PID in the process tree (by parent
+# pid, never by name), one per line
+descendants() {
+	local p
+	for p in $(pgrep -P "$1"); do
+		echo "$p"
+		descendants "$p"
+	done
+}
+
+# desc_named PID COMM: the first process below PID whose command name (as in
+# /proc/PID/comm, at most 15 characters) is COMM; empty if none
+desc_named() {
+	local p
+	for p in $(descendants "$1"); do
+		if [[ "$(cat "/proc/$p/comm" 2>/dev/null)" == "$2" ]]; then
+			echo "$p"
+			return 0
+		fi
+	done
+}
+
+# ids of the BPF programs lowprof loads that exist now, one per line
+lowprof_prog_ids() {
+	command -v bpftool >/dev/null || return 0
+	bpftool prog show 2>/dev/null |
+		awk '/ name (on_cpu_sample|on_exec|on_exit|on_fork|on_exec_raw|on_exit_raw|offcpu_[a-z_]+) / {
+			sub(/:$/, "", $1); print $1 }'
+}
+# the lowprof programs that existed before this test: not ours
+PROGS_BEFORE=" $(lowprof_prog_ids | tr '\n' ' ') "
+
+# lowprof shared memory in /dev/shm before this test (it uses memfds: none)
+SHM_BEFORE=" $(ls /dev/shm 2>/dev/null | grep -i lowprof | tr '\n' ' ') "
+
+# ids of programs held open by processes outside this test's tree
+progs_held_by_others() {
+	local ours f pid
+	ours=" $$ $(descendants $$ | tr '\n' ' ') "
+	for f in /proc/[0-9]*/fdinfo/*; do
+		pid=${f#/proc/}
+		pid=${pid%%/*}
+		[[ "$ours" == *" $pid "* ]] && continue
+		awk '/^prog_id:/ {print $2}' "$f" 2>/dev/null
+	done | sort -u
+}
+
+# leftovers: prints anything this test's lowprof runs left behind (processes,
+# BPF programs), after giving the kernel up to 5 s: BPF programs are freed
+# after an RCU grace period once the last fd is gone, not at the instant a
+# process dies
 leftovers() {
 	local i left
 	for i in $(seq 50); do
@@ -53,11 +108,23 @@ leftovers() {
 	echo "$left"
 }
 leftovers_now() {
-	pgrep -a -f 'lowprof-(collector|symbolizer)' || true
-	if command -v bpftool >/dev/null; then
-		bpftool prog show 2>/dev/null | grep -E 'on_cpu_sample|on_exec|on_exit|offcpu_' || true
-	fi
-	ls /dev/shm 2>/dev/null | grep -i lowprof || true
+	local p id others=""
+	# lowprof processes in this test's tree: orphans are reparented to it
+	for p in $(descendants $$); do
+		case "$(cat "/proc/$p/comm" 2>/dev/null)" in
+		lowprof*) echo "process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" ;;
+		esac
+	done
+	# programs loaded since the test began and not held by anyone else's
+	# process (a lowprof service started meanwhile)
+	for id in $(lowprof_prog_ids); do
+		[[ "$PROGS_BEFORE" == *" $id "* ]] && continue
+		[[ -z "$others" ]] && others=" $(progs_held_by_others | tr '\n' ' ') "
+		[[ "$others" == *" $id "* ]] || echo "BPF program $id"
+	done
+	for id in $(ls /dev/shm 2>/dev/null | grep -i lowprof); do
+		[[ "$SHM_BEFORE" == *" $id "* ]] || echo "/dev/shm/$id"
+	done
 }
 
 # share FOLDED REGEX: percent (integer) of samples whose stack matches REGEX

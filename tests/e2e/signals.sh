@@ -34,7 +34,7 @@ check "SIGKILL of lowprof: collector and symbolizer exit, BPF programs gone: '$l
 start_bg "$BIN/lowprof" record -p "$WPID" -o "$TMP/out-ckill"
 REC=$BGPID
 sleep 3
-pkill -KILL -f 'lowprof-collector --ring-fd'
+kill -KILL "$(desc_named "$REC" lowprof-collect)"
 wait "$REC"; rc=$?
 check "collector killed: lowprof record reports failure (got $rc)" test "$rc" -ne 0
 n=$(awk '{s += $NF} END {print s + 0}' "$TMP/out-ckill/cpu.folded" 2>/dev/null)
@@ -46,14 +46,15 @@ check "collector killed: nothing left behind: '$left'" test -z "$left"
 start_bg "$BIN/lowprof" record -d 22 -p "$WPID" -o "$TMP/out-skill" 2> "$TMP/skill.log"
 REC=$BGPID
 sleep 2
-COL0=$(pgrep -f 'lowprof-collector --ring-fd' | head -1)
+COL0=$(desc_named "$REC" lowprof-collect)
 kills=0
 for i in $(seq 10); do
-	if pkill -KILL -f 'lowprof-symbolizer --ring-fd'; then
+	SYM=$(desc_named "$REC" lowprof-symboli)
+	if [[ -n "$SYM" ]] && kill -KILL "$SYM"; then
 		kills=$((kills + 1))
 	fi
 	sleep 1.4
-	COL=$(pgrep -f 'lowprof-collector --ring-fd' | head -1)
+	COL=$(desc_named "$REC" lowprof-collect)
 	[[ "$COL" == "$COL0" ]] || break
 done
 check "symbolizer killed $kills times: the collector kept running (pid ${COL:-none} = $COL0)" \
