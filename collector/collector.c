@@ -82,6 +82,13 @@ struct coll {
 	int listen_fd;	  /* --ring PATH: socket until the symbolizer connects */
 	int files_fd;	  /* the file channel (files.c), or -1 */
 	int kallsyms_fd;  /* opened with CAP_SYSLOG: read again for a new symbolizer */
+	uint64_t ktext;	  /* the kernel's _text (open_kallsyms); 0: unknown */
+	/* a kernel stack relative to ktext, as it goes out (sample_stacks) */
+	uint64_t kframes[LP_BPF_MAX_FRAMES];
+	uint64_t kstacks_hidden; /* kernel stacks left out: ktext unknown */
+	/* what the kernel lacked and what was done instead (meta fallbacks) */
+	struct lps_str fallbacks[LPS_MAX_FALLBACKS];
+	uint32_t nfallbacks;
 	struct coll_files_stats files;
 	bool sock_created; /* we created the socket at ring_path: unlink it */
 
@@ -239,6 +246,7 @@ static void send_loss(struct coll *c)
 		.off_cpu_lost = oc.lost + c->off_cpu_left,
 		.capture_dropped = cs.dropped_records,
 		.capture_dropped_bytes = cs.dropped_bytes,
+		.kstacks_hidden = c->kstacks_hidden,
 	};
 	lps_enc_reset(&c->dyn);
 	lps_enc_loss(&c->dyn, &l);
@@ -316,9 +324,17 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 			send_maps(c, s->pid, WAIT_RUN_MS);
 		}
 	}
-	/* x86-64 is little-endian: the u64 arrays are the wire format */
-	s->kstack = (const uint8_t *)st->stack;
-	s->nkstack = st->nkstack;
+	/*
+	 * Kernel addresses leave relative to _text, or not at all: the KASLR
+	 * base stays here. x86-64 is little-endian: the u64 arrays are the
+	 * wire format.
+	 */
+	s->nkstack = c->ktext ? st->nkstack : 0;
+	if (st->nkstack && !c->ktext)
+		c->kstacks_hidden++;
+	for (uint32_t i = 0; i < s->nkstack; i++)
+		c->kframes[i] = st->stack[i] - c->ktext;
+	s->kstack = (const uint8_t *)c->kframes;
 	s->ustack = (const uint8_t *)&st->stack[st->nkstack];
 	s->nustack = st->nustack;
 	s->stack_copy = (const uint8_t *)&st->stack[nframes];
@@ -802,6 +818,8 @@ static void send_meta(struct coll *c)
 		.stack_bytes = c->o->stack_bytes,
 		.off_cpu = c->o->off_cpu,
 		.bpf_mem_bytes = c->bpf_mem_bytes,
+		.kernel_base = {"_text", 5},
+		.nfallbacks = c->nfallbacks,
 	};
 	if (c->o->off_cpu) {
 		m.off_cpu_mode = (struct lps_str){mode, (uint32_t)strlen(mode)};
@@ -811,7 +829,7 @@ static void send_meta(struct coll *c)
 			c->o->off_cpu_mode == COLL_OFFCPU_TIME ? c->o->off_cpu_period_ns : 0;
 	}
 	lps_enc_reset(&c->dyn);
-	lps_enc_meta(&c->dyn, &m, pids);
+	lps_enc_meta(&c->dyn, &m, pids, c->fallbacks);
 	write_enc(c, &c->dyn, WAIT_START_MS);
 }
 
@@ -853,44 +871,34 @@ static void ksym_chunk_send(struct coll *c, struct ksym_chunk *ch, uint32_t seq,
 }
 
 /*
- * The kernel symbol snapshot, streamed: kallsyms (~5 MB with modules) is
- * read 64 KiB at a time and sent KSYMS_PER_RECORD symbols per record, so
- * the collector's peak memory does not grow with it.
+ * Calls fn for each text symbol of /proc/kallsyms, read from its start 64
+ * KiB at a time (~5 MB with modules: the collector's peak memory does not
+ * grow with it), until fn returns non-zero. The kernel decides at open
+ * whether the file shows addresses (by the opener's CAP_SYSLOG), so the one
+ * fd opened at start, before the capabilities went, serves every reading.
+ * Returns 0, or -errno when kallsyms could not be read to its end.
  */
-static void send_ksyms(struct coll *c)
+static int kallsyms_scan(struct coll *c, int (*fn)(void *ctx, const struct lps_ksym *k), void *ctx)
 {
-	struct ksym_chunk *ch = calloc(1, sizeof(*ch));
-	uint32_t seq = 0, total = 0, nonzero = 0;
-	size_t have = 0, read_total = 0;
 	char *buf = malloc(KSYMS_READ_BUF);
+	size_t have = 0, read_total = 0;
 	bool eof = false;
-	int fd = -1;
+	int err = 0;
 
-	if (!ch || !buf)
-		goto out;
-	/*
-	 * The kernel decides at open whether the file shows addresses (by the
-	 * opener's CAP_SYSLOG), so the one fd opened at start, before the
-	 * capabilities went, serves every snapshot.
-	 */
-	if (c->kallsyms_fd < 0) {
-		c->kallsyms_fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-		if (c->kallsyms_fd < 0)
-			lp_warn("kallsyms: %m; kernel frames will be shown as addresses");
-	} else if (lseek(c->kallsyms_fd, 0, SEEK_SET) < 0) {
-		lp_warn("kallsyms: reading it again: %m; kernel frames will be shown as "
-			"addresses");
-		goto out;
+	if (!buf)
+		return -ENOMEM;
+	if (lseek(c->kallsyms_fd, 0, SEEK_SET) < 0) {
+		free(buf);
+		return -errno;
 	}
-	fd = c->kallsyms_fd;
-	while (fd >= 0 && !eof) {
-		ssize_t r = read(fd, buf + have, KSYMS_READ_BUF - have);
+	while (!eof) {
+		ssize_t r = read(c->kallsyms_fd, buf + have, KSYMS_READ_BUF - have);
 		const char *p = buf, *end, *nl;
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			lp_warn("kallsyms: %m; the snapshot is incomplete");
+			err = -errno;
 			break;
 		}
 		eof = r == 0 || (read_total += (size_t)r) > KALLSYMS_MAX;
@@ -908,25 +916,98 @@ static void send_ksyms(struct coll *c)
 			if (coll_ksym_parse_line(line, (size_t)((nl ? nl : end) - line), &k) != 1 ||
 			    k.name.len > KSYM_NAME_MAX || k.module.len > KSYM_NAME_MAX)
 				continue;
-			ksym_chunk_add(ch, &k);
-			total++;
-			nonzero += k.addr != 0;
-			if (ch->n == KSYMS_PER_RECORD)
-				ksym_chunk_send(c, ch, seq++, false);
+			if (fn(ctx, &k))
+				goto out;
 		}
 		have = (size_t)(end - p);
 		memmove(buf, p, have);
 	}
 out:
-	/* the last chunk (possibly empty) completes the snapshot */
-	if (ch)
-		ksym_chunk_send(c, ch, seq++, true);
 	free(buf);
-	free(ch);
-	if (total && !nonzero)
-		lp_warn("kallsyms: all addresses are hidden (kernel.kptr_restrict, needs "
-			"CAP_SYSLOG); kernel frames will be shown as addresses");
-	lp_debug("kallsyms: %u text symbols in %u records", total, seq);
+	return err;
+}
+
+static int find_text_base(void *ctx, const struct lps_ksym *k)
+{
+	uint64_t *base = ctx;
+
+	if (k->module.len || k->name.len != 5 || memcmp(k->name.ptr, "_text", 5))
+		return 0;
+	*base = k->addr;
+	return 1;
+}
+
+/*
+ * Opens /proc/kallsyms (with CAP_SYSLOG, at start) and finds the kernel's
+ * text base, _text: every kernel address leaves the collector relative to
+ * it (the kernel symbols, the kernel stacks), so the KASLR base never
+ * reaches the symbolizer, a capture file or an output. 0 when kallsyms
+ * cannot be read or hides its addresses (kernel.kptr_restrict, no
+ * CAP_SYSLOG): kernel stacks are then left out (kstacks_hidden), never sent
+ * as they are.
+ */
+static void open_kallsyms(struct coll *c)
+{
+	uint64_t base = 0;
+	int err;
+
+	c->kallsyms_fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (c->kallsyms_fd < 0) {
+		lp_warn("kallsyms: %m; kernel stacks are left out of the profile");
+		return;
+	}
+	err = kallsyms_scan(c, find_text_base, &base);
+	if (err)
+		lp_warn("kallsyms: %s; kernel stacks are left out of the profile", strerror(-err));
+	else if (!base)
+		lp_warn("kallsyms: kernel addresses are hidden (kernel.kptr_restrict, needs "
+			"CAP_SYSLOG); kernel stacks are left out of the profile");
+	c->ktext = err ? 0 : base;
+}
+
+/* One record's worth of kernel symbols being gathered (send_ksyms). */
+struct ksym_send {
+	struct coll *c;
+	struct ksym_chunk *ch;
+	uint32_t seq, total;
+};
+
+static int ksym_send_one(void *ctx, const struct lps_ksym *k)
+{
+	struct ksym_send *ks = ctx;
+	/* relative to _text; modules lie above it, anything below wraps */
+	struct lps_ksym rel = {k->addr - ks->c->ktext, k->name, k->module};
+
+	ksym_chunk_add(ks->ch, &rel);
+	ks->total++;
+	if (ks->ch->n == KSYMS_PER_RECORD)
+		ksym_chunk_send(ks->c, ks->ch, ks->seq++, false);
+	return 0;
+}
+
+/*
+ * The kernel symbol snapshot, KSYMS_PER_RECORD text symbols per record,
+ * their addresses relative to the kernel's text base. Without that base
+ * (open_kallsyms) the snapshot is empty: absolute addresses never leave.
+ */
+static void send_ksyms(struct coll *c)
+{
+	struct ksym_send ks = {c, calloc(1, sizeof(*ks.ch)), 0, 0};
+	int err = 0;
+
+	if (!ks.ch) {
+		lp_warn("kallsyms: %s; the kernel symbol snapshot is empty", strerror(ENOMEM));
+		return;
+	}
+	if (c->ktext)
+		err = kallsyms_scan(c, ksym_send_one, &ks);
+	if (err)
+		lp_warn("kallsyms: reading it again: %s; the snapshot is incomplete",
+			strerror(-err));
+	/* the last chunk (possibly empty) completes the snapshot */
+	ksym_chunk_send(c, ks.ch, ks.seq++, true);
+	free(ks.ch);
+	lp_debug("kallsyms: %u text symbols in %u records", ks.total, ks.seq);
 }
 
 static int open_perf_event(uint32_t cpu, uint32_t freq)
@@ -1589,6 +1670,7 @@ int coll_run(const struct coll_opts *o)
 			goto err_out;
 		}
 	}
+	open_kallsyms(&c);
 	send_meta(&c);
 	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)

@@ -267,7 +267,15 @@ static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nl
 		l->address = f->addr;
 		l->kernel = f->kind == SYMB_F_KERNEL;
 		if (f->kind == SYMB_F_KERNEL) {
+			/*
+			 * relative to the kernel's text base (state.c): the
+			 * mapping's start stands for the base; an address
+			 * below the base (none on x86-64) shows as the start
+			 */
 			l->mapping = b->kernel_mapping;
+			l->address = f->addr <= UINT64_MAX - KERNEL_MAPPING_START
+					     ? KERNEL_MAPPING_START + f->addr
+					     : KERNEL_MAPPING_START;
 		} else if (user_frame_ok(f)) {
 			l->mapping = s->objs[f->obj].mapping;
 			l->address = b->mappings[l->mapping].start + f->addr;
@@ -725,9 +733,9 @@ static void print_other_losses(const struct symb_state *s, int fd)
 	const struct lps_loss *l = &c->loss;
 
 	if (!(l->bpf_stack_errors || c->bad_records || c->unknown_records || l->maps_errors ||
-	      l->bad_consumer_pos || l->bpf_task_lost || c->bad_mappings || c->bad_offsets ||
-	      c->over_limit_mappings || c->over_limit_samples || c->over_limit_ksyms ||
-	      c->over_limit_frames || c->unknown_kinds))
+	      l->bad_consumer_pos || l->bpf_task_lost || l->kstacks_hidden || c->bad_mappings ||
+	      c->bad_offsets || c->over_limit_mappings || c->over_limit_samples ||
+	      c->over_limit_ksyms || c->over_limit_frames || c->unknown_kinds))
 		return;
 	dprintf(fd,
 		"  other losses    %" PRIu64 " stack errors, %" PRIu64
@@ -736,6 +744,7 @@ static void print_other_losses(const struct symb_state *s, int fd)
 		" invalid ring positions",
 		l->bpf_stack_errors, c->bad_records, c->unknown_records, l->maps_errors,
 		l->bpf_task_lost, l->bad_consumer_pos);
+	print_extra(fd, l->kstacks_hidden, "kernel stacks left out (kernel addresses hidden)");
 	print_extra(fd, c->bad_mappings, "overlapping mappings");
 	print_extra(fd, c->bad_offsets, "frames at impossible file offsets");
 	print_extra(fd, c->over_limit_mappings, "mappings over limits");

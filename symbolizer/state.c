@@ -401,6 +401,31 @@ static int ksyms_reserve(struct symb_state *s, const struct lps_ksyms *rec)
 	return 0;
 }
 
+/*
+ * An older collector's snapshot, complete, with absolute addresses: made
+ * relative to its _text like a newer collector's, so that no absolute kernel
+ * address reaches an output. Without _text there is no base: the snapshot
+ * is dropped and kernel frames have no address.
+ */
+static void ksyms_relative(struct symb_state *s)
+{
+	uint32_t i;
+
+	s->kbase_known = false;
+	for (i = 0; i < s->nksyms; i++)
+		if (!strcmp(s->ksym_names + s->ksyms[i].name, "_text"))
+			break;
+	if (i == s->nksyms) {
+		s->nksyms = 0;
+		s->ksym_names_len = 0;
+		return;
+	}
+	s->kbase = s->ksyms[i].addr;
+	s->kbase_known = true;
+	for (i = 0; i < s->nksyms; i++)
+		s->ksyms[i].addr -= s->kbase;
+}
+
 static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 {
 	struct lps_ksym k;
@@ -418,8 +443,8 @@ static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 		/* a name is within one record (<= 1 MiB): no overflow */
 		size_t need = s->ksym_names_len + k.name.len + 1;
 
-		if (!k.addr)
-			continue; /* hidden by kptr_restrict */
+		if (!k.addr && !s->kernel_relative)
+			continue; /* an older collector's: hidden by kptr_restrict */
 		if (s->nksyms >= SYMB_MAX_KSYMS || need > SYMB_MAX_KSYM_BYTES) {
 			s->n.over_limit_ksyms++;
 			continue;
@@ -433,6 +458,8 @@ static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
 		s->ksym_names_len = need;
 		s->nksyms++;
 	}
+	if (r == 0 && rec->last && !s->kernel_relative)
+		ksyms_relative(s);
 	return r < 0 ? r : 0;
 }
 
@@ -888,7 +915,9 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	for (uint32_t i = 0; i < smp->nkstack; i++) {
 		uint64_t a = lps_frame(smp->kstack, i);
 
-		f[n++] = (struct symb_frame){SYMB_F_KERNEL, 0, i ? a - 1 : a};
+		if (!s->kernel_relative)
+			a = s->kbase_known ? a - s->kbase : 0;
+		f[n++] = (struct symb_frame){SYMB_F_KERNEL, 0, i && a ? a - 1 : a};
 	}
 	if (smp->ip && !smp->nustack)
 		n += unwind_user(s, p, smp, &f[n], &unmapped, &bad_offsets);
@@ -935,6 +964,26 @@ static void copy_str(char *dst, size_t cap, struct lps_str src)
 	dst[n] = '\0';
 }
 
+/*
+ * What the meta says about kernel addresses (relative to _text since 1.4)
+ * and the collector's fallbacks. A new meta (a restarted symbolizer, a
+ * second snapshot) starts over.
+ */
+static void feed_meta_kernel(struct symb_state *s, const struct lps_meta *m)
+{
+	struct lps_str f;
+
+	s->kernel_relative = m->kernel_base.len > 0;
+	s->kbase_known = false;
+	s->kbase = 0;
+	s->nfallbacks = 0;
+	for (uint32_t i = 0; i < m->nfallbacks && i < LPS_MAX_FALLBACKS; i++) {
+		if (lps_meta_fallback(m, i, &f))
+			break;
+		copy_str(s->fallbacks[s->nfallbacks++], LPS_MAX_FALLBACK_NAME + 1, f);
+	}
+}
+
 int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 {
 	struct lps_record r;
@@ -978,6 +1027,7 @@ int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 		s->offcpu_meta.rate = r.meta.off_cpu_rate;
 		s->offcpu_meta.min_ns = r.meta.off_cpu_min_ns;
 		s->offcpu_meta.period_ns = r.meta.off_cpu_period_ns;
+		feed_meta_kernel(s, &r.meta);
 		break;
 	case LPS_SAMPLE:
 		err = feed_sample(s, &r.sample);

@@ -235,6 +235,19 @@ struct symb_state {
 	char kernel_release[256];
 	char end_reason[32];
 	uint64_t bpf_mem_bytes; /* 0: not reported */
+	/*
+	 * Kernel addresses are kept relative to the kernel's text base, never
+	 * absolute: streams since 1.4 carry them so (kernel_relative); in an
+	 * older stream the base is _text's address in its symbol snapshot
+	 * (kbase, once kbase_known), and without it kernel frames have no
+	 * address at all.
+	 */
+	bool kernel_relative;
+	bool kbase_known;
+	uint64_t kbase;
+	/* the collector's fallbacks (meta, since 1.4), NUL-terminated */
+	char fallbacks[LPS_MAX_FALLBACKS][LPS_MAX_FALLBACK_NAME + 1];
+	uint32_t nfallbacks;
 	/* off-CPU settings of the collector (meta, since 1.2) */
 	struct {
 		bool on;

@@ -404,7 +404,22 @@ static int dec_meta(struct cur *c, uint32_t n, struct lps_meta *m)
 	if (m->off_cpu_mode.len > LPS_MAX_MODE || m->off_cpu_rate < 0 || m->off_cpu_rate > 1 ||
 	    m->stack_bytes > LPS_MAX_STACK_COPY)
 		return -EBADMSG;
-	return skip_rest(c, 23, n);
+	if (n < 25) /* 1.2 / 1.3 */
+		return skip_rest(c, 23, n);
+	TRY(rd_str(c, &m->kernel_base));
+	TRY(rd_array(c, &m->nfallbacks));
+	if (m->kernel_base.len > LPS_MAX_KERNEL_BASE || m->nfallbacks > LPS_MAX_FALLBACKS)
+		return -EBADMSG;
+	m->fallbacks_raw = c->p;
+	for (uint32_t i = 0; i < m->nfallbacks; i++) {
+		struct lps_str f;
+
+		TRY(rd_str(c, &f));
+		if (f.len > LPS_MAX_FALLBACK_NAME)
+			return -EBADMSG;
+	}
+	m->fallbacks_raw_len = (uint32_t)(c->p - m->fallbacks_raw);
+	return skip_rest(c, 25, n);
 }
 
 static int dec_stack(struct cur *c, const uint8_t **stack, uint32_t *n)
@@ -605,7 +620,12 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 		return skip_rest(c, 14, n);
 	TRY(rd_uint(c, &l->capture_dropped));
 	TRY(rd_uint(c, &l->capture_dropped_bytes));
-	return skip_rest(c, 16, n);
+	if (n < 19) /* 1.3 */
+		return skip_rest(c, 16, n);
+	TRY(rd_uint(c, &l->kstacks_hidden));
+	TRY(rd_uint(c, &l->ustack_bounded));
+	TRY(rd_uint(c, &l->ustack_fp_fallback));
+	return skip_rest(c, 19, n);
 }
 
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)
@@ -703,5 +723,16 @@ int lps_meta_pid(const struct lps_meta *m, uint32_t idx, uint32_t *pid)
 		return -EBADMSG;
 	for (uint32_t i = 0; i <= idx; i++)
 		TRY(rd_u32(&c, pid));
+	return 0;
+}
+
+int lps_meta_fallback(const struct lps_meta *m, uint32_t idx, struct lps_str *name)
+{
+	struct cur c = {m->fallbacks_raw, m->fallbacks_raw + m->fallbacks_raw_len};
+
+	if (idx >= m->nfallbacks)
+		return -EBADMSG;
+	for (uint32_t i = 0; i <= idx; i++)
+		TRY(rd_str(&c, name));
 	return 0;
 }

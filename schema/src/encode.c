@@ -93,10 +93,11 @@ static void pk_bin(msgpack_packer *pk, const uint8_t *p, uint32_t n)
 		msgpack_pack_bin_body(pk, p, n);
 }
 
-void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids)
+void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids,
+		  const struct lps_str *fallbacks)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 23);
+	msgpack_pack_array(&pk, 25);
 	msgpack_pack_uint32(&pk, LPS_META);
 	msgpack_pack_uint32(&pk, LPS_VERSION_MAJOR);
 	msgpack_pack_uint32(&pk, LPS_VERSION_MINOR);
@@ -126,6 +127,11 @@ void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *p
 	msgpack_pack_uint64(&pk, m->off_cpu_min_ns);
 	msgpack_pack_uint64(&pk, m->off_cpu_period_ns);
 	msgpack_pack_uint64(&pk, m->bpf_mem_bytes);
+	/* since 1.4 */
+	pk_str(&pk, &m->kernel_base);
+	msgpack_pack_array(&pk, m->nfallbacks);
+	for (uint32_t i = 0; i < m->nfallbacks; i++)
+		pk_str(&pk, &fallbacks[i]);
 }
 
 void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
@@ -223,7 +229,7 @@ void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k)
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 16);
+	msgpack_pack_array(&pk, 19);
 	msgpack_pack_uint32(&pk, LPS_LOSS);
 	msgpack_pack_uint64(&pk, l->time_ns);
 	msgpack_pack_uint64(&pk, l->bpf_samples);
@@ -242,6 +248,10 @@ void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 	/* since 1.3 */
 	msgpack_pack_uint64(&pk, l->capture_dropped);
 	msgpack_pack_uint64(&pk, l->capture_dropped_bytes);
+	/* since 1.4 */
+	msgpack_pack_uint64(&pk, l->kstacks_hidden);
+	msgpack_pack_uint64(&pk, l->ustack_bounded);
+	msgpack_pack_uint64(&pk, l->ustack_fp_fallback);
 }
 
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x)

@@ -32,7 +32,7 @@
 #include <string.h>
 
 #define LPS_VERSION_MAJOR 1
-#define LPS_VERSION_MINOR 3
+#define LPS_VERSION_MINOR 4
 
 #define LPS_MAX_FRAMES	   127 /* kernel and user frame-pointer stacks */
 #define LPS_COMM_LEN	   16
@@ -47,6 +47,9 @@
 #define LPS_SAMPLE_RECORD_MAX(copy_bytes) (128u + 2u * LPS_MAX_FRAMES * 8u + (copy_bytes))
 #define LPS_MAX_MODE			  16 /* meta off_cpu_mode */
 #define LPS_MAX_BUILD_ID		  64 /* mapping build_id bytes */
+#define LPS_MAX_KERNEL_BASE		  32 /* meta kernel_base */
+#define LPS_MAX_FALLBACKS		  16 /* meta fallbacks: entries */
+#define LPS_MAX_FALLBACK_NAME		  32 /* meta fallbacks: bytes of one */
 
 enum lps_type {
 	LPS_META = 1,	/* run metadata; first record of every stream */
@@ -101,6 +104,19 @@ struct lps_meta {
 	uint64_t off_cpu_period_ns;  /* time mode: a block of d ns is sampled with
 				      * probability min(1, d / period) */
 	uint64_t bpf_mem_bytes;	     /* memory of the BPF maps (and programs) loaded */
+	/*
+	 * since 1.4 (empty in older streams): the kernel symbol every kernel
+	 * address in the stream is relative to ("_text"); empty: they are
+	 * absolute (older collectors)
+	 */
+	struct lps_str kernel_base;
+	/*
+	 * since 1.4: what the collector did instead where the kernel lacked a
+	 * feature, as short names ("no-find-vma"); read with lps_meta_fallback
+	 */
+	uint32_t nfallbacks;
+	const uint8_t *fallbacks_raw;
+	uint32_t fallbacks_raw_len;
 };
 
 struct lps_sample {
@@ -198,6 +214,14 @@ struct lps_loss {
 	uint64_t capture_dropped; /* records the capture writer could not write
 				   * (its buffers full or the disk failing) */
 	uint64_t capture_dropped_bytes;
+	/* since 1.4 (0 in older streams): */
+	uint64_t kstacks_hidden;     /* samples sent without their kernel stack: the
+					 * kernel's text base was not known */
+	uint64_t ustack_bounded;     /* stack copies cut at the top known without
+					 * the stack's mapping (start_stack, the
+					 * thread pointer) */
+	uint64_t ustack_fp_fallback; /* samples with no known stack top: the
+				      * frame-pointer walk instead of a copy */
 };
 
 struct lps_end {
@@ -234,6 +258,8 @@ int lps_maps_next(struct lps_maps *m, struct lps_mapping *out);
 int lps_ksyms_next(struct lps_ksyms *k, struct lps_ksym *out);
 /* i-th pid of the meta pid filter (i < npids); -EBADMSG if malformed. */
 int lps_meta_pid(const struct lps_meta *m, uint32_t i, uint32_t *pid);
+/* i-th fallback name of the meta (i < nfallbacks); -EBADMSG if malformed. */
+int lps_meta_fallback(const struct lps_meta *m, uint32_t i, struct lps_str *name);
 
 static inline uint64_t lps_frame(const uint8_t *stack, uint32_t i)
 {
@@ -262,7 +288,9 @@ void lps_enc_reset(struct lps_enc *e);
 void lps_enc_free(struct lps_enc *e); /* dynamic buffers only; NULL-safe */
 long lps_enc_len(const struct lps_enc *e);
 
-void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids);
+/* fallbacks: m->nfallbacks names (m->fallbacks_raw is not read) */
+void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *pids,
+		  const struct lps_str *fallbacks);
 void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s);
 /* maps: begin with the entry count, then exactly count entries */
 void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, bool append,

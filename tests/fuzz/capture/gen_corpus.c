@@ -143,7 +143,7 @@ static void make_meta_maps(struct lps_enc *e)
 			     .producer = S("lowprof-collector 0.1.0"),
 			     .stack_bytes = 16384};
 
-	lps_enc_meta(e, &m, pids);
+	lps_enc_meta(e, &m, pids, NULL);
 	keep(e, LPS_META);
 	lps_enc_maps_begin(e, 123456800000ull, 4242, false, 3);
 	for (int i = 0; i < 3; i++)

@@ -90,7 +90,7 @@ static void gen_meta(struct lps_enc *e)
 			     .npids = 4,
 			     .producer = S("lowprof-collector 0.1.0")};
 
-	lps_enc_meta(e, &m, pids);
+	lps_enc_meta(e, &m, pids, NULL);
 	emit(e, "meta_pids", LPS_META);
 
 	/* 1.2: off-CPU settings and the BPF memory in use */
@@ -102,7 +102,7 @@ static void gen_meta(struct lps_enc *e)
 	m.off_cpu_min_ns = 0;
 	m.off_cpu_period_ns = 10000000;
 	m.bpf_mem_bytes = 9u << 20;
-	lps_enc_meta(e, &m, pids);
+	lps_enc_meta(e, &m, pids, NULL);
 	emit(e, "meta_offcpu", LPS_META);
 }
 

@@ -197,7 +197,7 @@ static void test_meta_round_trip(void **state)
 	uint32_t pid;
 
 	lps_enc_init_dynamic(&e);
-	lps_enc_meta(&e, &m, pids);
+	lps_enc_meta(&e, &m, pids, NULL);
 	assert_true(lps_enc_len(&e) > 0);
 	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
 	assert_int_equal(r.type, LPS_META);
@@ -223,7 +223,7 @@ static void test_meta_round_trip(void **state)
 	m.off_cpu_period_ns = 10000000;
 	m.bpf_mem_bytes = 123456789;
 	lps_enc_reset(&e);
-	lps_enc_meta(&e, &m, pids);
+	lps_enc_meta(&e, &m, pids, NULL);
 	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
 	assert_int_equal(r.meta.stack_bytes, 16384);
 	assert_true(r.meta.off_cpu);
@@ -234,15 +234,48 @@ static void test_meta_round_trip(void **state)
 	assert_true(r.meta.bpf_mem_bytes == 123456789);
 	assert_int_equal(lps_meta_pid(&r.meta, 1, &pid), 0);
 	assert_int_equal(pid, 70000);
+	assert_int_equal(r.meta.kernel_base.len, 0);
+	assert_int_equal(r.meta.nfallbacks, 0);
+
+	/* 1.4: the kernel base and the fallbacks */
+	{
+		const struct lps_str fb[2] = {S("no-find-vma"), S("no-task-btf")};
+		struct lps_str got;
+
+		m.kernel_base = S("_text");
+		m.nfallbacks = 2;
+		lps_enc_reset(&e);
+		lps_enc_meta(&e, &m, pids, fb);
+		assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+		assert_true(str_eq(r.meta.kernel_base, "_text"));
+		assert_int_equal(r.meta.nfallbacks, 2);
+		assert_int_equal(lps_meta_fallback(&r.meta, 1, &got), 0);
+		assert_true(str_eq(got, "no-task-btf"));
+		assert_int_equal(lps_meta_fallback(&r.meta, 0, &got), 0);
+		assert_true(str_eq(got, "no-find-vma"));
+		assert_int_equal(lps_meta_fallback(&r.meta, 2, &got), -EBADMSG);
+		assert_true(r.meta.bpf_mem_bytes == 123456789);
+		/* a fallback name over LPS_MAX_FALLBACK_NAME is malformed */
+		{
+			const struct lps_str big[1] = {S("0123456789abcdef0123456789abcdef!")};
+
+			m.nfallbacks = 1;
+			lps_enc_reset(&e);
+			lps_enc_meta(&e, &m, pids, big);
+			assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+		}
+		m.kernel_base = (struct lps_str){0};
+		m.nfallbacks = 0;
+	}
 
 	/* a rate outside [0, 1] or not a number is malformed */
 	m.off_cpu_rate = 1.5;
 	lps_enc_reset(&e);
-	lps_enc_meta(&e, &m, pids);
+	lps_enc_meta(&e, &m, pids, NULL);
 	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
 	m.off_cpu_rate = __builtin_nan("");
 	lps_enc_reset(&e);
-	lps_enc_meta(&e, &m, pids);
+	lps_enc_meta(&e, &m, pids, NULL);
 	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
 	lps_enc_free(&e);
 }
@@ -262,12 +295,14 @@ static void test_meta_1_1(void **state)
 	struct lps_enc e;
 
 	lps_enc_init_dynamic(&e);
-	lps_enc_meta(&e, &m, NULL);
+	lps_enc_meta(&e, &m, NULL, NULL);
 	assert_int_equal(e.buf[0], 0xdc);
-	assert_int_equal(e.buf[2], 23);
-	assert_int_equal(e.buf[e.len - 16], 0xc0); /* the reserved nil */
+	assert_int_equal(e.buf[2], 25);
+	/* the 1.4 fields, empty: "" and [] */
+	assert_true(e.buf[e.len - 2] == 0xa0 && e.buf[e.len - 1] == 0x90);
+	assert_int_equal(e.buf[e.len - 18], 0xc0); /* the reserved nil */
 	e.buf[2] = 16;
-	assert_int_equal(lps_decode(e.buf, e.len - 15, &r), 0);
+	assert_int_equal(lps_decode(e.buf, e.len - 17, &r), 0);
 	assert_true(str_eq(r.meta.producer, "old 0.1"));
 	assert_int_equal(r.meta.stack_bytes, 0);
 	assert_false(r.meta.off_cpu);
@@ -472,6 +507,19 @@ static void test_maps_versions(void **state)
 	lps_enc_free(&e);
 }
 
+/*
+ * A 1.4 loss record whose 1.4 counters are zero, turned into the 1.3 one an
+ * older collector wrote: 16 fields, the three zeros (a byte each) dropped.
+ */
+static void loss_as_1_3(struct lps_enc *e)
+{
+	assert_int_equal(e->buf[0], 0xdc);
+	assert_int_equal(e->buf[2], 19);
+	assert_true(e->buf[e->len - 1] == 0 && e->buf[e->len - 2] == 0 && e->buf[e->len - 3] == 0);
+	e->buf[2] = 16;
+	e->len -= 3;
+}
+
 static void test_small_records(void **state)
 {
 	struct lps_loss l = {1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -505,6 +553,24 @@ static void test_small_records(void **state)
 	assert_true(r.loss.capture_dropped == 70000 &&
 		    r.loss.capture_dropped_bytes == 5000000000ull);
 	assert_true(r.loss.off_cpu_lost == 4 && r.loss.bpf_task_lost == 9);
+	assert_true(r.loss.kstacks_hidden == 0 && r.loss.ustack_bounded == 0 &&
+		    r.loss.ustack_fp_fallback == 0);
+	/* 1.4 kernel stack and stack copy fallbacks */
+	l.kstacks_hidden = 11;
+	l.ustack_bounded = 1ull << 40;
+	l.ustack_fp_fallback = 13;
+	lps_enc_reset(&e);
+	lps_enc_loss(&e, &l);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.loss.kstacks_hidden == 11 && r.loss.ustack_bounded == 1ull << 40 &&
+		    r.loss.ustack_fp_fallback == 13 && r.loss.capture_dropped == 70000);
+	/* a 1.3 one reads them as 0 */
+	l.kstacks_hidden = l.ustack_bounded = l.ustack_fp_fallback = 0;
+	lps_enc_reset(&e);
+	lps_enc_loss(&e, &l);
+	loss_as_1_3(&e);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.loss.capture_dropped_bytes == 5000000000ull && r.loss.kstacks_hidden == 0);
 	/* a 1.2 loss record: 14 fields (capture_* uint32 + uint64: 5 + 9 bytes) */
 	assert_int_equal(buf[0], 0xdc);
 	assert_int_equal(buf[2], 16);
@@ -527,6 +593,7 @@ static void test_small_records(void **state)
 	l.capture_dropped = l.capture_dropped_bytes = 0;
 	lps_enc_reset(&e);
 	lps_enc_loss(&e, &l);
+	loss_as_1_3(&e);
 	assert_int_equal(buf[0], 0xdc);
 	buf[2] = 10;
 	assert_int_equal(lps_decode(buf, e.len - 6, &r), 0);

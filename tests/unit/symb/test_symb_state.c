@@ -116,6 +116,19 @@ static void feed_sample(struct symb_state *s, struct lps_enc *e, uint32_t pid, c
 	feed_kind(s, e, LPS_KIND_CPU, 10000000, pid, comm, k, nk, u, nu);
 }
 
+/* A 1.4 meta: kernel addresses relative to _text. */
+static void feed_meta_relative(struct symb_state *s, struct lps_enc *e)
+{
+	struct lps_meta m = {.hostname = S("h"),
+			     .clock = S("CLOCK_MONOTONIC"),
+			     .producer = S("test"),
+			     .kernel_base = S("_text")};
+
+	lps_enc_meta(e, &m, NULL, NULL);
+	feed(s, e);
+	assert_true(s->kernel_relative);
+}
+
 static char *folded_of(const struct symb_profile *p)
 {
 	int fd = memfd_create("folded", 0);
@@ -232,12 +245,16 @@ static void test_stream_to_profile(void **state)
 	find_self();
 	symb_state_init(&s);
 	lps_enc_init_dynamic(&e);
-	lps_enc_meta(&e, &meta, NULL);
+	lps_enc_meta(&e, &meta, NULL, NULL);
 	feed(&s, &e);
-	lps_enc_ksyms_begin(&e, 0, true, 2);
+	/* an older collector's (1.3) snapshot: absolute addresses, made relative to _text */
+	lps_enc_ksyms_begin(&e, 0, true, 3);
+	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000000ull, S("_text"), S("")});
 	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000100ull, S("do_syscall_64"), S("")});
 	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000200ull, S("entry_SYSCALL_64"), S("")});
 	feed(&s, &e);
+	assert_false(s.kernel_relative);
+	assert_true(s.kbase_known && s.kbase == 0xffffffff81000000ull);
 	lps_enc_maps_begin(&e, 900, 100, false, 1);
 	lps_enc_mapping(&e, &self_text);
 	feed(&s, &e);
@@ -629,7 +646,7 @@ static void assert_sanitized(const char *in, const char *want)
 /* Names from the stream or from ELF files cannot drive the terminal. */
 static void test_summary_sanitized(void **state)
 {
-	uint64_t k[1] = {0xffffffff81000010ull};
+	uint64_t k[1] = {0x10};
 	char long_in[400], long_want[SYMB_NAME_PRINT_MAX + 4], *out;
 	struct lps_loss loss = {.time_ns = 5, .bad_consumer_pos = 3};
 	struct symb_state s;
@@ -668,9 +685,9 @@ static void test_summary_sanitized(void **state)
 
 	symb_state_init(&s);
 	lps_enc_init_dynamic(&e);
+	feed_meta_relative(&s, &e);
 	lps_enc_ksyms_begin(&e, 0, true, 1);
-	lps_enc_ksym(
-		&e, &(struct lps_ksym){0xffffffff81000000ull, S("\x1b[2Jevil\x1b]0;x\x07"), S("")});
+	lps_enc_ksym(&e, &(struct lps_ksym){0, S("\x1b[2Jevil\x1b]0;x\x07"), S("")});
 	feed(&s, &e);
 	lps_enc_loss(&e, &loss);
 	feed(&s, &e);
@@ -695,8 +712,7 @@ static void feed_offcpu_stream(struct symb_state *s, struct lps_enc *e)
 	uint64_t caller = (uint64_t)(uintptr_t)&symb_test_caller + 6;
 	uint64_t u[2] = {leaf, caller};
 	/* blocked in a futex: the scheduler's frames first, leaf first */
-	uint64_t k[4] = {0xffffffff81000110ull, 0xffffffff81000210ull, 0xffffffff81000310ull,
-			 0xffffffff81000410ull};
+	uint64_t k[4] = {0x110, 0x210, 0x310, 0x410}; /* relative to _text (1.4) */
 	struct lps_meta meta = {.hostname = S("testhost"),
 				.kernel_release = S("6.1"),
 				.clock = S("CLOCK_MONOTONIC"),
@@ -708,20 +724,21 @@ static void feed_offcpu_stream(struct symb_state *s, struct lps_enc *e)
 				.off_cpu_mode = S("time"),
 				.off_cpu_min_ns = 10000,
 				.off_cpu_period_ns = 1000000,
-				.bpf_mem_bytes = 5u << 20};
+				.bpf_mem_bytes = 5u << 20,
+				.kernel_base = S("_text")};
 	struct lps_loss loss = {.time_ns = 5,
 				.off_cpu_switches = 1000,
 				.off_cpu_sampled = 40,
 				.off_cpu_short = 900,
 				.off_cpu_lost = 2};
 
-	lps_enc_meta(e, &meta, NULL);
+	lps_enc_meta(e, &meta, NULL, NULL);
 	feed(s, e);
 	lps_enc_ksyms_begin(e, 0, true, 4);
-	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000100ull, S("__schedule"), S("")});
-	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000200ull, S("schedule"), S("")});
-	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000300ull, S("futex_wait_queue"), S("")});
-	lps_enc_ksym(e, &(struct lps_ksym){0xffffffff81000400ull, S("do_syscall_64"), S("")});
+	lps_enc_ksym(e, &(struct lps_ksym){0x100, S("__schedule"), S("")});
+	lps_enc_ksym(e, &(struct lps_ksym){0x200, S("schedule"), S("")});
+	lps_enc_ksym(e, &(struct lps_ksym){0x300, S("futex_wait_queue"), S("")});
+	lps_enc_ksym(e, &(struct lps_ksym){0x400, S("do_syscall_64"), S("")});
 	feed(s, e);
 	feed_maps(s, e, 100, false, &self_text, 1);
 
@@ -933,6 +950,7 @@ static void test_ksyms_unsorted_tail(void **state)
 	for (int order = 0; order < 2; order++) {
 		symb_state_init(&s);
 		lps_enc_init_dynamic(&e);
+		feed_meta_relative(&s, &e);
 		lps_enc_ksyms_begin(&e, 0, true, sizeof(in) / sizeof(in[0]));
 		for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 			/* order 1: the tail first, so that the unsorted part is the whole table */
@@ -1035,6 +1053,70 @@ static void test_unwind_follows_maps(void **state)
 	symb_state_free(&s);
 }
 
+/*
+ * No absolute kernel address reaches a profile: a 1.4 stream's addresses are
+ * relative to _text already; an older stream's are made so with its _text;
+ * an older stream without _text keeps no kernel address at all.
+ */
+static void test_kernel_addresses_relative(void **state)
+{
+	const uint64_t base = 0xffffffff9a200000ull; /* a KASLR base */
+	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 2};
+
+	for (int mode = 0; mode < 3; mode++) {
+		/* 0: 1.4 relative; 1: 1.3 absolute with _text; 2: 1.3 without */
+		uint64_t off = mode ? base : 0, k[2] = {off + 0x150, off + 0x210};
+		struct lps_meta meta = {.hostname = S("h"),
+					.clock = S("CLOCK_MONOTONIC"),
+					.producer = S("test"),
+					.kernel_base = mode ? (struct lps_str){0} : S("_text")};
+		const struct symb_profile *p;
+		struct symb_built *b;
+		struct symb_state s;
+		struct lps_enc e;
+		uint32_t nk = 0;
+		char *folded;
+
+		symb_state_init(&s);
+		lps_enc_init_dynamic(&e);
+		lps_enc_meta(&e, &meta, NULL, NULL);
+		feed(&s, &e);
+		lps_enc_ksyms_begin(&e, 0, true, mode == 2 ? 2 : 3);
+		if (mode != 2)
+			lps_enc_ksym(&e, &(struct lps_ksym){off, S("_text"), S("")});
+		lps_enc_ksym(&e, &(struct lps_ksym){off + 0x100, S("do_syscall_64"), S("")});
+		lps_enc_ksym(&e, &(struct lps_ksym){off + 0x200, S("entry_SYSCALL_64"), S("")});
+		feed(&s, &e);
+		feed_maps(&s, &e, 100, false, &self_text, 1);
+		feed_sample(&s, &e, 100, "app", k, 2, u, 1);
+		b = symb_build(&s, SYMB_KIND_CPU);
+		assert_non_null(b);
+		p = symb_built_profile(b);
+		for (uint32_t i = 0; i < p->nlocations; i++) {
+			const struct symb_location *l = &p->locations[i];
+
+			if (!l->kernel)
+				continue;
+			nk++;
+			/* the kernel mapping's start stands for _text */
+			assert_true(l->address - p->mappings[l->mapping].start < 0x1000);
+			assert_true(l->address < base || l->address - base >= (1ull << 32));
+		}
+		assert_int_equal(nk, mode == 2 ? 1 : 2);
+		folded = folded_of(p);
+		if (mode == 2)
+			assert_non_null(
+				strstr(folded, "app;symb_test_leaf;[unknown]_[k];[unknown]_[k] 1"));
+		else
+			assert_non_null(strstr(folded, "app;symb_test_leaf;entry_SYSCALL_64_[k];"
+						       "do_syscall_64_[k] 1"));
+		free(folded);
+		symb_built_free(b);
+		lps_enc_free(&e);
+		symb_state_free(&s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1051,6 +1133,7 @@ int main(void)
 		cmocka_unit_test(test_offcpu_ignored),
 		cmocka_unit_test(test_ksyms_unsorted_tail),
 		cmocka_unit_test(test_unwind_follows_maps),
+		cmocka_unit_test(test_kernel_addresses_relative),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
