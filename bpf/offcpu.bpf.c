@@ -46,6 +46,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define TASK_DEAD    0x0080 /* include/linux/sched.h, stable since 2.6 */
 
 /* Set through the skeleton's rodata before load (and shared.bpf.h's). */
+/* sched_switch has its prev_state argument (Linux >= 5.18) */
+const volatile bool have_switch_state = true;
 const volatile __u32 mode = LP_OFFCPU_EVENT;
 const volatile __u64 rate_threshold = LP_OFFCPU_ALWAYS; /* event: rate * 2^32 */
 const volatile __u64 min_ns = 0;
@@ -63,6 +65,36 @@ struct {
 	__type(key, int);
 	__type(value, struct lp_offcpu_task);
 } tasks SEC(".maps");
+
+/*
+ * The same by thread id where the kernel has no task storage for tracing
+ * programs (Linux < 5.11; not created elsewhere): least recently used
+ * threads give way, the collector sizes it (LP_OFFCPU_TASKS_FALLBACK). A
+ * thread's last switch-out (TASK_DEAD) clears its entry, so a new thread
+ * with a reused id starts clean.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lp_offcpu_task);
+} tasks_h SEC(".maps");
+
+/* t's switch-out state (tid: t's thread id), created when create; or NULL */
+static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, __u32 tid,
+							 bool create)
+{
+	struct lp_offcpu_task *ts, zero = {};
+
+	if (have_task_storage)
+		return bpf_task_storage_get(&tasks, t, 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	ts = bpf_map_lookup_elem(&tasks_h, &tid);
+	if (ts || !create)
+		return ts;
+	bpf_map_update_elem(&tasks_h, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&tasks_h, &tid);
+}
 
 /*
  * Sampled blocks waiting for their task's syscall exit, by tid. An entry
@@ -107,14 +139,16 @@ struct {
  * sys_exit raw_tp context when the task is returning from the syscall it
  * may have blocked in (the user stack can then be read), NULL otherwise.
  */
-static __always_inline void emit_pending(void *ctx, struct task_struct *task,
+static __always_inline void emit_pending(void *ctx, struct task_struct *task, __u64 pid_tgid,
 					 struct lp_offcpu_task *ts, struct lp_offcpu_counts *cnt,
 					 __u32 cpu)
 {
 	struct lp_offcpu_pending *p;
 	struct lp_offcpu_scratch *sc;
 	struct lp_ev_offcpu *e;
-	__u32 tid = task->pid, nk, nu = 0, copied = 0, size;
+	struct lp_stack_top t = {};
+	__u32 tid = (__u32)pid_tgid, nk, nu = 0, copied = 0, size;
+	int top_kind = LP_TOP_NONE;
 	bool same = false;
 
 	ts->pending = 0;
@@ -130,7 +164,7 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task,
 	e->hdr.type = LP_EV_OFFCPU;
 	e->hdr.cpu = p->cpu;
 	e->hdr.time_ns = p->time_ns;
-	e->hdr.pid = task->tgid;
+	e->hdr.pid = pid_tgid >> 32;
 	e->hdr.tid = tid;
 	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
 	e->weight_ns = p->weight_ns;
@@ -150,12 +184,17 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task,
 		same = lp_user_regs(task, &ur) == 0 && ur.rip == p->ip && ur.rsp == p->sp;
 	}
 	bpf_map_delete_elem(&pending, &tid);
-	if (same && stack_bytes) {
-		struct lp_stack_vma *v = lp_stack_bounds(task, e->sp);
-
+	if (same && stack_bytes)
+		top_kind = lp_stack_top(task, e->sp, &t);
+	if (same && top_kind != LP_TOP_NONE) {
+		/* see lp_stack_top: where nothing is known, the FP walk below */
+		if (top_kind == LP_TOP_KNOWN && have_find_vma && have_task_storage)
+			cnt->ustack_bounded++;
 		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
-					    lp_stack_limit(v, e->sp, stack_bytes), v);
+					    lp_stack_limit(&t, e->sp, stack_bytes), t.v);
 	} else if (same) {
+		if (stack_bytes)
+			cnt->ustack_fp++;
 		long n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
 
 		if (n < 0)
@@ -211,14 +250,15 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	cnt = bpf_map_lookup_elem(&counts, &cpu);
 	if (!cnt)
 		return;
-	ts = bpf_task_storage_get(&tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ts = task_state(prev, prev->pid, true);
 	if (!ts) {
 		cnt->storage_errors++;
 		return;
 	}
-	/* blocking again before any syscall exit: the last block goes out now */
+	/* blocking again before any syscall exit: the last block goes out now (prev is current) */
 	if (ts->pending)
-		emit_pending(NULL, prev, ts, cnt, cpu);
+		emit_pending(NULL, prev, ((__u64)prev->tgid << 32) | (__u32)prev->pid, ts, cnt,
+			     cpu);
 	cnt->switches++;
 	ts->t_out = (prev_state & TASK_DEAD) ? 0 : now;
 }
@@ -234,7 +274,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 	__u32 tid;
 	long n;
 
-	ts = bpf_task_storage_get(&tasks, next, 0, 0);
+	ts = task_state(next, next->pid, false);
 	if (!ts || !ts->t_out)
 		return;
 	d = now - ts->t_out;
@@ -278,14 +318,33 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 	ts->pending = 1;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/*
+ * prev's state at the switch: sched_switch's fourth argument since Linux
+ * 5.18 (commit fa2c3254d7cf); before it, read from prev, which a wakeup
+ * racing the switch may already have made TASK_RUNNING (that block is then
+ * missed, never invented). The argument is read only where it exists: the
+ * branch on have_switch_state is decided at load time.
+ */
+static __always_inline unsigned int switch_state(__u64 *ctx, struct task_struct *prev)
 {
+	struct task_struct___o *old = (void *)prev;
+
+	if (have_switch_state)
+		return (unsigned int)ctx[3];
+	if (bpf_core_field_exists(prev->__state))
+		return BPF_CORE_READ(prev, __state);
+	return (unsigned int)BPF_CORE_READ(old, state);
+}
+
+SEC("tp_btf/sched_switch")
+int offcpu_switch(__u64 *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx[1];
+	struct task_struct *next = (struct task_struct *)ctx[2];
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 
-	switch_out(prev, preempt, prev_state, now, cpu);
+	switch_out(prev, (bool)ctx[0], switch_state(ctx, prev), now, cpu);
 	switch_in(next, now, cpu);
 	return 0;
 }
@@ -293,18 +352,19 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
 SEC("raw_tp/sys_exit")
 int offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = lp_current_task();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_task *ts;
 	__u32 cpu;
 
-	ts = bpf_task_storage_get(&tasks, task, 0, 0);
+	ts = task_state(task, (__u32)pid_tgid, false);
 	if (!ts || !ts->pending)
 		return 0;
 	cpu = bpf_get_smp_processor_id();
 	cnt = bpf_map_lookup_elem(&counts, &cpu);
 	if (!cnt)
 		return 0;
-	emit_pending(ctx, task, ts, cnt, cpu);
+	emit_pending(ctx, task, pid_tgid, ts, cnt, cpu);
 	return 0;
 }

@@ -60,6 +60,10 @@ static __always_inline void fill_sample_hdr(struct lp_ev_hdr *h, struct task_str
 					    __u64 pid_tgid)
 {
 	fill_hdr(h, LP_EV_SAMPLE, pid_tgid);
+	if (!have_task_btf) {
+		bpf_get_current_comm(h->comm, sizeof(h->comm));
+		return;
+	}
 	*(__u64 *)&h->comm[0] = *(__u64 *)&task->comm[0];
 	*(__u64 *)&h->comm[8] = *(__u64 *)&task->comm[8];
 }
@@ -110,23 +114,24 @@ static __always_inline __u32 ring_room(__u64 len)
 }
 
 /*
- * The common sample: it interrupted user mode, its stack's top is known
- * (v) and the copy up to it reads in one piece, straight into a record
- * reserved in the ring. That saves building the record in the scratch and
- * copying it again (~0.35 us per sample at 99 Hz). Returns whether the
- * record was emitted; if not (no room in the ring for a record of that
- * size, or a page of the range faulted, which v->faulted then notes), the
- * caller builds it in the scratch.
+ * The common sample: it interrupted user mode, its stack's mapping is known
+ * (t->v) and the copy up to its top reads in one piece, straight into a
+ * record reserved in the ring. That saves building the record in the
+ * scratch and copying it again (~0.35 us per sample at 99 Hz). Returns
+ * whether the record was emitted; if not (no room in the ring for a record
+ * of that size, or a page of the range faulted, which v->faulted then
+ * notes), the caller builds it in the scratch.
  */
 static __always_inline bool sample_in_ring(struct bpf_perf_event_data *ctx,
 					   struct task_struct *task, __u64 pid_tgid,
-					   struct lp_stack_vma *v, __u64 sp)
+					   const struct lp_stack_top *t, __u64 sp)
 {
-	__u64 len = lp_stack_limit(v, sp, stack_bytes);
+	struct lp_stack_vma *v = t->v;
+	__u64 len = lp_stack_limit(t, sp, stack_bytes);
 	__u32 room = ring_room(len);
 	struct lp_ev_sample *r;
 
-	if (!room || len > room)
+	if (!v || !room || len > room)
 		return false;
 	r = bpf_ringbuf_reserve(&events, LP_EV_SAMPLE_FIXED_SIZE + room, 0);
 	if (!r)
@@ -148,18 +153,64 @@ static __always_inline bool sample_in_ring(struct bpf_perf_event_data *ctx,
 	return true;
 }
 
+/*
+ * The user stack of sample e from its sp: a copy up to the stack's top
+ * (lp_stack_top), where a top is known, else the kernel's frame-pointer
+ * walk (also with --stack-bytes 0). top_kind: lp_stack_top's, when the
+ * caller looked already (LP_TOP_UNSET otherwise: looked up here). Sets
+ * e->nustack and e->stack_len after nk kernel frames.
+ */
+static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct task_struct *task,
+				       struct lp_ev_sample *e, __u32 nk, int top_kind,
+				       struct lp_stack_top *t)
+{
+	__u32 nu = 0, copied = 0;
+	long n;
+
+	if (stack_bytes && top_kind == LP_TOP_UNSET)
+		top_kind = lp_stack_top(task, e->sp, t);
+	if (stack_bytes && top_kind != LP_TOP_NONE) {
+		/*
+		 * The symbolizer unwinds from the copy (CFI, or frame
+		 * pointers found in it), so the kernel's frame-pointer walk
+		 * would only repeat part of that work here.
+		 */
+		if (top_kind == LP_TOP_KNOWN && have_find_vma && have_task_storage)
+			__sync_fetch_and_add(&stats.ustack_bounded, 1);
+		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
+					    lp_stack_limit(t, e->sp, stack_bytes), t->v);
+	} else {
+		if (stack_bytes)
+			__sync_fetch_and_add(&stats.ustack_fp, 1);
+		n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
+		if (n < 0)
+			__sync_fetch_and_add(&stats.ustack_errors, 1);
+		else
+			nu = (__u32)n / 8;
+		if (nu > LP_BPF_MAX_FRAMES)
+			nu = LP_BPF_MAX_FRAMES;
+	}
+	e->nustack = nu;
+	e->stack_len = copied;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 pid_tgid = ((__u64)task->tgid << 32) | (__u32)task->pid;
-	struct lp_stack_vma *v = NULL;
+	struct task_struct *task = lp_current_task();
+	struct lp_stack_top t = {};
 	struct lp_ev_scratch *sc;
 	struct lp_ev_sample *e;
-	__u32 cpu = bpf_get_smp_processor_id(), nk = 0, nu = 0, copied = 0, size;
+	__u32 cpu = bpf_get_smp_processor_id(), nk = 0, size;
 	bool user = (ctx->regs.cs & 3) == 3;
+	int top_kind = LP_TOP_UNSET;
+	__u64 pid_tgid;
 	long n;
 
+	if (have_task_btf)
+		pid_tgid = ((__u64)task->tgid << 32) | (__u32)task->pid;
+	else
+		pid_tgid = bpf_get_current_pid_tgid();
 	if ((__u32)pid_tgid == 0) {
 		/* the idle task: counted, not emitted */
 		__sync_fetch_and_add(&stats.idle, 1);
@@ -170,8 +221,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	if (user && stack_bytes && ctx->regs.rsp) {
-		v = lp_stack_bounds(task, ctx->regs.rsp);
-		if (v && !v->faulted && sample_in_ring(ctx, task, pid_tgid, v, ctx->regs.rsp))
+		top_kind = lp_stack_top(task, ctx->regs.rsp, &t);
+		if (top_kind == LP_TOP_MAPPED && !t.v->faulted &&
+		    sample_in_ring(ctx, task, pid_tgid, &t, ctx->regs.rsp))
 			return 0;
 	}
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
@@ -181,6 +233,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	fill_sample_hdr(&e->hdr, task, pid_tgid);
 	e->period_ns = ctx->sample_period;
 	e->ip = e->sp = e->bp = 0;
+	e->nustack = 0;
 	e->stack_len = 0;
 
 	/*
@@ -215,33 +268,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			}
 		}
 	}
-	if (e->sp) {
-		if (stack_bytes) {
-			/*
-			 * The symbolizer unwinds from the copy (CFI, or frame
-			 * pointers found in it), so the kernel's frame-pointer
-			 * walk would only repeat part of that work here.
-			 */
-			if (!user)
-				v = lp_stack_bounds(task, e->sp);
-			copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
-						    lp_stack_limit(v, e->sp, stack_bytes), v);
-		} else {
-			n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8,
-					  BPF_F_USER_STACK);
-			if (n < 0)
-				__sync_fetch_and_add(&stats.ustack_errors, 1);
-			else
-				nu = (__u32)n / 8;
-			if (nu > LP_BPF_MAX_FRAMES)
-				nu = LP_BPF_MAX_FRAMES;
-		}
-	}
 	e->nkstack = nk;
-	e->nustack = nu;
-	e->stack_len = copied;
+	if (e->sp)
+		user_stack(ctx, task, e, nk, top_kind, &t);
 
-	size = LP_EV_SAMPLE_FIXED_SIZE + (nk + nu) * 8 + copied;
+	size = LP_EV_SAMPLE_FIXED_SIZE + (nk + e->nustack) * 8 + e->stack_len;
 	if (size > sizeof(*sc))
 		return 0; /* cannot happen; bounds the size for the verifier */
 	if (bpf_ringbuf_output(&events, e, size, lp_rb_flags()))
@@ -272,7 +303,8 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
 	/* a new image, a new stack: its bounds are looked up again */
-	bpf_task_storage_delete(&stack_vmas, p);
+	if (have_task_storage)
+		bpf_task_storage_delete(&stack_vmas, p);
 	return emit_task(LP_EV_EXEC, p);
 }
 
@@ -280,7 +312,8 @@ int BPF_PROG(on_exec, struct task_struct *p)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (lp_wanted(child->tgid))
+	/* not loaded without task storage (collector/kfeatures.c) */
+	if (have_task_storage && lp_wanted(child->tgid))
 		lp_thread_stack(parent, child);
 	return 0;
 }

@@ -15,6 +15,17 @@ const volatile bool filter_pids = false;
 const volatile __u32 stack_bytes = 0;
 
 /*
+ * What the running kernel has, probed by the collector at load time
+ * (collector/kfeatures.c). Each false takes a fallback; the branches on them
+ * are decided by the verifier from these read-only values, so code for a
+ * helper or map the kernel lacks is never verified, and is dropped.
+ */
+const volatile bool have_task_btf = true;     /* bpf_get_current_task_btf: 5.11 */
+const volatile bool have_task_storage = true; /* task storage in tracing programs: 5.11 */
+const volatile bool have_task_pt_regs = true; /* bpf_task_pt_regs: 5.15 */
+const volatile bool have_find_vma = true;     /* bpf_find_vma: 5.17 */
+
+/*
  * Ring fill (bytes) from which a record wakes the collector: half the ring,
  * set by the collector. Below it records go in without a wakeup and the
  * collector drains on its own, slow interval; 0: never wake it.
@@ -57,16 +68,48 @@ static __always_inline bool lp_wanted(__u32 tgid)
 }
 
 /*
+ * The current task: a BTF pointer whose fields the programs read directly
+ * where the kernel has bpf_get_current_task_btf; otherwise a plain address,
+ * read only with BPF_CORE_READ (bpf_probe_read_kernel).
+ */
+static __always_inline struct task_struct *lp_current_task(void)
+{
+	if (have_task_btf)
+		return bpf_get_current_task_btf();
+	return (struct task_struct *)bpf_get_current_task();
+}
+
+/*
+ * x86-64's kernel stack size (THREAD_SIZE, 16 KiB; 32 KiB with KASAN, where
+ * the check below fails and the registers are unknown) and the selectors of
+ * 64-bit user mode (__USER_CS, __USER_DS): without bpf_task_pt_regs the
+ * user registers are read where task_pt_regs() finds them, at the top of the
+ * kernel stack (no padding above them on x86-64), and believed only when
+ * their selectors are user mode's.
+ */
+#define LP_THREAD_SIZE (16 * 1024)
+#define LP_USER_CS     0x33
+#define LP_USER_DS     0x2b
+
+/*
  * The user-mode registers of task: saved at the top of its kernel stack,
  * whether it was interrupted in user or kernel mode. 0 or < 0.
  */
 static __always_inline int lp_user_regs(struct task_struct *task, struct pt_regs *ur)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct pt_regs *regs;
+	void *stack;
 
-	if (!regs)
+	if (have_task_pt_regs) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		if (!regs)
+			return -1;
+		return bpf_probe_read_kernel(ur, sizeof(*ur), regs);
+	}
+	stack = BPF_CORE_READ(task, stack);
+	if (!stack || bpf_probe_read_kernel(ur, sizeof(*ur), stack + LP_THREAD_SIZE - sizeof(*ur)))
 		return -1;
-	return bpf_probe_read_kernel(ur, sizeof(*ur), regs);
+	return ur->cs == LP_USER_CS && ur->ss == LP_USER_DS ? 0 : -1;
 }
 
 #endif /* LOWPROF_BPF_SHARED_BPF_H */

@@ -39,18 +39,21 @@ struct {
 } stack_vmas SEC(".maps");
 
 /*
- * The bounds of the stack sp is on, or NULL when they are not known. Their
- * top is what lp_stack_limit cuts a copy at: nothing above it is a frame,
- * and a thread's frames usually take far less than the limit, so most
- * samples copy, and carry through both rings, a few KiB rather than the
- * whole limit. The top is, by the first that applies:
+ * Where a copy of the stack from sp upward must end: nothing above it is a
+ * frame, and a thread's frames usually take far less than the limit, so
+ * most samples copy, and carry through both rings, a few KiB rather than
+ * the whole limit. More to the point, above it lie what must never leave
+ * the process: on the main thread's stack argv, the environment and the
+ * aux vector (AT_RANDOM, the source of the stack and pointer guards); on a
+ * thread's stack its thread descriptor (the guards themselves).
+ *
+ * The top is, by the first that applies:
  * - for a thread started while the programs ran, its first stack pointer
  *   (on_fork): below it are its frames, above it glibc's thread descriptor
  *   and TLS;
  * - on the main thread's stack, the process's start_stack (where argc is):
  *   above it are only argv, the environment and the aux vector, which the
- *   unwinder never reads and which should not travel (environments hold
- *   secrets);
+ *   unwinder never reads;
  * - on a thread's stack whose mapping also holds its thread pointer (fs
  *   base: glibc and musl put the thread descriptor and TLS at the top of
  *   the thread's stack mapping, x86-64 TLS variant II), the thread pointer;
@@ -58,48 +61,96 @@ struct {
  * The first two get LP_STACK_TOP_SLACK bytes more, so a CFA a word above
  * the top is still inside the copy. The thread pointer gets none: the
  * frames end below the static TLS under it, and above it is the thread
- * descriptor, whose stack and pointer guards should not travel.
+ * descriptor.
  *
- * bpf_find_vma runs once per thread and stack: in the sampling interrupt it
- * can only trylock the mmap lock and must release it through an irq_work (a
- * self-interrupt, ~8 us here), so the bounds are kept in task storage and
- * looked up again only when sp leaves them (a thread switching stacks).
- * A stack keeps its top for the thread's life: it grows down only. The
- * bounds are not known when the lookup fails (mmap lock busy) or storage is
- * short.
+ * The mapping comes from bpf_find_vma, once per thread and stack: in the
+ * sampling interrupt it can only trylock the mmap lock and must release it
+ * through an irq_work (a self-interrupt, ~8 us here), so the bounds are
+ * kept in task storage and looked up again only when sp leaves them (a
+ * thread switching stacks). A stack keeps its top for the thread's life:
+ * it grows down only.
+ *
+ * Fail closed: when the mapping is not known (the lookup failed because the
+ * mmap lock or the irq_work was busy, common in processes that mmap and
+ * munmap a lot; storage is short; or the kernel has no bpf_find_vma or
+ * task storage), the copy is cut at what is known without it, the nearest
+ * above sp of start_stack (+ slack) and the thread pointer, which keeps
+ * both of the above out: a glibc thread's stack ends at its thread pointer,
+ * the main thread's at start_stack, and any other stack (a coroutine's, a
+ * signal stack) lies below start_stack, its copy stopping there at the
+ * latest and at the first unreadable page (a thread stack's guard page)
+ * before. When neither is above sp, nothing is copied: the kernel's
+ * frame-pointer walk stands in (lp_stack_top returns LP_TOP_NONE).
  */
 #define LP_STACK_TOP_SLACK 64
 
-static __always_inline struct lp_stack_vma *lp_stack_bounds(struct task_struct *task, __u64 sp)
-{
-	struct lp_stack_vma *v, found = {};
-	__u64 ss, fs;
+enum lp_top_kind {
+	LP_TOP_UNSET = -1, /* not looked up yet */
+	LP_TOP_NONE = 0,   /* no top known: no copy */
+	LP_TOP_MAPPED = 1, /* from the stack's mapping or the thread's start (v) */
+	LP_TOP_KNOWN = 2,  /* start_stack or the thread pointer, mapping unknown */
+};
 
-	v = bpf_task_storage_get(&stack_vmas, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!v)
-		return NULL;
-	if (sp < v->start || sp >= v->end) {
-		if (bpf_find_vma(task, sp, lp_vma_bounds, &found, 0) || found.end <= sp)
-			return NULL;
-		ss = BPF_CORE_READ(task, mm, start_stack);
-		if (ss >= sp && ss + LP_STACK_TOP_SLACK < found.end)
-			found.end = ss + LP_STACK_TOP_SLACK;
-		fs = BPF_CORE_READ(task, thread.fsbase);
-		if (fs > sp && fs < found.end)
-			found.end = fs;
-		v->start = found.start;
-		v->end = found.end;
-		v->faulted = 0;
-	}
-	return v;
+struct lp_stack_top {
+	__u64 top;		/* the copy ends below it */
+	struct lp_stack_vma *v; /* the thread's bounds in task storage, or NULL */
+};
+
+/* the nearest above sp of start_stack (+ slack) and the thread pointer; 0: none */
+static __always_inline __u64 lp_known_top(struct task_struct *task, __u64 sp)
+{
+	__u64 ss = BPF_CORE_READ(task, mm, start_stack);
+	__u64 fs = BPF_CORE_READ(task, thread.fsbase);
+	__u64 top = 0;
+
+	if (ss >= sp)
+		top = ss + LP_STACK_TOP_SLACK;
+	if (fs > sp && (!top || fs < top))
+		top = fs;
+	return top;
 }
 
-/* limit cut to the top of the stack bounds v (lp_stack_bounds, may be NULL) */
-static __always_inline __u64 lp_stack_limit(const struct lp_stack_vma *v, __u64 sp, __u64 limit)
+/*
+ * The top of the stack sp is on (see above), in t; the kind of top found.
+ * task is current, and a BTF pointer when have_task_storage.
+ */
+static __always_inline int lp_stack_top(struct task_struct *task, __u64 sp, struct lp_stack_top *t)
 {
-	if (v && v->end - sp < limit)
-		return v->end - sp;
-	return limit;
+	struct lp_stack_vma *v, found = {};
+	__u64 known;
+
+	t->v = NULL;
+	t->top = 0;
+	if (have_task_storage) {
+		v = bpf_task_storage_get(&stack_vmas, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (v && sp >= v->start && sp < v->end) {
+			t->v = v;
+			t->top = v->end;
+			return LP_TOP_MAPPED;
+		}
+		if (v && have_find_vma && !bpf_find_vma(task, sp, lp_vma_bounds, &found, 0) &&
+		    found.end > sp) {
+			known = lp_known_top(task, sp);
+			if (known && known < found.end)
+				found.end = known;
+			v->start = found.start;
+			v->end = found.end;
+			v->faulted = 0;
+			t->v = v;
+			t->top = found.end;
+			return LP_TOP_MAPPED;
+		}
+	}
+	t->top = lp_known_top(task, sp);
+	return t->top ? LP_TOP_KNOWN : LP_TOP_NONE;
+}
+
+/* limit cut to the top t (lp_stack_top) */
+static __always_inline __u64 lp_stack_limit(const struct lp_stack_top *t, __u64 sp, __u64 limit)
+{
+	if (t->top > sp && t->top - sp < limit)
+		return t->top - sp;
+	return t->top > sp ? limit : 0;
 }
 
 /*
@@ -172,8 +223,8 @@ __noinline __u32 lp_copy_pages(struct lp_copy_area *dst, __u64 off, __u64 sp, __
 
 /*
  * Copies up to limit (<= LP_BPF_MAX_STACK_COPY) bytes of the current task's
- * user stack from sp upward to dst + off; v is the stack's bounds
- * (lp_stack_bounds, may be NULL). Returns the bytes copied. dst has room for
+ * user stack from sp upward to dst + off; v is the stack's bounds in task
+ * storage (lp_stack_top, may be NULL). Returns the bytes copied. dst has room for
  * LP_EV_FRAMES_BYTES + LP_BPF_MAX_STACK_COPY + two pages; off <=
  * LP_EV_FRAMES_BYTES.
  *
@@ -183,7 +234,7 @@ __noinline __u32 lp_copy_pages(struct lp_copy_area *dst, __u64 off, __u64 sp, __
  * 99 Hz). A read fails as a whole, and zeroes all of its destination, when
  * a page in it faults; the copy then goes page by page (lp_copy_pages).
  * Where that happened last time (v->faulted: say, a thread running on a
- * stack of its own below its first one), or where the top is not known,
+ * stack of its own below its first one), or where the mapping is not known,
  * the copy goes page by page at once.
  */
 static __always_inline __u32 lp_copy_user_stack(__u8 *dst, __u32 off, __u64 sp, __u64 limit,

@@ -35,6 +35,8 @@ struct thread_struct {
 };
 
 struct task_struct {
+	unsigned int __state; /* Linux >= 5.14; "state" before (task_struct___o) */
+	void *stack;	      /* the kernel stack: user registers at its top */
 	unsigned int flags;
 	pid_t pid;
 	pid_t tgid;
@@ -42,6 +44,11 @@ struct task_struct {
 	struct task_struct *group_leader;
 	char comm[16];
 	struct thread_struct thread;
+};
+
+/* Linux < 5.14 (commit 2f064a59a11f, "sched: Change task_struct::state") */
+struct task_struct___o {
+	long state;
 };
 
 struct linux_binprm;

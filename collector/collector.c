@@ -30,8 +30,11 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 
+#include <sys/capability.h>
+
 #include "btf.h"
 #include "capture.h"
+#include "kfeatures.h"
 #include "collector.h"
 #include "collector_int.h"
 #include "lowprof/cpus.h"
@@ -61,8 +64,9 @@
 struct coll {
 	const struct coll_opts *o;
 	struct profile_bpf *skel;
-	struct offcpu_bpf *off; /* --off-cpu only */
-	struct coll_btf btf;	/* the kernel BTF libbpf relocates against */
+	struct offcpu_bpf *off;	   /* --off-cpu only */
+	struct coll_btf btf;	   /* the kernel BTF libbpf relocates against */
+	struct coll_features feat; /* what the kernel has (kfeatures.h) */
 	struct ring_buffer *rb;
 	int wake_fd; /* epoll, edge-triggered on the BPF ring: the programs' wakeups */
 	int *pfds;
@@ -115,6 +119,8 @@ struct coll {
 };
 
 static volatile sig_atomic_t stop_signal;
+/* libbpf_print has no context argument: the current load's (struct coll) */
+static bool quiet_libbpf;
 static volatile sig_atomic_t resend_signal; /* SIGUSR1: a new symbolizer reads the ring */
 
 static void on_signal(int sig)
@@ -247,6 +253,10 @@ static void send_loss(struct coll *c)
 		.capture_dropped = cs.dropped_records,
 		.capture_dropped_bytes = cs.dropped_bytes,
 		.kstacks_hidden = c->kstacks_hidden,
+		.ustack_bounded =
+			__atomic_load_n(&bs->ustack_bounded, __ATOMIC_RELAXED) + oc.ustack_bounded,
+		.ustack_fp_fallback =
+			__atomic_load_n(&bs->ustack_fp, __ATOMIC_RELAXED) + oc.ustack_fp,
 	};
 	lps_enc_reset(&c->dyn);
 	lps_enc_loss(&c->dyn, &l);
@@ -487,6 +497,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 	/* libbpf's debug output (every relocation) only when asked for */
 	if (level == LIBBPF_DEBUG && !getenv("LOWPROF_LIBBPF_DEBUG"))
+		return 0;
+	/* a load that has a fallback: its verifier log is noise unless -v */
+	if (quiet_libbpf && lp_log_level() < LP_LOG_DEBUG)
 		return 0;
 	if (level == LIBBPF_INFO && lp_log_level() < LP_LOG_DEBUG)
 		return 0;
@@ -1010,6 +1023,14 @@ static void send_ksyms(struct coll *c)
 	lp_debug("kallsyms: %u text symbols in %u records", ks.total, ks.seq);
 }
 
+/* uname -r, for messages */
+static const char *kernel_release(void)
+{
+	static struct utsname u;
+
+	return uname(&u) ? "unknown" : u.release;
+}
+
 static int open_perf_event(uint32_t cpu, uint32_t freq)
 {
 	struct perf_event_attr attr = {
@@ -1022,6 +1043,18 @@ static int open_perf_event(uint32_t cpu, uint32_t freq)
 
 	return (int)syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
+
+/*
+ * The feature flags both objects' programs branch on (shared.bpf.h); rodata
+ * is either skeleton's .rodata, which declare them alike.
+ */
+#define set_features(c, rodata)                                                                    \
+	do {                                                                                       \
+		(rodata)->have_task_btf = (c)->feat.have[COLL_F_TASK_BTF];                         \
+		(rodata)->have_task_storage = (c)->feat.have[COLL_F_TASK_STORAGE];                 \
+		(rodata)->have_task_pt_regs = (c)->feat.have[COLL_F_TASK_PT_REGS];                 \
+		(rodata)->have_find_vma = (c)->feat.have[COLL_F_FIND_VMA];                         \
+	} while (0)
 
 /* Opens and loads the skeleton, with BTF-enabled or raw exec/exit tracepoints. */
 static int load_skel(struct coll *c, bool raw)
@@ -1038,6 +1071,7 @@ static int load_skel(struct coll *c, bool raw)
 	}
 	c->skel->rodata->filter_pids = o->npids > 0;
 	c->skel->rodata->stack_bytes = o->stack_bytes;
+	set_features(c, c->skel->rodata);
 	c->bpf_ring_bytes =
 		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
 	c->skel->rodata->wake_bytes = c->bpf_ring_bytes / 2;
@@ -1047,7 +1081,10 @@ static int load_skel(struct coll *c, bool raw)
 	bpf_map__set_max_entries(c->skel->maps.pids, o->npids ? (uint32_t)o->npids : 1);
 	bpf_program__set_autoload(c->skel->progs.on_exec, !raw);
 	bpf_program__set_autoload(c->skel->progs.on_exit, !raw);
-	bpf_program__set_autoload(c->skel->progs.on_fork, !raw);
+	/* new threads' first stack pointers go to task storage */
+	bpf_program__set_autoload(c->skel->progs.on_fork,
+				  !raw && c->feat.have[COLL_F_TASK_STORAGE]);
+	bpf_map__set_autocreate(c->skel->maps.stack_vmas, c->feat.have[COLL_F_TASK_STORAGE]);
 	bpf_program__set_autoload(c->skel->progs.on_exec_raw, raw);
 	bpf_program__set_autoload(c->skel->progs.on_exit_raw, raw);
 	if ((err = coll_btf__prepare(&c->btf, c->skel->obj)))
@@ -1078,6 +1115,8 @@ static int load_offcpu_with(struct coll *c)
 	off->rodata->filter_pids = o->npids > 0;
 	off->rodata->stack_bytes = o->stack_bytes;
 	off->rodata->wake_bytes = c->bpf_ring_bytes / 2;
+	set_features(c, off->rodata);
+	off->rodata->have_switch_state = c->feat.have[COLL_F_SWITCH_STATE];
 	off->rodata->mode = o->off_cpu_mode == COLL_OFFCPU_TIME ? LP_OFFCPU_TIME : LP_OFFCPU_EVENT;
 	/* rate * 2^32, the comparison bpf_get_prandom_u32() < threshold */
 	off->rodata->rate_threshold = o->off_cpu_rate >= 1
@@ -1089,28 +1128,49 @@ static int load_offcpu_with(struct coll *c)
 	bpf_map__set_max_entries(off->maps.scratch, max_id);
 	bpf_map__set_max_entries(off->maps.counts, max_id);
 	bpf_map__set_max_entries(off->maps.pending, coll_offcpu_pending_size((uint32_t)c->ncpus));
+	/* switch-out times: task storage, or a hash by thread id without it */
+	bpf_map__set_autocreate(off->maps.tasks, c->feat.have[COLL_F_TASK_STORAGE]);
+	bpf_map__set_autocreate(off->maps.tasks_h, !c->feat.have[COLL_F_TASK_STORAGE]);
+	bpf_map__set_max_entries(off->maps.tasks_h, COLL_OFFCPU_TASKS_FALLBACK);
 	if ((err = bpf_map__reuse_fd(off->maps.events, bpf_map__fd(c->skel->maps.events))) ||
 	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(c->skel->maps.pids))) ||
-	    (err = bpf_map__reuse_fd(off->maps.stack_vmas,
-				     bpf_map__fd(c->skel->maps.stack_vmas)))) {
+	    (c->feat.have[COLL_F_TASK_STORAGE] &&
+	     (err = bpf_map__reuse_fd(off->maps.stack_vmas,
+				      bpf_map__fd(c->skel->maps.stack_vmas))))) {
 		lp_err("bpf: sharing the ring, pid filter and stack bounds with the off-CPU "
 		       "programs: %s",
 		       strerror(-err));
 		return err;
 	}
-	if ((err = coll_btf__prepare(&c->btf, off->obj)) || (err = offcpu_bpf__load(off)))
-		/* with the minimal BTF, load_offcpu tries again with the full one */
-		lp_log(coll_btf__path(&c->btf) ? LP_LOG_DEBUG : LP_LOG_ERROR,
-		       "bpf: loading the off-CPU programs: %s%s", strerror(-err),
-		       err == -EINVAL
-			       ? " (needs tp_btf, task storage and kernel BTF: Linux >= 5.15)"
-			       : "");
-	return err;
+	if (!c->feat.have[COLL_F_TASK_STORAGE])
+		bpf_map__set_autocreate(off->maps.stack_vmas, false);
+	err = coll_btf__prepare(&c->btf, off->obj);
+	return err ? err : offcpu_bpf__load(off);
 }
 
+/*
+ * Whether this process may load BPF programs at all (CAP_BPF and
+ * CAP_PERFMON, or CAP_SYS_ADMIN, effective): with them, EPERM or EACCES
+ * from a load is the verifier refusing a program, not a missing privilege.
+ */
+static bool can_load_bpf(void)
+{
+	cap_flag_value_t bpf = CAP_CLEAR, perfmon = CAP_CLEAR, admin = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (!caps)
+		return false;
+	cap_get_flag(caps, CAP_BPF, CAP_EFFECTIVE, &bpf);
+	cap_get_flag(caps, CAP_PERFMON, CAP_EFFECTIVE, &perfmon);
+	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &admin);
+	cap_free(caps);
+	return (bpf == CAP_SET && perfmon == CAP_SET) || admin == CAP_SET;
+}
+
+/* A load failed for want of privileges (not a kernel that refuses the program). */
 static bool perm_error(int err)
 {
-	return err == -EPERM || err == -EACCES || err == -ENOSYS;
+	return err == -ENOSYS || ((err == -EPERM || err == -EACCES) && !can_load_bpf());
 }
 
 /*
@@ -1129,15 +1189,38 @@ static bool retry_full_btf(struct coll *c, int err, const char *what)
 	return true;
 }
 
+/*
+ * The off-CPU programs, with sched_switch's prev_state argument first: a
+ * kernel before 5.18 refuses the program that reads it (the verifier
+ * checks the argument's index against the tracepoint's BTF), and the next
+ * attempt reads the state from the task instead (no-switch-state). The
+ * minimal BTF gets its own retry, with the full one.
+ */
 static int load_offcpu(struct coll *c)
 {
-	int err = load_offcpu_with(c);
+	int err;
 
+	quiet_libbpf = c->feat.have[COLL_F_SWITCH_STATE];
+	err = load_offcpu_with(c);
 	if (retry_full_btf(c, err, "off-CPU programs")) {
 		offcpu_bpf__destroy(c->off);
 		c->off = NULL;
 		err = load_offcpu_with(c);
 	}
+	quiet_libbpf = false;
+	if (err && !perm_error(err) && c->feat.have[COLL_F_SWITCH_STATE]) {
+		lp_debug("bpf: the off-CPU programs with sched_switch's prev_state were refused "
+			 "(%s); reading the state from the task",
+			 strerror(-err));
+		offcpu_bpf__destroy(c->off);
+		c->off = NULL;
+		coll_features__lack(&c->feat, COLL_F_SWITCH_STATE);
+		err = load_offcpu_with(c);
+	}
+	if (err)
+		lp_err("bpf: loading the off-CPU programs: %s%s", strerror(-err),
+		       perm_error(err) ? " (needs CAP_BPF and CAP_PERFMON, or root)"
+				       : " (the kernel refused them: the verifier's log is above)");
 	return err;
 }
 
@@ -1216,6 +1299,19 @@ static int load_bpf(struct coll *c)
 	const struct coll_opts *o = c->o;
 	int err;
 
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		lp_err("bpf: this kernel has no BTF (/sys/kernel/btf/vmlinux: %m): lowprof needs "
+		       "a kernel built with CONFIG_DEBUG_INFO_BTF=y (the default of Debian 11 and "
+		       "later, Ubuntu 20.10 and later, RHEL 8.2 and later, Amazon Linux 2 5.10 and "
+		       "2023); install such a kernel or enable the option and rebuild");
+		return -ENOENT;
+	}
+	err = coll_features__probe(&c->feat);
+	if (err)
+		return err;
+	coll_features__log(&c->feat);
+	if (!c->feat.have[COLL_F_PROCMAP_QUERY])
+		coll_procs_no_build_ids();
 	coll_btf__init(&c->btf, o->full_btf);
 	/*
 	 * tp_btf first; where the kernel refuses BTF-enabled tracepoints (but
@@ -1234,10 +1330,15 @@ static int load_bpf(struct coll *c)
 		err = load_skel(c, true);
 	}
 	if (err) {
-		if (err == -EPERM || err == -EACCES)
+		if (perm_error(err) && err != -ENOSYS)
 			lp_err("bpf: loading the BPF programs: %s (needs CAP_BPF and "
 			       "CAP_PERFMON, or root)",
 			       strerror(-err));
+		else if (err == -EPERM || err == -EACCES)
+			lp_err("bpf: loading the BPF programs: %s: the kernel's verifier refused "
+			       "them (its log is above; please report it with the kernel "
+			       "version, %s)",
+			       strerror(-err), kernel_release());
 		else if (err == -ENOSYS)
 			lp_err("bpf: the kernel has no BPF support (bpf() returned ENOSYS)");
 		else
@@ -1246,6 +1347,7 @@ static int load_bpf(struct coll *c)
 	}
 	if (o->off_cpu && (err = load_offcpu(c)))
 		return err;
+	c->nfallbacks = coll_features__fallbacks(&c->feat, c->fallbacks);
 	c->bpf_mem_bytes = bpf_mem(c);
 	lp_debug("bpf: %llu bytes of BPF memory (maps and programs); peak RSS after loading %lu "
 		 "KiB",

@@ -35,6 +35,12 @@ bool coll_proc_covers(const struct coll_proc *p, uint64_t ip);
 int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
 
+/*
+ * Mappings go out without build-ids from now on: the kernel has no
+ * PROCMAP_QUERY (kfeatures.h), said once.
+ */
+void coll_procs_no_build_ids(void);
+
 /* Capabilities: caps.c */
 int coll_drop_caps(void);
 
@@ -63,6 +69,14 @@ int coll_files_serve(int sock, uid_t owner, int max, struct coll_files_stats *st
  * Bursts above it are lost and counted (off_cpu_lost), never silently.
  */
 #define COLL_OFFCPU_RECORDS_PER_CPU_S 1000
+
+/*
+ * Threads whose off-CPU switch-out time is kept on a kernel without task
+ * storage for tracing programs (Linux < 5.11; offcpu.bpf.c tasks_h): an LRU
+ * hash of ~80 bytes an entry, ~1.3 MiB. A host with more threads blocking
+ * at once than this loses the least recently switched ones' blocks.
+ */
+#define COLL_OFFCPU_TASKS_FALLBACK 16384
 
 /*
  * The BPF ring's budget. The programs wake the collector when the ring is

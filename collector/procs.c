@@ -146,6 +146,11 @@ bool coll_proc_covers(const struct coll_proc *p, uint64_t ip)
  */
 static bool procmap_query_missing;
 
+void coll_procs_no_build_ids(void)
+{
+	procmap_query_missing = true;
+}
+
 /* Open-addressing table (dev, inode) -> index of the mapping that holds the
  * file's answer, sized for count entries at load factor 1/2. */
 struct file_ids {

@@ -755,6 +755,31 @@ static void print_other_losses(const struct symb_state *s, int fd)
 	dprintf(fd, "\n");
 }
 
+/*
+ * What the collector did where the kernel lacked a feature (meta fallbacks),
+ * once each, and how many stack copies took the fail-closed bounds.
+ */
+static void print_fallbacks(const struct symb_state *s, int fd)
+{
+	const struct lps_loss *l = &s->n.loss;
+	char name[LPS_MAX_FALLBACK_NAME + 4];
+
+	for (uint32_t i = 0; i < s->nfallbacks; i++) {
+		const char *text = lps_fallback_text(
+			(struct lps_str){s->fallbacks[i], (uint32_t)strlen(s->fallbacks[i])});
+
+		dprintf(fd, "  fallback        %s\n",
+			text ? text : symb_sanitize_name(name, sizeof(name), s->fallbacks[i]));
+	}
+	if (l->ustack_bounded || l->ustack_fp_fallback)
+		dprintf(fd,
+			"  stack copies    %" PRIu64
+			" cut at start_stack or the thread pointer (the "
+			"stack's mapping could not be looked up), %" PRIu64
+			" frame-pointer walks instead (no top known)\n",
+			l->ustack_bounded, l->ustack_fp_fallback);
+}
+
 /* How user stacks were unwound, and why walks ended before the outermost frame. */
 static void print_unwinding(const struct symb_state *s, int fd)
 {
@@ -1040,6 +1065,7 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu
 		", shared ring full %" PRIu64 ")\n",
 		l->bpf_ringbuf_full + l->shm_dropped, l->bpf_ringbuf_full, l->shm_dropped);
 	print_other_losses(s, fd);
+	print_fallbacks(s, fd);
 	if (s->n.unmapped_frames)
 		dprintf(fd, "  unmapped frames %" PRIu64 " (shown as [unknown])\n",
 			s->n.unmapped_frames);

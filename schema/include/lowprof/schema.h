@@ -303,6 +303,12 @@ void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k);
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l);
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
 
+/*
+ * What a fallback of the meta means ("no-find-vma": "no bpf_find_vma (Linux
+ * < 5.17): ..."), or NULL for a name this reader does not know.
+ */
+const char *lps_fallback_text(struct lps_str name);
+
 /* Name of a record type for messages ("sample"), or "unknown". */
 const char *lps_type_name(uint32_t type);
 

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernel feature probes (kfeatures.h). libbpf's probes load a program of a
+ * few instructions calling the helper, or create a map of the type: a few
+ * hundred microseconds each, once per run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include "kfeatures.h"
+#include "lowprof/log.h"
+#include "procfs.h"
+
+static const char *const names[COLL_F__COUNT] = {
+	[COLL_F_TASK_BTF] = "no-task-btf",	   [COLL_F_TASK_STORAGE] = "no-task-storage",
+	[COLL_F_TASK_PT_REGS] = "no-task-pt-regs", [COLL_F_FIND_VMA] = "no-find-vma",
+	[COLL_F_SWITCH_STATE] = "no-switch-state", [COLL_F_PROCMAP_QUERY] = "no-procmap-query",
+};
+
+/*
+ * A helper a perf_event program may call: the programs' helpers are all in
+ * the kernel's generic tracing set, which perf_event, raw_tp and tp_btf
+ * programs share, and libbpf can probe perf_event programs (not tp_btf).
+ * An error of the probe itself counts as absent: the fallback is correct
+ * everywhere.
+ */
+static bool have_helper(enum bpf_func_id id)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, id, NULL) == 1;
+}
+
+/* PROCMAP_QUERY on our own maps: the query of our own code's mapping. */
+static bool have_procmap_query(void)
+{
+	struct lps_mapping m = {.start = (uint64_t)(uintptr_t)&have_procmap_query};
+	uint8_t id[LPS_MAX_BUILD_ID];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return false;
+	r = coll_maps_build_id(fd, &m, id);
+	close(fd);
+	/* -ESTALE: it answered, about the mapping that holds m.start */
+	return r != -EOPNOTSUPP;
+}
+
+/* LOWPROF_FALLBACKS: the features to report missing; -EINVAL for a bad name */
+static int forced(struct coll_features *f)
+{
+	const char *env = getenv("LOWPROF_FALLBACKS");
+	char *copy, *tok, *save = NULL;
+	int err = 0;
+
+	if (!env || !*env)
+		return 0;
+	copy = strdup(env);
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		bool any = false;
+
+		for (int i = 0; i < COLL_F__COUNT; i++)
+			if (!strcmp(tok, "all") || !strcmp(tok, names[i]))
+				f->forced[i] = any = true;
+		if (!any) {
+			lp_err("LOWPROF_FALLBACKS: unknown fallback '%s' (known: all, no-task-btf, "
+			       "no-task-storage, no-task-pt-regs, no-find-vma, no-switch-state, "
+			       "no-procmap-query)",
+			       tok);
+			err = -EINVAL;
+		}
+	}
+	free(copy);
+	return err;
+}
+
+int coll_features__probe(struct coll_features *f)
+{
+	int err;
+
+	memset(f, 0, sizeof(*f));
+	err = forced(f);
+	if (err)
+		return err;
+	f->have[COLL_F_TASK_BTF] = have_helper(BPF_FUNC_get_current_task_btf);
+	f->have[COLL_F_TASK_STORAGE] =
+		libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1 &&
+		have_helper(BPF_FUNC_task_storage_get);
+	f->have[COLL_F_TASK_PT_REGS] = have_helper(BPF_FUNC_task_pt_regs);
+	f->have[COLL_F_FIND_VMA] = have_helper(BPF_FUNC_find_vma);
+	f->have[COLL_F_SWITCH_STATE] = true;
+	f->have[COLL_F_PROCMAP_QUERY] = have_procmap_query();
+	for (int i = 0; i < COLL_F__COUNT; i++)
+		if (f->forced[i])
+			f->have[i] = false;
+	/*
+	 * Task storage and the two helpers take a task's BTF pointer, which
+	 * only bpf_get_current_task_btf gives the perf_event program; the
+	 * mapping lookup keeps its result in task storage.
+	 */
+	if (!f->have[COLL_F_TASK_BTF]) {
+		f->have[COLL_F_TASK_STORAGE] = false;
+		f->have[COLL_F_TASK_PT_REGS] = false;
+	}
+	if (!f->have[COLL_F_TASK_STORAGE])
+		f->have[COLL_F_FIND_VMA] = false;
+	return 0;
+}
+
+void coll_features__lack(struct coll_features *f, enum coll_feature which)
+{
+	f->have[which] = false;
+}
+
+uint32_t coll_features__fallbacks(const struct coll_features *f, struct lps_str *out)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < COLL_F__COUNT && n < LPS_MAX_FALLBACKS; i++)
+		if (!f->have[i])
+			out[n++] = (struct lps_str){names[i], (uint32_t)strlen(names[i])};
+	return n;
+}
+
+void coll_features__log(const struct coll_features *f)
+{
+	bool any = false;
+
+	for (int i = 0; i < COLL_F__COUNT; i++) {
+		struct lps_str name = {names[i], (uint32_t)strlen(names[i])};
+		const char *text = lps_fallback_text(name);
+
+		if (f->have[i])
+			continue;
+		lp_debug("kernel: %s%s", text ? text : names[i],
+			 f->forced[i] ? " [forced by LOWPROF_FALLBACKS]" : "");
+		any = true;
+	}
+	if (!any)
+		lp_debug("kernel: every feature lowprof uses is there, no fallbacks");
+}

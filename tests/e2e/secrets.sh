@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The stack copy never carries what sits above a stack's frames: the
+# environment and the aux vector above the main thread's frames, the thread
+# descriptor above a thread's. The workload (tests/workloads/secrets.c)
+# spins its threads in a shallow function right below those, while other
+# threads mmap and munmap in a tight loop, so that looking up a stack's
+# mapping in the sampling interrupt often finds the mmap lock taken: the
+# copy must then stop at what is known (start_stack, the thread pointer),
+# and the summary counts it. Its environment holds a unique marker; the
+# secrets file holds its pointer guard (the thread descriptor's) and its
+# AT_RANDOM bytes (the aux vector's). None may appear in any capture or
+# output, over several runs (each a new collector: every thread's stack is
+# looked up again), on-CPU and off-CPU, and with the lookup unavailable.
+source "$(dirname "$0")/lib.sh"
+require_root
+export HOME=$TMP
+
+MARK=LPSECRET$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+env LP_MARKER="$MARK" "$WL/secrets" "$TMP/secrets" 8 2 120 &
+WPID=$!
+KIDS+=("$WPID")
+for i in $(seq 50); do [[ -s "$TMP/secrets" ]] && break; sleep 0.1; done
+GUARD=$(sed -n 1p "$TMP/secrets")
+RANDOM16=$(sed -n 2p "$TMP/secrets")
+check "the workload wrote its secrets" test -n "$GUARD" -a -n "$RANDOM16"
+check "its environment holds the marker" grep -qa "$MARK" "/proc/$WPID/environ"
+
+absent() { ! LC_ALL=C grep -qaP "$2" "$1"; } # absent FILE BYTES-REGEX
+bounded=0
+# run NAME OPTIONS...: a 2 s record of the workload, capture uncompressed
+run() {
+	local name=$1 f n; shift
+	"$BIN/lowprof" record -d 2 -F 999 -p "$WPID" -o "$TMP/$name" --capture "$TMP/$name.lpcap" \
+		--capture-compress none "$@" >"$TMP/$name.txt" 2>&1
+	check "$name: record exits 0" test $? -eq 0
+	n=$(awk '/^  samples +[0-9]/ {print $2; exit}' "$TMP/$name.txt")
+	check "$name: samples recorded (${n:-0})" test "${n:-0}" -gt 100
+	for f in "$TMP/$name.lpcap" "$TMP/$name"/*; do
+		check "$name: $(basename "$f") holds no environment marker" absent "$f" "$MARK"
+		check "$name: $(basename "$f") holds no pointer guard" absent "$f" "$GUARD"
+		check "$name: $(basename "$f") holds no AT_RANDOM" absent "$f" "$RANDOM16"
+	done
+	n=$(sed -n 's/^  stack copies *\([0-9]*\) cut.*/\1/p' "$TMP/$name.txt")
+	bounded=$((bounded + ${n:-0}))
+}
+for i in 1 2 3 4; do
+	run "run$i"
+done
+run offcpu --off-cpu --off-cpu-period-us 1000
+check "offcpu: off-CPU samples recorded" test -s "$TMP/offcpu/offcpu.folded"
+# the lookup unavailable (a kernel before 5.17): every copy stops at what is known
+LOWPROF_FALLBACKS=no-find-vma run nofindvma --off-cpu --off-cpu-period-us 1000
+check "nofindvma: the summary names the fallback" grep -q 'fallback *no bpf_find_vma' "$TMP/nofindvma.txt"
+pct=$(share "$TMP/nofindvma/cpu.folded" ';spin$')
+check "nofindvma: stacks still unwind to the spinning function ($pct%)" test "${pct:-0}" -ge 80
+# the lookups that failed were cut at what is known, and counted
+echo "stack copies cut at the known top (the mapping lookup failed): $bounded"
+check "the summary counted copies whose mapping lookup failed ($bounded)" test "$bounded" -gt 0
+kill "$WPID" 2>/dev/null
+left=$(leftovers)
+check "nothing left behind: '$left'" test -z "$left"
+finish
