@@ -126,6 +126,18 @@ struct {
 	__type(value, struct lp_offcpu_scratch);
 } scratch SEC(".maps");
 
+_Static_assert(sizeof(struct lp_offcpu_scratch) -
+			       __builtin_offsetof(struct lp_offcpu_scratch, e.stack) >=
+		       sizeof(struct lp_copy_area),
+	       "the scratch holds a copy area from its frames on");
+
+static __always_inline struct lp_copy_area *lp_copy_area(__u32 cpu)
+{
+	struct lp_offcpu_scratch *sc = bpf_map_lookup_elem(&scratch, &cpu);
+
+	return sc ? (struct lp_copy_area *)sc->e.stack : NULL;
+}
+
 /* Counters per CPU id, same sizing as scratch. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -188,9 +200,7 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 		top_kind = lp_stack_top(task, e->sp, &t);
 	if (same && top_kind != LP_TOP_NONE) {
 		/* see lp_stack_top: where nothing is known, the FP walk below */
-		if (top_kind == LP_TOP_KNOWN && have_find_vma && have_task_storage)
-			cnt->ustack_bounded++;
-		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
+		copied = lp_copy_user_stack(cpu, (__u8 *)e->stack, nk * 8, e->sp,
 					    lp_stack_limit(&t, e->sp, stack_bytes), t.v);
 	} else if (same) {
 		if (stack_bytes)

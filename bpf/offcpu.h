@@ -91,9 +91,8 @@ struct lp_offcpu_counts {
 	__u64 kstack_errors;  /* bpf_get_task_stack failed */
 	__u64 ustack_errors;  /* user FP walk failed (stack_bytes == 0) */
 	__u64 storage_errors; /* task storage could not be created: block not measured */
-	__u64 ustack_bounded; /* stack copies cut at the top known without the stack's mapping */
 	__u64 ustack_fp;      /* no stack top known: the frame-pointer walk instead of a copy */
-	__u64 pad[5];
+	__u64 pad[6];
 };
 
 #endif /* LOWPROF_BPF_OFFCPU_H */

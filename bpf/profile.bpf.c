@@ -39,6 +39,17 @@ struct {
 	__type(value, struct lp_ev_scratch);
 } scratch SEC(".maps");
 
+_Static_assert(sizeof(struct lp_ev_scratch) - __builtin_offsetof(struct lp_ev_scratch, s.stack) >=
+		       sizeof(struct lp_copy_area),
+	       "the scratch holds a copy area from its frames on");
+
+static __always_inline struct lp_copy_area *lp_copy_area(__u32 cpu)
+{
+	struct lp_ev_scratch *sc = bpf_map_lookup_elem(&scratch, &cpu);
+
+	return sc ? (struct lp_copy_area *)sc->s.stack : NULL;
+}
+
 /* The header but its comm, which the caller fills. */
 static __always_inline void fill_hdr(struct lp_ev_hdr *h, __u32 type, __u64 pid_tgid)
 {
@@ -69,69 +80,30 @@ static __always_inline void fill_sample_hdr(struct lp_ev_hdr *h, struct task_str
 }
 
 /*
- * Room for len bytes of stack copy in a record reserved in the ring: the
- * smallest of these sizes that holds len, 0 if none does. The verifier
- * takes only a reservation size it knows, which each branch gives; steps
- * of at most 1.5x leave at most a third of a room above 1 KiB unused (it
- * is reserved, not written). Never more than stack_bytes, which len does
- * not exceed: the ring is sized for records of that size.
- */
-static __always_inline __u32 ring_room(__u64 len)
-{
-	__u32 room;
-
-	if (len <= 512)
-		room = 512;
-	else if (len <= 1024)
-		room = 1024;
-	else if (len <= 1536)
-		room = 1536;
-	else if (len <= 2048)
-		room = 2048;
-	else if (len <= 3072)
-		room = 3072;
-	else if (len <= 4096)
-		room = 4096;
-	else if (len <= 6144)
-		room = 6144;
-	else if (len <= 8192)
-		room = 8192;
-	else if (len <= 12288)
-		room = 12288;
-	else if (len <= 16384)
-		room = 16384;
-	else if (len <= 24576)
-		room = 24576;
-	else if (len <= 32768)
-		room = 32768;
-	else if (len <= 49152)
-		room = 49152;
-	else if (len <= LP_BPF_MAX_STACK_COPY)
-		room = LP_BPF_MAX_STACK_COPY;
-	else
-		return 0;
-	return room < stack_bytes ? room : stack_bytes;
-}
-
-/*
- * The common sample: it interrupted user mode, its stack's mapping is known
- * (t->v) and the copy up to its top reads in one piece, straight into a
- * record reserved in the ring. That saves building the record in the
- * scratch and copying it again (~0.35 us per sample at 99 Hz). Returns
- * whether the record was emitted; if not (no room in the ring for a record
- * of that size, or a page of the range faulted, which v->faulted then
- * notes), the caller builds it in the scratch.
+ * The common sample: it interrupted user mode, its thread's state is in
+ * task storage (t->v) and the copy up to its top reads in one piece,
+ * straight into a record reserved in the ring. That saves building the
+ * record in the scratch and copying it again (~0.35 us per sample at 99
+ * Hz). Returns whether the record was emitted; if not (no room in the ring
+ * for a record of that size, or a page of the range faulted, which
+ * v->faulted then notes), the caller builds it in the scratch.
+ *
+ * room is the stack copy's room in the record: a constant where this is
+ * inlined (ring_room), because the verifier takes only a reservation size
+ * it knows, and bounds the read below only by a constant it compares len
+ * with (the verifiers before Linux 6.x learn nothing from comparing two
+ * registers).
  */
 static __always_inline bool sample_in_ring(struct bpf_perf_event_data *ctx,
 					   struct task_struct *task, __u64 pid_tgid,
-					   const struct lp_stack_top *t, __u64 sp)
+					   const struct lp_stack_top *t, __u64 sp, __u64 len,
+					   const __u32 room)
 {
-	struct lp_stack_vma *v = t->v;
-	__u64 len = lp_stack_limit(t, sp, stack_bytes);
-	__u32 room = ring_room(len);
+	struct lp_stack_state *v = t->v;
 	struct lp_ev_sample *r;
 
-	if (!v || !room || len > room)
+	asm volatile("" : "+r"(len)); /* compared with room here, whatever came before */
+	if (len > room)
 		return false;
 	r = bpf_ringbuf_reserve(&events, LP_EV_SAMPLE_FIXED_SIZE + room, 0);
 	if (!r)
@@ -151,6 +123,41 @@ static __always_inline bool sample_in_ring(struct bpf_perf_event_data *ctx,
 	r->stack_len = len;
 	bpf_ringbuf_submit(r, lp_rb_flags());
 	return true;
+}
+
+/*
+ * A record of the smallest of these rooms that holds len bytes of copy
+ * (sample_in_ring): steps of at most 1.5x leave at most a third of a room
+ * above 1 KiB unused (it is reserved, not written). Rooms above stack_bytes
+ * are not taken (len never exceeds it, and the ring is sized for records of
+ * that size); such a copy goes through the scratch.
+ */
+#define LP_RING_ROOM(R)                                                                            \
+	if (len <= (R))                                                                            \
+	return (R) <= stack_bytes && sample_in_ring(ctx, task, pid_tgid, t, sp, len, (R))
+
+static __always_inline bool ring_room(struct bpf_perf_event_data *ctx, struct task_struct *task,
+				      __u64 pid_tgid, const struct lp_stack_top *t, __u64 sp)
+{
+	__u64 len = lp_stack_limit(t, sp, stack_bytes);
+
+	if (!t->v || !len)
+		return false;
+	LP_RING_ROOM(512);
+	LP_RING_ROOM(1024);
+	LP_RING_ROOM(1536);
+	LP_RING_ROOM(2048);
+	LP_RING_ROOM(3072);
+	LP_RING_ROOM(4096);
+	LP_RING_ROOM(6144);
+	LP_RING_ROOM(8192);
+	LP_RING_ROOM(12288);
+	LP_RING_ROOM(16384);
+	LP_RING_ROOM(24576);
+	LP_RING_ROOM(32768);
+	LP_RING_ROOM(49152);
+	LP_RING_ROOM(LP_BPF_MAX_STACK_COPY);
+	return false;
 }
 
 /*
@@ -175,10 +182,8 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct t
 		 * pointers found in it), so the kernel's frame-pointer walk
 		 * would only repeat part of that work here.
 		 */
-		if (top_kind == LP_TOP_KNOWN && have_find_vma && have_task_storage)
-			__sync_fetch_and_add(&stats.ustack_bounded, 1);
-		copied = lp_copy_user_stack((__u8 *)e->stack, nk * 8, e->sp,
-					    lp_stack_limit(t, e->sp, stack_bytes), t->v);
+		copied = lp_copy_user_stack(bpf_get_smp_processor_id(), (__u8 *)e->stack, nk * 8,
+					    e->sp, lp_stack_limit(t, e->sp, stack_bytes), t->v);
 	} else {
 		if (stack_bytes)
 			__sync_fetch_and_add(&stats.ustack_fp, 1);
@@ -222,8 +227,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (user && stack_bytes && ctx->regs.rsp) {
 		top_kind = lp_stack_top(task, ctx->regs.rsp, &t);
-		if (top_kind == LP_TOP_MAPPED && !t.v->faulted &&
-		    sample_in_ring(ctx, task, pid_tgid, &t, ctx->regs.rsp))
+		if (top_kind == LP_TOP_KNOWN && t.v && !t.v->faulted &&
+		    ring_room(ctx, task, pid_tgid, &t, ctx->regs.rsp))
 			return 0;
 	}
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
@@ -304,7 +309,7 @@ int BPF_PROG(on_exec, struct task_struct *p)
 {
 	/* a new image, a new stack: its bounds are looked up again */
 	if (have_task_storage)
-		bpf_task_storage_delete(&stack_vmas, p);
+		bpf_task_storage_delete(&stack_tops, p);
 	return emit_task(LP_EV_EXEC, p);
 }
 

@@ -87,9 +87,7 @@ struct lp_bpf_stats {
 	__u64 filtered;	     /* samples of other processes (pid filter) */
 	__u64 task_events;   /* exec/exit records emitted */
 	__u64 task_lost;     /* exec/exit records that did not fit */
-	/* stack copies cut at the top known without the stack's mapping (its lookup failed) */
-	__u64 ustack_bounded;
-	__u64 ustack_fp; /* no stack top known: the frame-pointer walk instead of a copy */
+	__u64 ustack_fp;     /* no stack top known: the frame-pointer walk instead of a copy */
 };
 
 #endif /* LOWPROF_BPF_PROFILE_H */

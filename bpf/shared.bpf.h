@@ -23,7 +23,6 @@ const volatile __u32 stack_bytes = 0;
 const volatile bool have_task_btf = true;     /* bpf_get_current_task_btf: 5.11 */
 const volatile bool have_task_storage = true; /* task storage in tracing programs: 5.11 */
 const volatile bool have_task_pt_regs = true; /* bpf_task_pt_regs: 5.15 */
-const volatile bool have_find_vma = true;     /* bpf_find_vma: 5.17 */
 
 /*
  * Ring fill (bytes) from which a record wakes the collector: half the ring,

@@ -253,8 +253,6 @@ static void send_loss(struct coll *c)
 		.capture_dropped = cs.dropped_records,
 		.capture_dropped_bytes = cs.dropped_bytes,
 		.kstacks_hidden = c->kstacks_hidden,
-		.ustack_bounded =
-			__atomic_load_n(&bs->ustack_bounded, __ATOMIC_RELAXED) + oc.ustack_bounded,
 		.ustack_fp_fallback =
 			__atomic_load_n(&bs->ustack_fp, __ATOMIC_RELAXED) + oc.ustack_fp,
 	};
@@ -490,10 +488,17 @@ static int on_bpf_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * The tail of a verifier log that is printed: the error is at its end, and
+ * a failed load's log can run to megabytes.
+ */
+#define LIBBPF_LOG_TAIL (16u << 10)
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char line[1024];
-	const char *msg = line;
+	char *line = NULL;
+	const char *msg;
+	int n;
 
 	/* libbpf's debug output (every relocation) only when asked for */
 	if (level == LIBBPF_DEBUG && !getenv("LOWPROF_LIBBPF_DEBUG"))
@@ -503,10 +508,25 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		return 0;
 	if (level == LIBBPF_INFO && lp_log_level() < LP_LOG_DEBUG)
 		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
+	n = vasprintf(&line, fmt, ap);
+	if (n < 0)
+		return 0;
+	msg = line;
 	if (!strncmp(msg, "libbpf: ", 8))
 		msg += 8;
-	lp_log(level == LIBBPF_WARN ? LP_LOG_WARN : LP_LOG_DEBUG, "libbpf: %s", msg);
+	if (n < 900) {
+		lp_log(level == LIBBPF_WARN ? LP_LOG_WARN : LP_LOG_DEBUG, "libbpf: %s", msg);
+	} else if (lp_log_level() >= (level == LIBBPF_WARN ? LP_LOG_WARN : LP_LOG_DEBUG)) {
+		/* longer than a log line (lp_log's 1 KiB): a verifier log, its end as it is */
+		size_t skip = (size_t)n > LIBBPF_LOG_TAIL ? (size_t)n - LIBBPF_LOG_TAIL : 0;
+
+		lp_log(level == LIBBPF_WARN ? LP_LOG_WARN : LP_LOG_DEBUG,
+		       "libbpf: %zu bytes follow%s", (size_t)n - skip,
+		       skip ? " (the end of a longer message)" : "");
+		if (write(STDERR_FILENO, line + skip, (size_t)n - skip) < 0)
+			lp_debug("libbpf: writing its message: %m");
+	}
+	free(line);
 	return 0;
 }
 
@@ -1053,7 +1073,6 @@ static int open_perf_event(uint32_t cpu, uint32_t freq)
 		(rodata)->have_task_btf = (c)->feat.have[COLL_F_TASK_BTF];                         \
 		(rodata)->have_task_storage = (c)->feat.have[COLL_F_TASK_STORAGE];                 \
 		(rodata)->have_task_pt_regs = (c)->feat.have[COLL_F_TASK_PT_REGS];                 \
-		(rodata)->have_find_vma = (c)->feat.have[COLL_F_FIND_VMA];                         \
 	} while (0)
 
 /* Opens and loads the skeleton, with BTF-enabled or raw exec/exit tracepoints. */
@@ -1084,7 +1103,7 @@ static int load_skel(struct coll *c, bool raw)
 	/* new threads' first stack pointers go to task storage */
 	bpf_program__set_autoload(c->skel->progs.on_fork,
 				  !raw && c->feat.have[COLL_F_TASK_STORAGE]);
-	bpf_map__set_autocreate(c->skel->maps.stack_vmas, c->feat.have[COLL_F_TASK_STORAGE]);
+	bpf_map__set_autocreate(c->skel->maps.stack_tops, c->feat.have[COLL_F_TASK_STORAGE]);
 	bpf_program__set_autoload(c->skel->progs.on_exec_raw, raw);
 	bpf_program__set_autoload(c->skel->progs.on_exit_raw, raw);
 	if ((err = coll_btf__prepare(&c->btf, c->skel->obj)))
@@ -1135,15 +1154,15 @@ static int load_offcpu_with(struct coll *c)
 	if ((err = bpf_map__reuse_fd(off->maps.events, bpf_map__fd(c->skel->maps.events))) ||
 	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(c->skel->maps.pids))) ||
 	    (c->feat.have[COLL_F_TASK_STORAGE] &&
-	     (err = bpf_map__reuse_fd(off->maps.stack_vmas,
-				      bpf_map__fd(c->skel->maps.stack_vmas))))) {
+	     (err = bpf_map__reuse_fd(off->maps.stack_tops,
+				      bpf_map__fd(c->skel->maps.stack_tops))))) {
 		lp_err("bpf: sharing the ring, pid filter and stack bounds with the off-CPU "
 		       "programs: %s",
 		       strerror(-err));
 		return err;
 	}
 	if (!c->feat.have[COLL_F_TASK_STORAGE])
-		bpf_map__set_autocreate(off->maps.stack_vmas, false);
+		bpf_map__set_autocreate(off->maps.stack_tops, false);
 	err = coll_btf__prepare(&c->btf, off->obj);
 	return err ? err : offcpu_bpf__load(off);
 }

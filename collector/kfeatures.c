@@ -19,9 +19,9 @@
 #include "procfs.h"
 
 static const char *const names[COLL_F__COUNT] = {
-	[COLL_F_TASK_BTF] = "no-task-btf",	   [COLL_F_TASK_STORAGE] = "no-task-storage",
-	[COLL_F_TASK_PT_REGS] = "no-task-pt-regs", [COLL_F_FIND_VMA] = "no-find-vma",
-	[COLL_F_SWITCH_STATE] = "no-switch-state", [COLL_F_PROCMAP_QUERY] = "no-procmap-query",
+	[COLL_F_TASK_BTF] = "no-task-btf",	     [COLL_F_TASK_STORAGE] = "no-task-storage",
+	[COLL_F_TASK_PT_REGS] = "no-task-pt-regs",   [COLL_F_SWITCH_STATE] = "no-switch-state",
+	[COLL_F_PROCMAP_QUERY] = "no-procmap-query",
 };
 
 /*
@@ -71,7 +71,7 @@ static int forced(struct coll_features *f)
 				f->forced[i] = any = true;
 		if (!any) {
 			lp_err("LOWPROF_FALLBACKS: unknown fallback '%s' (known: all, no-task-btf, "
-			       "no-task-storage, no-task-pt-regs, no-find-vma, no-switch-state, "
+			       "no-task-storage, no-task-pt-regs, no-switch-state, "
 			       "no-procmap-query)",
 			       tok);
 			err = -EINVAL;
@@ -94,23 +94,19 @@ int coll_features__probe(struct coll_features *f)
 		libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1 &&
 		have_helper(BPF_FUNC_task_storage_get);
 	f->have[COLL_F_TASK_PT_REGS] = have_helper(BPF_FUNC_task_pt_regs);
-	f->have[COLL_F_FIND_VMA] = have_helper(BPF_FUNC_find_vma);
 	f->have[COLL_F_SWITCH_STATE] = true;
 	f->have[COLL_F_PROCMAP_QUERY] = have_procmap_query();
 	for (int i = 0; i < COLL_F__COUNT; i++)
 		if (f->forced[i])
 			f->have[i] = false;
 	/*
-	 * Task storage and the two helpers take a task's BTF pointer, which
-	 * only bpf_get_current_task_btf gives the perf_event program; the
-	 * mapping lookup keeps its result in task storage.
+	 * Task storage and bpf_task_pt_regs take a task's BTF pointer, which
+	 * only bpf_get_current_task_btf gives the perf_event program.
 	 */
 	if (!f->have[COLL_F_TASK_BTF]) {
 		f->have[COLL_F_TASK_STORAGE] = false;
 		f->have[COLL_F_TASK_PT_REGS] = false;
 	}
-	if (!f->have[COLL_F_TASK_STORAGE])
-		f->have[COLL_F_FIND_VMA] = false;
 	return 0;
 }
 

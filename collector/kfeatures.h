@@ -14,7 +14,7 @@
  * shows, by the load or the ioctl itself.
  *
  * Tests force fallbacks on a kernel that has the features:
- * LOWPROF_FALLBACKS=no-find-vma,no-task-btf,... (or "all") makes the probes
+ * LOWPROF_FALLBACKS=no-task-pt-regs,no-task-btf,... (or "all") makes the probes
  * report those features missing.
  */
 #ifndef LOWPROF_COLL_KFEATURES_H
@@ -29,7 +29,6 @@ enum coll_feature {
 	COLL_F_TASK_BTF,      /* bpf_get_current_task_btf: Linux 5.11 */
 	COLL_F_TASK_STORAGE,  /* task storage in tracing programs: 5.11 */
 	COLL_F_TASK_PT_REGS,  /* bpf_task_pt_regs: 5.15 */
-	COLL_F_FIND_VMA,      /* bpf_find_vma: 5.17 */
 	COLL_F_SWITCH_STATE,  /* sched_switch's prev_state argument: 5.18 */
 	COLL_F_PROCMAP_QUERY, /* the PROCMAP_QUERY ioctl with build-ids: 6.11 */
 	COLL_F__COUNT,
@@ -45,8 +44,8 @@ struct coll_features {
  * (libbpf_probe_bpf_helper/_map_type, a tiny program each) and
  * PROCMAP_QUERY (on /proc/self/maps). COLL_F_SWITCH_STATE is assumed
  * present; the off-CPU load tells (coll_features__lack). Dependent
- * features follow: without task BTF pointers, no task storage, no
- * bpf_task_pt_regs and no bpf_find_vma (each takes one). Returns 0, or
+ * features follow: without task BTF pointers, no task storage and no
+ * bpf_task_pt_regs (both take one). Returns 0, or
  * -EINVAL for an unknown name in LOWPROF_FALLBACKS (said on stderr).
  */
 int coll_features__probe(struct coll_features *f);
@@ -55,7 +54,7 @@ int coll_features__probe(struct coll_features *f);
 void coll_features__lack(struct coll_features *f, enum coll_feature which);
 
 /*
- * The fallback names of the missing features ("no-find-vma"), for the meta
+ * The fallback names of the missing features ("no-task-pt-regs"), for the meta
  * record: at most LPS_MAX_FALLBACKS; returns their number. Names are static.
  */
 uint32_t coll_features__fallbacks(const struct coll_features *f, struct lps_str *names);

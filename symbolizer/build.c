@@ -771,13 +771,12 @@ static void print_fallbacks(const struct symb_state *s, int fd)
 		dprintf(fd, "  fallback        %s\n",
 			text ? text : symb_sanitize_name(name, sizeof(name), s->fallbacks[i]));
 	}
-	if (l->ustack_bounded || l->ustack_fp_fallback)
+	if (l->ustack_fp_fallback)
 		dprintf(fd,
 			"  stack copies    %" PRIu64
-			" cut at start_stack or the thread pointer (the "
-			"stack's mapping could not be looked up), %" PRIu64
-			" frame-pointer walks instead (no top known)\n",
-			l->ustack_bounded, l->ustack_fp_fallback);
+			" not made (no stack top known above the stack "
+			"pointer): frame-pointer walks instead\n",
+			l->ustack_fp_fallback);
 }
 
 /* How user stacks were unwound, and why walks ended before the outermost frame. */

@@ -620,12 +620,11 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 		return skip_rest(c, 14, n);
 	TRY(rd_uint(c, &l->capture_dropped));
 	TRY(rd_uint(c, &l->capture_dropped_bytes));
-	if (n < 19) /* 1.3 */
+	if (n < 18) /* 1.3 */
 		return skip_rest(c, 16, n);
 	TRY(rd_uint(c, &l->kstacks_hidden));
-	TRY(rd_uint(c, &l->ustack_bounded));
 	TRY(rd_uint(c, &l->ustack_fp_fallback));
-	return skip_rest(c, 19, n);
+	return skip_rest(c, 18, n);
 }
 
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)

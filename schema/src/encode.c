@@ -229,7 +229,7 @@ void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k)
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 19);
+	msgpack_pack_array(&pk, 18);
 	msgpack_pack_uint32(&pk, LPS_LOSS);
 	msgpack_pack_uint64(&pk, l->time_ns);
 	msgpack_pack_uint64(&pk, l->bpf_samples);
@@ -250,7 +250,6 @@ void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 	msgpack_pack_uint64(&pk, l->capture_dropped_bytes);
 	/* since 1.4 */
 	msgpack_pack_uint64(&pk, l->kstacks_hidden);
-	msgpack_pack_uint64(&pk, l->ustack_bounded);
 	msgpack_pack_uint64(&pk, l->ustack_fp_fallback);
 }
 

@@ -15,14 +15,12 @@ static const struct {
 	{"no-task-btf", "no bpf_get_current_task_btf (Linux < 5.11): task fields read with "
 			"bpf_probe_read_kernel, ~0.1 us more per sample"},
 	{"no-task-storage",
-	 "no task storage for tracing programs (< 5.11): stack tops worked out at every sample, "
-	 "and off-CPU switch-out times kept in a hash by thread id (least recently used "
-	 "threads give way)"},
+	 "no task storage for tracing programs (< 5.11): new threads' stacks copied up to their "
+	 "thread pointer, not their first stack pointer (their static TLS too), every copy "
+	 "page by page, and off-CPU switch-out times kept in a hash by thread id (least "
+	 "recently used threads give way)"},
 	{"no-task-pt-regs", "no bpf_task_pt_regs (< 5.15): the user registers of samples taken "
 			    "in the kernel read from the top of the kernel stack, and checked"},
-	{"no-find-vma", "no bpf_find_vma (< 5.17): stack copies end at start_stack or the thread "
-			"pointer, not at the end of the stack's mapping (more bytes copied on "
-			"stacks that are neither a process's nor a glibc thread's)"},
 	{"no-switch-state", "no prev_state in sched_switch (< 5.18): a thread's state read from "
 			    "the thread, so a block woken while switching out is missed"},
 	{"no-procmap-query", "no PROCMAP_QUERY (< 6.11): mappings carry no build-ids; live runs "

@@ -17,8 +17,7 @@ start_bg dd if=/dev/zero of=/dev/null bs=64 count=20000000000
 DD=$BGPID
 sleep 0.3
 
-for fb in none no-task-btf no-task-storage no-task-pt-regs no-find-vma no-switch-state \
-	no-procmap-query all; do
+for fb in none no-task-btf no-task-storage no-task-pt-regs no-switch-state no-procmap-query all; do
 	env=()
 	[[ $fb != none ]] && env=(LOWPROF_FALLBACKS=$fb)
 	env "${env[@]}" "$BIN/lowprof" record -d 2 -F 499 -p "$WPID" -p "$DD" -o "$TMP/$fb" \
@@ -27,10 +26,10 @@ for fb in none no-task-btf no-task-storage no-task-pt-regs no-find-vma no-switch
 	if [[ $fb == none ]]; then
 		check "$fb: no fallback named" bash -c "! grep -q '^  fallback' '$TMP/$fb.txt'"
 	else
-		# without task BTF pointers, neither task storage, bpf_task_pt_regs
-		# nor bpf_find_vma can be used; without storage, no bpf_find_vma
+		# without task BTF pointers, neither task storage nor
+		# bpf_task_pt_regs can be used
 		case $fb in
-		all) want=6 ;; no-task-btf) want=4 ;; no-task-storage) want=2 ;; *) want=1 ;;
+		all) want=5 ;; no-task-btf) want=3 ;; *) want=1 ;;
 		esac
 		n=$(grep -c '^  fallback' "$TMP/$fb.txt")
 		check "$fb: the summary names $want fallback(s) ($n)" test "$n" -eq "$want"

@@ -112,7 +112,7 @@ struct lps_meta {
 	struct lps_str kernel_base;
 	/*
 	 * since 1.4: what the collector did instead where the kernel lacked a
-	 * feature, as short names ("no-find-vma"); read with lps_meta_fallback
+	 * feature, as short names ("no-task-pt-regs"); read with lps_meta_fallback
 	 */
 	uint32_t nfallbacks;
 	const uint8_t *fallbacks_raw;
@@ -216,10 +216,7 @@ struct lps_loss {
 	uint64_t capture_dropped_bytes;
 	/* since 1.4 (0 in older streams): */
 	uint64_t kstacks_hidden;     /* samples sent without their kernel stack: the
-					 * kernel's text base was not known */
-	uint64_t ustack_bounded;     /* stack copies cut at the top known without
-					 * the stack's mapping (start_stack, the
-					 * thread pointer) */
+				      * kernel's text base was not known */
 	uint64_t ustack_fp_fallback; /* samples with no known stack top: the
 				      * frame-pointer walk instead of a copy */
 };
@@ -304,8 +301,8 @@ void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l);
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
 
 /*
- * What a fallback of the meta means ("no-find-vma": "no bpf_find_vma (Linux
- * < 5.17): ..."), or NULL for a name this reader does not know.
+ * What a fallback of the meta means ("no-task-pt-regs": "no bpf_task_pt_regs
+ * (< 5.15): ..."), or NULL for a name this reader does not know.
  */
 const char *lps_fallback_text(struct lps_str name);
 

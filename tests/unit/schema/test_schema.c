@@ -239,7 +239,7 @@ static void test_meta_round_trip(void **state)
 
 	/* 1.4: the kernel base and the fallbacks */
 	{
-		const struct lps_str fb[2] = {S("no-find-vma"), S("no-task-btf")};
+		const struct lps_str fb[2] = {S("no-task-pt-regs"), S("no-task-btf")};
 		struct lps_str got;
 
 		m.kernel_base = S("_text");
@@ -252,7 +252,7 @@ static void test_meta_round_trip(void **state)
 		assert_int_equal(lps_meta_fallback(&r.meta, 1, &got), 0);
 		assert_true(str_eq(got, "no-task-btf"));
 		assert_int_equal(lps_meta_fallback(&r.meta, 0, &got), 0);
-		assert_true(str_eq(got, "no-find-vma"));
+		assert_true(str_eq(got, "no-task-pt-regs"));
 		assert_int_equal(lps_meta_fallback(&r.meta, 2, &got), -EBADMSG);
 		assert_true(r.meta.bpf_mem_bytes == 123456789);
 		/* a fallback name over LPS_MAX_FALLBACK_NAME is malformed */
@@ -509,15 +509,15 @@ static void test_maps_versions(void **state)
 
 /*
  * A 1.4 loss record whose 1.4 counters are zero, turned into the 1.3 one an
- * older collector wrote: 16 fields, the three zeros (a byte each) dropped.
+ * older collector wrote: 16 fields, the two zeros (a byte each) dropped.
  */
 static void loss_as_1_3(struct lps_enc *e)
 {
 	assert_int_equal(e->buf[0], 0xdc);
-	assert_int_equal(e->buf[2], 19);
-	assert_true(e->buf[e->len - 1] == 0 && e->buf[e->len - 2] == 0 && e->buf[e->len - 3] == 0);
+	assert_int_equal(e->buf[2], 18);
+	assert_true(e->buf[e->len - 1] == 0 && e->buf[e->len - 2] == 0);
 	e->buf[2] = 16;
-	e->len -= 3;
+	e->len -= 2;
 }
 
 static void test_small_records(void **state)
@@ -553,19 +553,17 @@ static void test_small_records(void **state)
 	assert_true(r.loss.capture_dropped == 70000 &&
 		    r.loss.capture_dropped_bytes == 5000000000ull);
 	assert_true(r.loss.off_cpu_lost == 4 && r.loss.bpf_task_lost == 9);
-	assert_true(r.loss.kstacks_hidden == 0 && r.loss.ustack_bounded == 0 &&
-		    r.loss.ustack_fp_fallback == 0);
+	assert_true(r.loss.kstacks_hidden == 0 && r.loss.ustack_fp_fallback == 0);
 	/* 1.4 kernel stack and stack copy fallbacks */
 	l.kstacks_hidden = 11;
-	l.ustack_bounded = 1ull << 40;
-	l.ustack_fp_fallback = 13;
+	l.ustack_fp_fallback = 1ull << 40;
 	lps_enc_reset(&e);
 	lps_enc_loss(&e, &l);
 	assert_int_equal(lps_decode(buf, e.len, &r), 0);
-	assert_true(r.loss.kstacks_hidden == 11 && r.loss.ustack_bounded == 1ull << 40 &&
-		    r.loss.ustack_fp_fallback == 13 && r.loss.capture_dropped == 70000);
+	assert_true(r.loss.kstacks_hidden == 11 && r.loss.ustack_fp_fallback == 1ull << 40 &&
+		    r.loss.capture_dropped == 70000);
 	/* a 1.3 one reads them as 0 */
-	l.kstacks_hidden = l.ustack_bounded = l.ustack_fp_fallback = 0;
+	l.kstacks_hidden = l.ustack_fp_fallback = 0;
 	lps_enc_reset(&e);
 	lps_enc_loss(&e, &l);
 	loss_as_1_3(&e);
