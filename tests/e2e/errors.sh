@@ -38,6 +38,15 @@ expect_error 1 'output directory /proc/lowprof-test' -- \
 touch "$TMP/a-file"
 expect_error 1 'not a directory' -- "$BIN/lowprof" record -d 1 -o "$TMP/a-file"
 
+# a kernel without BTF (here: /sys/kernel/btf hidden in a mount namespace of
+# our own): said plainly, with what to install
+expect_error 1 'this kernel has no BTF.*CONFIG_DEBUG_INFO_BTF' -- \
+	unshare -m sh -c 'mount -t tmpfs none /sys/kernel/btf && exec "$@"' sh \
+	"$BIN/lowprof" record -d 1 -o "$TMP/out-nobtf"
+# a fallback name the collector does not know (LOWPROF_FALLBACKS, for tests)
+expect_error 1 "unknown fallback 'no-such-thing'" -- \
+	env LOWPROF_FALLBACKS=no-such-thing "$BIN/lowprof" record -d 1 -o "$TMP/out-nofb"
+
 expect_error 2 '-F 0' -- "$BIN/lowprof" record -F 0 -d 1 -o "$TMP/out-f0"
 expect_error 2 '-d x' -- "$BIN/lowprof" record -d x -o "$TMP/out-dx"
 expect_error 2 'unknown command' -- "$BIN/lowprof" frobnicate
