@@ -34,6 +34,7 @@
 #   LOWPROF_VM_MEM      guest memory in MiB (default 3584)
 #   LOWPROF_VM_CPUS     guest CPUs (default 2)
 #   LOWPROF_VM_MIRROR   Debian mirror (default http://deb.debian.org/debian)
+#   LOWPROF_VM_APPEND   more kernel command line
 #   LOWPROF_VM_OVERLAY  1: the guest's whole root is one writable overlay on
 #                       the host's, as in a container (default: the host's
 #                       root read-only as it is, overlays on /var /root /home)
@@ -314,7 +315,7 @@ qemu_start() {
 		-chardev "socket,id=vfs,path=$JOB/vfs.sock" \
 		-device vhost-user-fs-pci,chardev=vfs,tag=hostroot,queue-size=1024 \
 		-kernel "$KDIR/vmlinuz" -initrd "$INITRD" \
-		-append "console=ttyS0 panic=-1 mitigations=off loglevel=4 $extra" \
+		-append "console=ttyS0 panic=-1 mitigations=off loglevel=4 $extra ${LOWPROF_VM_APPEND:-}" \
 		-nographic -nic none -no-reboot -monitor none "${serial[@]}" \
 		${QEMU_EXTRA:-} 2>>"$pre.qemu" &
 	QPID=$!
@@ -435,6 +436,11 @@ follow() {
 	pos=$((pos + $(printf %s "$chunk" | wc -c)))
 	while IFS= read -r line; do
 		line=${line%$'\r'}
+		# a marker after output that did not end its line
+		if [[ "$line" == ?*"@@LPVM "* ]]; then
+			if [[ $MODE == cmd ]]; then printf '%s\n' "${line%%@@LPVM *}"; fi
+			line=@@LPVM\ ${line#*@@LPVM }
+		fi
 		case "$line" in
 		"@@LPVM start "*)
 			START_AT=${line#@@LPVM start }
@@ -514,7 +520,8 @@ while read -r n; do
 done < <(sed -n "s/^lpvm_test '\([^']*\)'.*/\1/p" "$JOB/job.sh")
 for n in "${failed[@]}"; do
 	echo "---- output of $n (${RES[$n]%% *}) on $KVER" >&2
-	awk -v n="$n" '{ sub(/\r$/, "") } $0 == "@@LPVM begin " n { on = 1; next } on && /^@@LPVM end / { exit } on' "$OUT" >&2
+	awk -v n="$n" '{ sub(/\r$/, "") } $0 == "@@LPVM begin " n { on = 1; next }
+		on && /@@LPVM end / { sub(/@@LPVM end .*/, ""); if ($0 != "") print; exit } on' "$OUT" >&2
 done
 [[ ${#failed[@]} -gt 0 && $finished == 1 ]] && console_tail
 log "kernel $KVER under $ACCEL: boot ${START_AT:-?} s (guest clock), total $ELAPSED s; logs in $LOGS"
