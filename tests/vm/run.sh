@@ -124,9 +124,20 @@ cleanup() {
 	done
 	for p in $QPID $VPID; do kill -KILL "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	[[ -n "$JOB" ]] && rm -rf "$JOB"
+	if [[ -n "$JOB" ]]; then
+		save_logs
+		rm -rf "$JOB"
+	fi
+}
+# the guest's console and output, kept in BUILD/vm-logs/SERIES
+save_logs() {
+	[[ -n "${LOGS:-}" && -d "$LOGS" ]] || return 0
+	cp "$JOB/vm.console" "$LOGS/console.log" 2>/dev/null || true
+	cp "$JOB/vm.out" "$LOGS/out.log" 2>/dev/null || true
+	if [[ -s "$JOB/virtiofsd.log" ]]; then cp "$JOB/virtiofsd.log" "$LOGS/"; fi
 }
 trap cleanup EXIT
+[[ $MODE != shell ]] || exec 7<&0 # the terminal, for the guest's console
 trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
 
@@ -297,7 +308,12 @@ flock -u 9
 JOB=$(mktemp -d /tmp/lowprof-vm.XXXXXX)
 chmod 755 "$JOB"
 LOGS=$BUILD/vm-logs/$SERIES
-[[ $MODE == shell ]] || { rm -rf "$LOGS" && mkdir -p "$LOGS"; }
+if [[ $MODE == shell ]]; then
+	LOGS=""
+else
+	rm -rf "$LOGS"
+	mkdir -p "$LOGS"
+fi
 
 # qemu_start ACCEL CMDLINE-EXTRA LOG-PREFIX: QEMU in the background, pid in QPID
 qemu_start() {
@@ -305,8 +321,11 @@ qemu_start() {
 	# TCG: "max" less 5-level paging and cmpxchg16b, whose emulation by
 	# QEMU 7.2's multi-threaded TCG corrupts EFLAGS (random early oopses)
 	[[ $accel == tcg ]] && cpu=max,la57=off,cx16=off
+	# (a command put in the background reads /dev/null unless told otherwise)
+	local in=/dev/null
 	if [[ $MODE == shell && $pre == "$JOB/vm" ]]; then
 		serial=(-serial mon:stdio -serial "file:$pre.out")
+		in=/dev/fd/7
 	else
 		serial=(-serial "file:$pre.console" -serial "file:$pre.out")
 	fi
@@ -317,7 +336,7 @@ qemu_start() {
 		-kernel "$KDIR/vmlinuz" -initrd "$INITRD" \
 		-append "console=ttyS0 panic=-1 mitigations=off loglevel=4 $extra ${LOWPROF_VM_APPEND:-}" \
 		-nographic -nic none -no-reboot -monitor none "${serial[@]}" \
-		${QEMU_EXTRA:-} 2>>"$pre.qemu" &
+		${QEMU_EXTRA:-} 2>>"$pre.qemu" <"$in" &
 	QPID=$!
 }
 # virtiofsd serving the host's root, read-only: a read-only bind mount of
@@ -476,9 +495,7 @@ done
 qemu_wait 5 || true
 follow
 ELAPSED=$((SECONDS - T0))
-cp "$JOB/vm.console" "$LOGS/console.log" 2>/dev/null || true
-cp "$JOB/vm.out" "$LOGS/out.log" 2>/dev/null || true
-[[ -s "$JOB/virtiofsd.log" ]] && cp "$JOB/virtiofsd.log" "$LOGS/"
+save_logs
 
 console_tail() {
 	echo "---- last 40 lines of the guest's console ($LOGS/console.log)" >&2
