@@ -253,9 +253,11 @@ if [[ ! -f "$KDIR/vmlinuz" ]]; then
 	depmod -b "$KDIR.tmp/x" "$kver"
 	mkdir -p "$KDIR.tmp/modules/lib/modules/$kver"
 	: >"$KDIR.tmp/modules.list"
+	builtin=()
 	for m in "${MODULES[@]}"; do
 		deps=$(modprobe -d "$KDIR.tmp/x" -S "$kver" --show-depends "$m") || die "$m: not in $PKG"
 		if grep -q '^builtin ' <<<"$deps"; then
+			builtin+=("$m")
 			continue
 		fi
 		echo "$m" >>"$KDIR.tmp/modules.list"
@@ -271,12 +273,14 @@ if [[ ! -f "$KDIR/vmlinuz" ]]; then
 			esac
 		done < <(grep '^insmod ' <<<"$deps")
 	done
-	cp "$mdir/$kver"/modules.{builtin,order} "$KDIR.tmp/modules/lib/modules/$kver/"
+	for f in modules.builtin modules.builtin.modinfo modules.order; do
+		[[ -f "$mdir/$kver/$f" ]] && cp "$mdir/$kver/$f" "$KDIR.tmp/modules/lib/modules/$kver/"
+	done
 	depmod -b "$KDIR.tmp/modules" "$kver"
 	echo "$PKG $VER" >"$KDIR.tmp/package"
 	rm -rf "$KDIR.tmp/x"
 	mv "$KDIR.tmp" "$KDIR"
-	log "kernel $kver: modules loaded by the guest: $(tr '\n' ' ' <"$KDIR/modules.list")(built in: the rest of ${MODULES[*]})"
+	log "kernel $kver: the guest loads $(tr '\n' ' ' <"$KDIR/modules.list" | sed 's/ $//;s/^$/no module/')$([[ ${#builtin[@]} -gt 0 ]] && echo "; built in: ${builtin[*]}")"
 	# other versions of this series are of no more use
 	for old in "$CACHE/kernels/$SERIES".*; do
 		[[ "$old" == "$KDIR" ]] || rm -rf "$old"
@@ -381,17 +385,25 @@ if [[ $ACCEL == auto ]]; then
 		boot_id=$(cat /proc/sys/kernel/random/boot_id)
 		read -r pid_boot pid_res 2>/dev/null <"$CACHE/kvm-probe" || true
 		if [[ "${pid_boot:-}" != "$boot_id" ]]; then
-			virtiofsd_start
-			qemu_start kvm "lpvm.probe=1" "$JOB/probe"
-			pid_res=no
-			if qemu_wait 20 && grep -q '^@@LPVM alive' "$JOB/probe.console" 2>/dev/null; then
-				pid_res=yes
-			fi
-			kill -KILL "$VPID" 2>/dev/null || true
-			wait "$VPID" 2>/dev/null || true
-			VPID=""
+			# (bash's own word on a QEMU that aborts goes to the probe's log too)
+			{
+				virtiofsd_start
+				qemu_start kvm "lpvm.probe=1" "$JOB/probe"
+				pid_res=no
+				why="no guest under KVM within 20 s"
+				if qemu_wait 20; then
+					if grep -q '^@@LPVM alive' "$JOB/probe.console" 2>/dev/null; then
+						pid_res=yes
+					else
+						why="QEMU stopped under KVM ($(grep -m1 '^qemu-system' "$JOB/probe.qemu" 2>/dev/null | cut -c 21-))"
+					fi
+				fi
+				kill -KILL "$VPID" 2>/dev/null || true
+				wait "$VPID" 2>/dev/null || true
+				VPID=""
+			} 2>>"$JOB/probe.qemu"
 			echo "$boot_id $pid_res" >"$CACHE/kvm-probe"
-			log "KVM probe: $([[ $pid_res == yes ]] && echo "a guest runs under KVM" || echo "no guest under KVM within 20 s: TCG")"
+			log "KVM probe: $([[ $pid_res == yes ]] && echo "a guest runs under KVM" || echo "$why: TCG")"
 		fi
 		[[ "$pid_res" == yes ]] && ACCEL=kvm
 	fi
