@@ -21,7 +21,8 @@ lpvm_info() {
 	else
 		echo "BTF: MISSING (/sys/kernel/btf/vmlinux does not exist): CO-RE programs cannot load"
 	fi
-	echo "mounts: $(awk '$3 ~ /^(tracefs|debugfs|bpf|cgroup2|virtiofs|overlay)$/ { printf "%s %s, ", $3, $2 }' /proc/mounts)"
+	echo "mounts: $(awk '$3 ~ /^(tracefs|debugfs|bpf|cgroup2|virtiofs|overlay)$/ {
+		printf "%s%s %s", n++ ? ", " : "", $3, $2 }' /proc/mounts)"
 }
 
 # lpvm_test NAME TIMEOUT SKIP-CODE WORKDIR [VAR=VALUE...] -- COMMAND...

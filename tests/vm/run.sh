@@ -20,13 +20,13 @@
 # host's root read-only over virtiofs (the cloud kernels have no 9p), with
 # tmpfs on /tmp /run /var/tmp /dev/shm and overlays in memory on /var /root
 # /home, so the guest runs the host's tools and the build directory
-# unchanged and writes only to its own memory. QEMU runs with KVM where a guest reaches a marker
-# under it, else under TCG. The tests run as ctest defines them; their
-# output comes back on a second serial port.
+# unchanged and writes only to its own memory. QEMU runs with KVM where a
+# probe guest comes up under it, else under TCG. The tests run as ctest
+# defines them; their output comes back on a second serial port.
 #
 # Environment:
-#   LOWPROF_VM_TESTS    ctest -R regex of the tests to run
-#                       (default: the bpf label, e2e chain/offcpu/capture/errors)
+#   LOWPROF_VM_TESTS    ctest -R regex of the tests to run (default: those
+#                       of tests/bpf, e2e chain, offcpu, capture, errors)
 #   LOWPROF_VM_BUILD    build directory (default: build/ of this checkout)
 #   LOWPROF_VM_CACHE    cache directory (default /var/cache/lowprof-vm)
 #   LOWPROF_VM_ACCEL    auto (default), kvm or tcg
@@ -35,6 +35,8 @@
 #   LOWPROF_VM_CPUS     guest CPUs (default 2)
 #   LOWPROF_VM_MIRROR   Debian mirror (default http://deb.debian.org/debian)
 #   LOWPROF_VM_APPEND   more kernel command line
+#   LOWPROF_VM_TIME_SCALE  under TCG (default 3): multiplies the tests'
+#                       timeouts; the tests see it as LOWPROF_TEST_TIME_SCALE
 #   LOWPROF_VM_OVERLAY  1: the guest's whole root is one writable overlay on
 #                       the host's, as in a container (default: the host's
 #                       root read-only as it is, overlays on /var /root /home)
@@ -455,7 +457,7 @@ OUT=$JOB/vm.out
 pos=0
 declare -A RES
 ORDER=()
-START_AT="" DONE_RC=""
+START_AT="" DONE_RC="" IN_TEST=0
 follow() {
 	local chunk line
 	[[ -f "$OUT" ]] || return 0
@@ -481,15 +483,22 @@ follow() {
 			read -r _ _ DONE_RC _ <<<"$line"
 			;;
 		"@@LPVM fatal "*) log "guest: ${line#@@LPVM }" ;;
-		"@@LPVM begin "*) ;;
+		"@@LPVM begin "*) IN_TEST=1 ;;
 		"@@LPVM end "*)
+			IN_TEST=0
 			read -r _ _ n st rc secs <<<"$line"
 			RES[$n]="$st $rc $secs"
 			ORDER+=("$n")
 			printf '  %-28s %-8s %6s s%s\n' "$n" "${st^^}" "$secs" \
 				"$([[ $st == fail || $st == timeout ]] && echo "  (exit $rc)")" >&2
 			;;
-		*) if [[ $MODE == cmd ]]; then printf '%s\n' "$line"; fi ;;
+		*)
+			if [[ $MODE == cmd ]]; then
+				printf '%s\n' "$line"
+			elif [[ $IN_TEST == 0 && -n "$line" ]]; then
+				log "guest: $line" # what the kernel offers (BTF, mounts), between tests
+			fi
+			;;
 		esac
 	done <<<"${chunk%$'\n'}"
 }
