@@ -19,8 +19,9 @@
 # this kernel needs that it does not build in, tests/vm/init) mounts the
 # host's root read-only over virtiofs (the cloud kernels have no 9p), with
 # tmpfs on /tmp /run /var/tmp /dev/shm and overlays in memory on /var /root
-# /home, so the guest runs the host's tools and the build directory
-# unchanged and writes only to its own memory. QEMU runs with KVM where a
+# /home (lowprof's /var/cache/lowprof and /var/lib/lowprof start empty), so
+# the guest runs the host's tools and the build directory unchanged and
+# writes only to its own memory. QEMU runs with KVM where a
 # probe guest comes up under it, else under TCG. The tests run as ctest
 # defines them; their output comes back on a second serial port.
 #
