@@ -106,7 +106,7 @@ skip() {
 }
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (a private mount namespace shares / read-only)"
-for t in qemu-system-x86_64 "$VIRTIOFSD" busybox depmod modprobe dpkg-deb apt-get jq unshare flock; do
+for t in qemu-system-x86_64 "$VIRTIOFSD" busybox depmod modprobe dpkg-deb apt-get jq unshare flock setpriv; do
 	command -v "$t" >/dev/null || skip "$t is missing: deploy/install-deps.sh --test installs it"
 done
 [[ $MODE == shell || -x "$BUILD/lowprof" ]] || die "no $BUILD/lowprof: build first (cmake --build build)"
@@ -117,7 +117,7 @@ QPID=""
 VPID=""
 cleanup() {
 	local p i
-	trap - EXIT INT TERM
+	trap - EXIT INT TERM HUP
 	for p in $QPID $VPID; do kill -TERM "$p" 2>/dev/null || true; done
 	for i in $(seq 30); do
 		p=""
@@ -143,6 +143,7 @@ trap cleanup EXIT
 [[ $MODE != shell ]] || exec 7<&0 # the terminal, for the guest's console
 trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
+trap 'log "hung up"; exit 129' HUP
 
 mkdir -p "$CACHE"/{debs,kernels,apt}
 exec 9>"$CACHE/lock"
@@ -312,8 +313,16 @@ fi
 flock -u 9
 
 # ---- 3. the guest
+# what a run killed outright (SIGKILL) left: its job directory
+for d in /tmp/lowprof-vm.*; do
+	[[ -f "$d/pid" ]] || continue
+	read -r p _ <"$d/pid" || continue
+	[[ "$(cat "/proc/$p/comm" 2>/dev/null)" == bash ]] && continue
+	rm -rf "$d"
+done
 JOB=$(mktemp -d /tmp/lowprof-vm.XXXXXX)
 chmod 755 "$JOB"
+echo "$$" >"$JOB/pid"
 LOGS=$BUILD/vm-logs/$SERIES
 if [[ $MODE == shell ]]; then
 	LOGS=""
@@ -336,7 +345,8 @@ qemu_start() {
 	else
 		serial=(-serial "file:$pre.console" -serial "file:$pre.out")
 	fi
-	qemu-system-x86_64 -machine q35 -accel "$accel" -cpu "$cpu" -smp "$CPUS" -m "$MEM" \
+	# (killed with this script, even by SIGKILL)
+	setpriv --pdeathsig KILL qemu-system-x86_64 -machine q35 -accel "$accel" -cpu "$cpu" -smp "$CPUS" -m "$MEM" \
 		-object "memory-backend-memfd,id=mem,size=${MEM}M,share=on" -numa node,memdev=mem \
 		-chardev "socket,id=vfs,path=$JOB/vfs.sock" \
 		-device vhost-user-fs-pci,chardev=vfs,tag=hostroot,queue-size=1024 \
@@ -351,7 +361,7 @@ qemu_start() {
 virtiofsd_start() {
 	rm -f "$JOB/vfs.sock"
 	mkdir -p "$JOB/root"
-	unshare -m --propagation private sh -c '
+	setpriv --pdeathsig KILL unshare -m --propagation private sh -c '
 		mount --bind / "$1" && mount -o remount,bind,ro "$1" &&
 		exec "$3" --socket-path="$2" -o source="$1" -o cache=always -o sandbox=chroot \
 			-o log_level=err' _ "$JOB/root" "$JOB/vfs.sock" "$VIRTIOFSD" 2>>"$JOB/virtiofsd.log" &
