@@ -7,10 +7,11 @@
 source "$(dirname "$0")/lib.sh"
 require_root
 
-start_bg "$WL/chain-fp" 30
+# (under emulation the checks below take seconds: the recording lasts longer)
+start_bg "$WL/chain-fp" "$(scaled 30)"
 WPID=$BGPID
 sleep 0.3
-start_bg "$BIN/lowprof" record -d 5 -p "$WPID" -o "$TMP/out"
+start_bg "$BIN/lowprof" record -d "$(scaled 5)" -p "$WPID" -o "$TMP/out"
 REC=$BGPID
 
 # while it runs: the symbolizer is unprivileged, the collector keeps one capability

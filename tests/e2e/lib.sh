@@ -15,6 +15,13 @@ TMP=$(mktemp -d /tmp/lowprof-e2e.XXXXXX)
 chmod 755 "$TMP"
 KIDS=()
 FAILS=0
+# LOWPROF_TEST_TIME_SCALE (default 1; tests/vm/run.sh sets it in an emulated
+# VM, where everything is several times slower): durations that only have
+# to be long enough for the test's own steps are multiplied by it
+TIME_SCALE=${LOWPROF_TEST_TIME_SCALE:-1}
+scaled() { # scaled SECONDS: SECONDS x TIME_SCALE, rounded up to a whole second
+	awk -v t="$1" -v s="$TIME_SCALE" 'BEGIN { v = t * s; printf "%d", (v == int(v)) ? v : int(v) + 1 }'
+}
 
 cleanup() {
 	for p in "${KIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
