@@ -1064,17 +1064,6 @@ static int open_perf_event(uint32_t cpu, uint32_t freq)
 	return (int)syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-/*
- * The feature flags both objects' programs branch on (shared.bpf.h); rodata
- * is either skeleton's .rodata, which declare them alike.
- */
-#define set_features(c, rodata)                                                                    \
-	do {                                                                                       \
-		(rodata)->have_task_btf = (c)->feat.have[COLL_F_TASK_BTF];                         \
-		(rodata)->have_task_storage = (c)->feat.have[COLL_F_TASK_STORAGE];                 \
-		(rodata)->have_task_pt_regs = (c)->feat.have[COLL_F_TASK_PT_REGS];                 \
-	} while (0)
-
 /* Opens and loads the skeleton, with BTF-enabled or raw exec/exit tracepoints. */
 static int load_skel(struct coll *c, bool raw)
 {
@@ -1090,7 +1079,6 @@ static int load_skel(struct coll *c, bool raw)
 	}
 	c->skel->rodata->filter_pids = o->npids > 0;
 	c->skel->rodata->stack_bytes = o->stack_bytes;
-	set_features(c, c->skel->rodata);
 	c->bpf_ring_bytes =
 		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
 	c->skel->rodata->wake_bytes = c->bpf_ring_bytes / 2;
@@ -1098,14 +1086,7 @@ static int load_skel(struct coll *c, bool raw)
 	bpf_map__set_max_entries(c->skel->maps.scratch, c->cpus[c->ncpus - 1] + 1);
 	bpf_map__set_max_entries(c->skel->maps.events, (uint32_t)c->bpf_ring_bytes);
 	bpf_map__set_max_entries(c->skel->maps.pids, o->npids ? (uint32_t)o->npids : 1);
-	bpf_program__set_autoload(c->skel->progs.on_exec, !raw);
-	bpf_program__set_autoload(c->skel->progs.on_exit, !raw);
-	/* new threads' first stack pointers go to task storage */
-	bpf_program__set_autoload(c->skel->progs.on_fork,
-				  !raw && c->feat.have[COLL_F_TASK_STORAGE]);
-	bpf_map__set_autocreate(c->skel->maps.stack_tops, c->feat.have[COLL_F_TASK_STORAGE]);
-	bpf_program__set_autoload(c->skel->progs.on_exec_raw, raw);
-	bpf_program__set_autoload(c->skel->progs.on_exit_raw, raw);
+	coll_features__apply_profile(&c->feat, c->skel, raw);
 	if ((err = coll_btf__prepare(&c->btf, c->skel->obj)))
 		return err;
 	return profile_bpf__load(c->skel);
@@ -1134,8 +1115,6 @@ static int load_offcpu_with(struct coll *c)
 	off->rodata->filter_pids = o->npids > 0;
 	off->rodata->stack_bytes = o->stack_bytes;
 	off->rodata->wake_bytes = c->bpf_ring_bytes / 2;
-	set_features(c, off->rodata);
-	off->rodata->have_switch_state = c->feat.have[COLL_F_SWITCH_STATE];
 	off->rodata->mode = o->off_cpu_mode == COLL_OFFCPU_TIME ? LP_OFFCPU_TIME : LP_OFFCPU_EVENT;
 	/* rate * 2^32, the comparison bpf_get_prandom_u32() < threshold */
 	off->rodata->rate_threshold = o->off_cpu_rate >= 1
@@ -1147,22 +1126,13 @@ static int load_offcpu_with(struct coll *c)
 	bpf_map__set_max_entries(off->maps.scratch, max_id);
 	bpf_map__set_max_entries(off->maps.counts, max_id);
 	bpf_map__set_max_entries(off->maps.pending, coll_offcpu_pending_size((uint32_t)c->ncpus));
-	/* switch-out times: task storage, or a hash by thread id without it */
-	bpf_map__set_autocreate(off->maps.tasks, c->feat.have[COLL_F_TASK_STORAGE]);
-	bpf_map__set_autocreate(off->maps.tasks_h, !c->feat.have[COLL_F_TASK_STORAGE]);
-	bpf_map__set_max_entries(off->maps.tasks_h, COLL_OFFCPU_TASKS_FALLBACK);
-	if ((err = bpf_map__reuse_fd(off->maps.events, bpf_map__fd(c->skel->maps.events))) ||
-	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(c->skel->maps.pids))) ||
-	    (c->feat.have[COLL_F_TASK_STORAGE] &&
-	     (err = bpf_map__reuse_fd(off->maps.stack_tops,
-				      bpf_map__fd(c->skel->maps.stack_tops))))) {
-		lp_err("bpf: sharing the ring, pid filter and stack bounds with the off-CPU "
+	err = coll_features__apply_offcpu(&c->feat, off, c->skel);
+	if (err) {
+		lp_err("bpf: sharing the ring, pid filter and stack tops with the off-CPU "
 		       "programs: %s",
 		       strerror(-err));
 		return err;
 	}
-	if (!c->feat.have[COLL_F_TASK_STORAGE])
-		bpf_map__set_autocreate(off->maps.stack_tops, false);
 	err = coll_btf__prepare(&c->btf, off->obj);
 	return err ? err : offcpu_bpf__load(off);
 }

@@ -14,9 +14,14 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
+#include "collector_int.h"
 #include "kfeatures.h"
 #include "lowprof/log.h"
 #include "procfs.h"
+#include "profile.h"
+#include "offcpu.h"
+#include "offcpu.skel.h"
+#include "profile.skel.h"
 
 static const char *const names[COLL_F__COUNT] = {
 	[COLL_F_TASK_BTF] = "no-task-btf",	     [COLL_F_TASK_STORAGE] = "no-task-storage",
@@ -141,4 +146,50 @@ void coll_features__log(const struct coll_features *f)
 	}
 	if (!any)
 		lp_debug("kernel: every feature lowprof uses is there, no fallbacks");
+}
+
+/*
+ * The flags both objects' programs branch on (shared.bpf.h); rodata is
+ * either skeleton's .rodata, which declare them alike.
+ */
+#define set_flags(f, rodata)                                                                       \
+	do {                                                                                       \
+		(rodata)->have_task_btf = (f)->have[COLL_F_TASK_BTF];                              \
+		(rodata)->have_task_storage = (f)->have[COLL_F_TASK_STORAGE];                      \
+		(rodata)->have_task_pt_regs = (f)->have[COLL_F_TASK_PT_REGS];                      \
+	} while (0)
+
+void coll_features__apply_profile(const struct coll_features *f, struct profile_bpf *prof, bool raw)
+{
+	bool storage = f->have[COLL_F_TASK_STORAGE];
+
+	set_flags(f, prof->rodata);
+	bpf_program__set_autoload(prof->progs.on_exec, !raw);
+	bpf_program__set_autoload(prof->progs.on_exit, !raw);
+	bpf_program__set_autoload(prof->progs.on_exec_raw, raw);
+	bpf_program__set_autoload(prof->progs.on_exit_raw, raw);
+	/* new threads' first stack pointers go to task storage */
+	bpf_program__set_autoload(prof->progs.on_fork, !raw && storage);
+	bpf_map__set_autocreate(prof->maps.stack_tops, storage);
+}
+
+int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf *off,
+				const struct profile_bpf *prof)
+{
+	bool storage = f->have[COLL_F_TASK_STORAGE];
+	int err;
+
+	set_flags(f, off->rodata);
+	off->rodata->have_switch_state = f->have[COLL_F_SWITCH_STATE];
+	bpf_map__set_autocreate(off->maps.tasks, storage);
+	bpf_map__set_autocreate(off->maps.tasks_h, !storage);
+	bpf_map__set_max_entries(off->maps.tasks_h, COLL_OFFCPU_TASKS_FALLBACK);
+	bpf_map__set_autocreate(off->maps.stack_tops, storage);
+	if (!prof)
+		return 0;
+	if ((err = bpf_map__reuse_fd(off->maps.events, bpf_map__fd(prof->maps.events))) ||
+	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(prof->maps.pids))))
+		return err;
+	return storage ? bpf_map__reuse_fd(off->maps.stack_tops, bpf_map__fd(prof->maps.stack_tops))
+		       : 0;
 }

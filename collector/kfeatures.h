@@ -62,4 +62,26 @@ uint32_t coll_features__fallbacks(const struct coll_features *f, struct lps_str 
 /* Says once, at -v, what is missing and what is done instead. */
 void coll_features__log(const struct coll_features *f);
 
+struct profile_bpf;
+struct offcpu_bpf;
+
+/*
+ * Fits an opened, not yet loaded profile object to the features: the flags
+ * its programs branch on, task storage and its program (on_fork) created
+ * and loaded only where the kernel has them; raw: the exec/exit programs
+ * are the raw_tp ones (a kernel that refuses the tp_btf ones).
+ */
+void coll_features__apply_profile(const struct coll_features *f, struct profile_bpf *prof,
+				  bool raw);
+
+/*
+ * The same for the off-CPU object, which shares prof's (loaded) ring, pid
+ * filter and, with task storage, stack tops (bpf_map__reuse_fd; prof NULL:
+ * it has its own, as in the BPF tests); its
+ * switch-out times go to task storage or, without, to a hash by thread id
+ * (COLL_OFFCPU_TASKS_FALLBACK entries). 0 or the reuse's -errno.
+ */
+int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf *off,
+				const struct profile_bpf *prof);
+
 #endif /* LOWPROF_COLL_KFEATURES_H */

@@ -28,6 +28,7 @@
 #include <bpf/libbpf.h>
 
 #include "btf.h"
+#include "kfeatures.h"
 #include "lowprof/cpus.h"
 #include "min_btf.h"
 #include "profile.h"
@@ -64,28 +65,36 @@ static void load_both(struct coll_btf *b, struct objs *o)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = coll_btf__path(b));
 	uint32_t max_id = cpus[ncpus - 1] + 1;
+	struct coll_features f;
+	int err;
 
+	assert_int_equal(coll_features__probe(&f), 0);
 	o->prof = profile_bpf__open_opts(&oo);
 	assert_non_null(o->prof);
 	bpf_map__set_max_entries(o->prof->maps.events, 1 << 20);
 	bpf_map__set_max_entries(o->prof->maps.scratch, max_id);
-	bpf_program__set_autoload(o->prof->progs.on_exec_raw, false);
-	bpf_program__set_autoload(o->prof->progs.on_exit_raw, false);
+	coll_features__apply_profile(&f, o->prof, false);
 	assert_int_equal(coll_btf__prepare(b, o->prof->obj), 0);
 	assert_int_equal(profile_bpf__load(o->prof), 0);
 
-	o->off = offcpu_bpf__open_opts(&oo);
-	assert_non_null(o->off);
-	o->off->rodata->mode = LP_OFFCPU_EVENT;
-	o->off->rodata->rate_threshold = LP_OFFCPU_ALWAYS;
-	bpf_map__set_max_entries(o->off->maps.scratch, max_id);
-	bpf_map__set_max_entries(o->off->maps.counts, max_id);
-	bpf_map__set_max_entries(o->off->maps.pending, 128);
-	assert_int_equal(bpf_map__reuse_fd(o->off->maps.events, bpf_map__fd(o->prof->maps.events)),
-			 0);
-	assert_int_equal(bpf_map__reuse_fd(o->off->maps.pids, bpf_map__fd(o->prof->maps.pids)), 0);
-	assert_int_equal(coll_btf__prepare(b, o->off->obj), 0);
-	assert_int_equal(offcpu_bpf__load(o->off), 0);
+	/* with sched_switch's prev_state first, as the collector loads it */
+	for (;;) {
+		o->off = offcpu_bpf__open_opts(&oo);
+		assert_non_null(o->off);
+		o->off->rodata->mode = LP_OFFCPU_EVENT;
+		o->off->rodata->rate_threshold = LP_OFFCPU_ALWAYS;
+		bpf_map__set_max_entries(o->off->maps.scratch, max_id);
+		bpf_map__set_max_entries(o->off->maps.counts, max_id);
+		bpf_map__set_max_entries(o->off->maps.pending, 128);
+		assert_int_equal(coll_features__apply_offcpu(&f, o->off, o->prof), 0);
+		assert_int_equal(coll_btf__prepare(b, o->off->obj), 0);
+		err = offcpu_bpf__load(o->off);
+		if (!err || !f.have[COLL_F_SWITCH_STATE])
+			break;
+		offcpu_bpf__destroy(o->off);
+		coll_features__lack(&f, COLL_F_SWITCH_STATE);
+	}
+	assert_int_equal(err, 0);
 }
 
 static uint64_t switches(struct objs *o)

@@ -29,6 +29,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "kfeatures.h"
 #include "lowprof/cpus.h"
 #include "profile.h"
 #include "offcpu.h"
@@ -229,6 +230,44 @@ struct cfg {
 	uint32_t sleep_us, poll_us, ms;
 };
 
+/*
+ * The off-CPU object fitted to this kernel as the collector fits it
+ * (kfeatures.h, LOWPROF_FALLBACKS too), loaded: with sched_switch's
+ * prev_state first, and without it where the kernel refuses that.
+ */
+static struct offcpu_bpf *open_offcpu(const struct seen *s, const struct cfg *cfg,
+				      const uint32_t *cpus, int ncpus)
+{
+	struct coll_features f;
+	struct offcpu_bpf *skel;
+	int err;
+
+	assert_int_equal(coll_features__probe(&f), 0);
+	for (;;) {
+		skel = offcpu_bpf__open();
+		assert_non_null(skel);
+		skel->rodata->filter_pids = true;
+		skel->rodata->stack_bytes = s->stack_bytes;
+		skel->rodata->mode = cfg->mode;
+		skel->rodata->rate_threshold =
+			cfg->rate >= 1 ? LP_OFFCPU_ALWAYS : (uint64_t)(cfg->rate * 4294967296.0);
+		skel->rodata->period_ns = cfg->period_ns;
+		skel->rodata->min_ns = cfg->min_ns;
+		bpf_map__set_max_entries(skel->maps.events, 4 << 20);
+		bpf_map__set_max_entries(skel->maps.scratch, cpus[ncpus - 1] + 1);
+		bpf_map__set_max_entries(skel->maps.counts, cpus[ncpus - 1] + 1);
+		bpf_map__set_max_entries(skel->maps.pending, 128);
+		assert_int_equal(coll_features__apply_offcpu(&f, skel, NULL), 0);
+		err = offcpu_bpf__load(skel);
+		if (!err || !f.have[COLL_F_SWITCH_STATE])
+			break;
+		offcpu_bpf__destroy(skel);
+		coll_features__lack(&f, COLL_F_SWITCH_STATE);
+	}
+	assert_int_equal(err, 0);
+	return skel;
+}
+
 static void run(const struct cfg *cfg, struct seen *s, struct child_result *res,
 		struct lp_offcpu_counts *tot)
 {
@@ -267,20 +306,7 @@ static void run(const struct cfg *cfg, struct seen *s, struct child_result *res,
 	s->pid = child;
 	s->stack_bytes = 16384;
 
-	skel = offcpu_bpf__open();
-	assert_non_null(skel);
-	skel->rodata->filter_pids = true;
-	skel->rodata->stack_bytes = s->stack_bytes;
-	skel->rodata->mode = cfg->mode;
-	skel->rodata->rate_threshold =
-		cfg->rate >= 1 ? LP_OFFCPU_ALWAYS : (uint64_t)(cfg->rate * 4294967296.0);
-	skel->rodata->period_ns = cfg->period_ns;
-	skel->rodata->min_ns = cfg->min_ns;
-	bpf_map__set_max_entries(skel->maps.events, 4 << 20);
-	bpf_map__set_max_entries(skel->maps.scratch, cpus[ncpus - 1] + 1);
-	bpf_map__set_max_entries(skel->maps.counts, cpus[ncpus - 1] + 1);
-	bpf_map__set_max_entries(skel->maps.pending, 128);
-	assert_int_equal(offcpu_bpf__load(skel), 0);
+	skel = open_offcpu(s, cfg, cpus, ncpus);
 	key = (uint32_t)child;
 	assert_int_equal(bpf_map__update_elem(skel->maps.pids, &key, sizeof(key), &one, sizeof(one),
 					      BPF_ANY),

@@ -28,6 +28,7 @@
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 
+#include "kfeatures.h"
 #include "lowprof/cpus.h"
 #include "profile.h"
 #include "profile.skel.h"
@@ -48,6 +49,7 @@ struct seen {
 
 struct run {
 	struct profile_bpf *skel;
+	struct coll_features feat;
 	struct ring_buffer *rb;
 	struct bpf_link *links[LP_MAX_CPUS + 2];
 	int pfds[LP_MAX_CPUS];
@@ -192,10 +194,9 @@ static void run_start(struct run *r, struct seen *s, pid_t pid, bool raw)
 	r->skel->rodata->stack_bytes = s->stack_bytes;
 	bpf_map__set_max_entries(r->skel->maps.events, 1 << 20);
 	bpf_map__set_max_entries(r->skel->maps.scratch, cpus[ncpus - 1] + 1);
-	bpf_program__set_autoload(r->skel->progs.on_exec, !raw);
-	bpf_program__set_autoload(r->skel->progs.on_exit, !raw);
-	bpf_program__set_autoload(r->skel->progs.on_exec_raw, raw);
-	bpf_program__set_autoload(r->skel->progs.on_exit_raw, raw);
+	/* fitted to this kernel as the collector fits them (LOWPROF_FALLBACKS too) */
+	assert_int_equal(coll_features__probe(&r->feat), 0);
+	coll_features__apply_profile(&r->feat, r->skel, raw);
 	assert_int_equal(profile_bpf__load(r->skel), 0);
 	run_attach(r, s, key, one, cpus, ncpus, raw);
 }
