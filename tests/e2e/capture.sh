@@ -333,15 +333,15 @@ kill "$SPID" 2>/dev/null
 # argv and the environment above it (often secrets) never reach the rings or
 # the capture; the chain still unwinds whole to _start
 SECRET="lowprof-secret-$RANDOM$RANDOM-not-for-the-capture"
-start_bg env LOWPROF_TEST_SECRET="$SECRET" "$W" 6 "$SECRET"
+start_bg env LOWPROF_TEST_SECRET="$SECRET" "$W" "$(scaled 6)" "$SECRET"
 EPID=$BGPID
 sleep 0.3
+check "env: the workload's environment and argv hold the secret" \
+	grep -qaF "$SECRET" "/proc/$EPID/environ"
 "$BIN/lowprof" record -d 3 -p "$EPID" --capture "$TMP/env.lpcap" --capture-compress none \
 	--no-symbolize -o "$TMP/envout" >"$TMP/env.out" 2>&1
 rc=$?
 check "env: record exits 0 (got $rc)" test "$rc" -eq 0
-check "env: the workload's environment and argv hold the secret" \
-	grep -qaF "$SECRET" "/proc/$EPID/environ"
 check "env: the uncompressed capture does not hold it" \
 	bash -c '! grep -qaF "$1" "$2"' _ "$SECRET" "$TMP/env.lpcap"
 replay env "$TMP/env.lpcap" --cache "$CACHE"

@@ -74,7 +74,9 @@ check "cpu.folded is not empty" test -s "$F"
 echo "--- cpu.folded"; head -5 "$F"
 # unwound with CFI: no frame is missing (frame pointers alone lose chain_three,
 # as gcc gives the leaf no frame)
-pct=$(share "$F" '^chain-fp;.*main;chain_one;chain_two;chain_three;chain_leaf$')
+# (kernel frames may follow the leaf: an interrupt taken in user mode, whose
+# way back to it was sampled; under emulation, tests/vm, a tenth of them)
+pct=$(share "$F" '^chain-fp;.*main;chain_one;chain_two;chain_three;chain_leaf(;[^;]+_\[k\])*$')
 check "$pct% of samples show main;chain_one;chain_two;chain_three;chain_leaf (>= 95%)" \
 	test "$pct" -ge 95
 

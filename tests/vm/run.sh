@@ -335,8 +335,15 @@ fi
 qemu_start() {
 	local accel=$1 extra=$2 pre=$3 serial cpu=host
 	# TCG: "max" less 5-level paging and cmpxchg16b, whose emulation by
-	# QEMU 7.2's multi-threaded TCG corrupts EFLAGS (random early oopses)
-	[[ $accel == tcg ]] && cpu=max,la57=off,cx16=off
+	# QEMU 7.2's multi-threaded TCG corrupts EFLAGS (random early oopses);
+	# and one host thread for all vCPUs: multi-threaded TCG also let a
+	# vCPU run a kernel text site another one was patching (a tracepoint's
+	# static branch, flipped at every attach of sched_switch) and panic in
+	# __schedule. LOWPROF_VM_TCG_THREAD=multi brings it back.
+	if [[ $accel == tcg ]]; then
+		cpu=max,la57=off,cx16=off
+		accel=tcg,thread=${LOWPROF_VM_TCG_THREAD:-single}
+	fi
 	# (a command put in the background reads /dev/null unless told otherwise)
 	local in=/dev/null
 	if [[ $MODE == shell && $pre == "$JOB/vm" ]]; then
