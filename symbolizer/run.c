@@ -245,7 +245,10 @@ out:
 
 /*
  * Drains the ring into the state. Returns when the producer closed the ring
- * and everything was read, on a signal, or on a corrupt ring.
+ * and everything was read, on a signal, or on a corrupt ring. Each record
+ * is decoded from the ring's private copy of it (lp_ring__read), never in
+ * the shared mapping, where the collector's bytes could change between
+ * the decoder's check of a length and its use.
  */
 static int consume(struct lp_ring *ring, struct symb_state *s)
 {
@@ -256,18 +259,18 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 	for (;;) {
 		const void *data;
 		uint32_t len;
-		int err = lp_ring__peek(ring, &data, &len);
+		int err = lp_ring__read(ring, &data, &len);
 
 		if (err == 0) {
 			err = symb_state_feed(s, data, len);
-			lp_ring__consume(ring);
 			if (err == -EPROTO)
 				return err;
-			if (err == -ENOMEM) {
-				lp_err("out of memory; writing what was aggregated so far");
-				return err;
-			}
-			continue;
+			if (err != -ENOMEM)
+				continue;
+		}
+		if (err == -ENOMEM) {
+			lp_err("out of memory; writing what was aggregated so far");
+			return err;
 		}
 		if (err == -EPIPE)
 			return 0;
