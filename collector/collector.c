@@ -1374,8 +1374,10 @@ static const char *capture_name(const struct coll *c)
 }
 
 /*
- * --capture PATH (created 0600: it holds copies of processes' stacks) or an
- * inherited --capture-fd.
+ * --capture PATH (created 0600: it holds copies of processes' stacks; as
+ * the outputs are, never through a symlink anywhere in PATH, never into a
+ * hard-linked or another user's file, truncated only once it is checked)
+ * or an inherited --capture-fd.
  */
 static int open_capture(struct coll *c)
 {
@@ -1383,12 +1385,14 @@ static int open_capture(struct coll *c)
 	int fd = o->capture_fd, err;
 
 	if (o->capture_path) {
-		fd = open(o->capture_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-			  0600);
+		fd = lp_open_output_path(o->capture_path, 0600, NULL);
 		if (fd < 0) {
-			err = -errno;
+			err = fd;
 			lp_err("capture: %s: %s", o->capture_path,
-			       err == -ELOOP ? "is a symlink" : strerror(-err));
+			       err == -ELOOP	? "a symbolic link in its path"
+			       : err == -EINVAL ? "not a regular file with a single link"
+			       : err == -EPERM	? "a file of another user"
+						: strerror(-err));
 			return err;
 		}
 		c->capture_fd = fd;

@@ -457,19 +457,23 @@ static int open_outputs(const struct symb_opts *o, bool off_cpu, int fds[NOUT])
 		}
 		return 0;
 	}
-	dfd = lp_open_output_dir(o->out_dir);
+	dfd = lp_open_output_dir(o->out_dir, LP_OUTPUT_MODE);
 	if (dfd < 0) {
 		lp_err("output directory %s: %s", o->out_dir,
-		       dfd == -ENOTDIR ? "not a directory" : strerror(-dfd));
+		       dfd == -ENOTDIR ? "not a directory"
+		       : dfd == -ELOOP ? "a symbolic link in its path"
+				       : strerror(-dfd));
 		return dfd;
 	}
 	for (int i = 0; i < n; i++) {
-		fds[i] = lp_open_output_file(dfd, names[i]);
+		fds[i] = lp_open_output_file(dfd, names[i], LP_OUTPUT_MODE);
 		if (fds[i] < 0) {
 			int err = fds[i];
 
 			lp_err("output: %s/%s: %s", o->out_dir, names[i],
-			       err == -ELOOP ? "is a symlink" : strerror(-err));
+			       err == -ELOOP   ? "is a symlink"
+			       : err == -EPERM ? "a file of another user"
+					       : strerror(-err));
 			while (i--)
 				close(fds[i]);
 			close(dfd);
