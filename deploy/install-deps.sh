@@ -16,8 +16,10 @@ build_pkgs=(
 # bpftrace, jq and GNU time serve the benchmark (tests/bench/bench.sh);
 # libc6-dbg gives the tests a separate debug file found by build-id (libc's
 # local symbols); python3-yaml reads the Kubernetes manifest in
-# tests/e2e/deploy.sh.
-test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq time libc6-dbg python3-yaml)
+# tests/e2e/deploy.sh; libfuse3-dev builds the hanging file system of
+# tests/e2e/broker.sh.
+test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq time libc6-dbg python3-yaml
+	libfuse3-dev)
 
 want=("${build_pkgs[@]}" libcmocka-dev)
 if [[ "${1:-}" == "--test" ]]; then
