@@ -36,7 +36,7 @@ int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dir
 void cli_remove_empty_outputs(int dirfd, int nout);
 /* What an lp_open_output_* error means, for a message; path: of a path, not a name. */
 const char *cli_output_strerror(int err, bool path);
-/* --output-mode MODE: octal, rw for the owner, nothing but r/w bits; 0 or -EINVAL. */
+/* --output-mode MODE: octal, rw for the owner, nothing but r/w bits; 0 or -EINVAL (said why). */
 int cli_parse_output_mode(const char *arg, mode_t *mode);
 /* Path of a sibling program: the directory of /proc/self/exe + name. */
 void cli_sibling(const char *name, char *out, size_t len);

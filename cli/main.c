@@ -255,12 +255,8 @@ static int cmd_record(int argc, char **argv)
 			o.no_symbolize = true;
 			break;
 		case 1007:
-			if (cli_parse_output_mode(optarg, &o.output_mode)) {
-				lp_err("--output-mode %s: give an octal file mode with rw for the "
-				       "owner and only r/w bits, e.g. 0644",
-				       optarg);
+			if (cli_parse_output_mode(optarg, &o.output_mode))
 				return 2;
-			}
 			break;
 		case 'G':
 			if (ndebug == LP_RECORD_MAX_DEBUG_DIRS) {

@@ -583,8 +583,12 @@ int cli_parse_output_mode(const char *arg, mode_t *mode)
 
 	errno = 0;
 	v = strtoul(arg, &end, 8);
-	if (errno || end == arg || *end || (v & ~0666ul) || (v & 0600) != 0600)
+	if (errno || end == arg || *end || (v & ~0666ul) || (v & 0600) != 0600) {
+		lp_err("--output-mode %s: give an octal file mode with rw for the owner and only "
+		       "r/w bits, e.g. 0644",
+		       arg);
 		return -EINVAL;
+	}
 	*mode = (mode_t)v;
 	return 0;
 }

@@ -258,12 +258,8 @@ int lp_cmd_replay(int argc, char **argv)
 			o.debug_dirs[o.ndebug++] = optarg;
 			break;
 		case 'M':
-			if (cli_parse_output_mode(optarg, &o.output_mode)) {
-				lp_err("--output-mode %s: give an octal file mode with rw for the "
-				       "owner and only r/w bits, e.g. 0644",
-				       optarg);
+			if (cli_parse_output_mode(optarg, &o.output_mode))
 				return 2;
-			}
 			break;
 		case 'v':
 			o.verbose = true;
