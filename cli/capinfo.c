@@ -2,25 +2,29 @@
 /*
  * lowprof capture-info: what a capture file holds, read with the validating
  * capture reader and record decoder. Started as root it first becomes
- * nobody (after opening the file): reading an untrusted file needs no
- * privileges.
+ * nobody (after opening the file), and it gives up every capability:
+ * reading an untrusted file needs no privileges, and if they cannot be
+ * given up the file is not read. Every string from the file is printed
+ * sanitized (lp_sanitize).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lowprof/capture.h"
+#include "lowprof/caps.h"
 #include "lowprof/log.h"
 #include "lowprof/schema.h"
+#include "lowprof/text.h"
 #include "record.h"
 
 #define TOP_PROCS 10
@@ -109,6 +113,16 @@ static void note_time(struct info *in, uint64_t t)
 		in->last_rec_ns = t;
 }
 
+/*
+ * Printable copy of a string from the file (lp_sanitize: control bytes,
+ * malformed UTF-8, C1 and bidi characters become '?'): a capture can come
+ * from anywhere, and the terminal must not take its strings for commands.
+ */
+static const char *safe(char *dst, size_t cap, struct lps_str s)
+{
+	return lp_sanitize(dst, cap, s.ptr, s.len);
+}
+
 static void feed(struct info *in, const void *buf, uint32_t len)
 {
 	struct lps_record r;
@@ -190,24 +204,9 @@ static void feed(struct info *in, const void *buf, uint32_t len)
 	case LPS_END:
 		note_time(in, r.end.time_ns);
 		in->have_end = true;
-		snprintf(in->end_reason, sizeof(in->end_reason), "%.*s", (int)r.end.reason.len,
-			 r.end.reason.ptr);
+		safe(in->end_reason, sizeof(in->end_reason), r.end.reason);
 		break;
 	}
-}
-
-/* Printable copy of a string from the file: control bytes become '?'. */
-static const char *safe(char *dst, size_t cap, struct lps_str s)
-{
-	size_t n = s.len < cap - 1 ? s.len : cap - 1;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s.ptr[i];
-
-		dst[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-	}
-	dst[n] = '\0';
-	return dst;
 }
 
 static const char *utc(char *buf, size_t cap, uint64_t real_ns)
@@ -342,7 +341,7 @@ static void print_file(const char *file, const struct lpc_reader *rd, const stru
 	char t[64];
 
 	lpc_reader__stats(rd, &st);
-	printf("capture       %s: %.1f MiB, format %u.%u, created %s\n", file,
+	printf("capture       %s: %.1f MiB, format %u.%u, created %s\n", file, /* sanitized */
 	       st.file_bytes / 1048576.0, h->major, h->minor,
 	       utc(t, sizeof(t), h->created_real_ns));
 	printf("blocks        %" PRIu64 " (%" PRIu64 " zstd): %.1f MiB of records in %.1f MiB",
@@ -372,17 +371,42 @@ static void warn_cb(void *ctx, const char *msg)
 	lp_warn("%s: %s", (const char *)ctx, msg);
 }
 
-/* Reading a file needs no privileges: give them up once it is open. */
-static void become_nobody(void)
+/*
+ * Reading a file needs no privileges: once it is open, root becomes nobody
+ * (groups, gid, uid: the uid change from 0 clears the capability sets) and
+ * anyone gives up what capabilities it has, with no_new_privs. Fails
+ * closed: 0, or -errno (said why) and the file is not read.
+ */
+static int drop_privileges(void)
 {
-	struct passwd *pw = getpwnam("nobody");
+	struct passwd *pw;
+	uid_t r, e, su;
+	int err;
 
-	if (geteuid() != 0 || !pw)
-		return;
-	if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
-	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid))
-		lp_warn("capture-info: could not become nobody: %m");
-	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (geteuid() == 0 || getuid() == 0) {
+		errno = 0;
+		pw = getpwnam("nobody");
+		if (!pw || pw->pw_uid == 0) {
+			lp_err("capture-info: there is no user nobody to read the file as");
+			return -ENOENT;
+		}
+		if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
+		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
+			err = -errno;
+			lp_err("capture-info: could not become nobody: %s", strerror(-err));
+			return err;
+		}
+		/* all three ids: nothing left to switch back to */
+		if (getresuid(&r, &e, &su) || r != pw->pw_uid || e != r || su != r) {
+			lp_err("capture-info: could not become nobody: still uid %u/%u/%u", r, e,
+			       su);
+			return -EPERM;
+		}
+	}
+	err = lp_caps_limit(0);
+	if (err)
+		lp_err("capture-info: could not give up capabilities: %s", strerror(-err));
+	return err;
 }
 
 int lp_cmd_capture_info(int argc, char **argv)
@@ -396,6 +420,7 @@ int lp_cmd_capture_info(int argc, char **argv)
 	struct lpc_header h;
 	struct info in = {0};
 	unsigned top = TOP_PROCS;
+	char name[PATH_MAX];
 	const char *file;
 	int opt, fd, err, rc = 1;
 
@@ -424,13 +449,15 @@ int lp_cmd_capture_info(int argc, char **argv)
 		lp_err("give one capture file (see lowprof capture-info --help)");
 		return 2;
 	}
-	file = argv[optind];
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	/* the name may come from a glob: printed sanitized too */
+	file = lp_sanitize(name, sizeof(name), argv[optind], strlen(argv[optind]));
+	fd = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		lp_err("%s: %m", file);
 		return 1;
 	}
-	become_nobody();
+	if (drop_privileges())
+		goto out;
 	err = lpc_reader__open_fd(fd, &rd, &h);
 	if (err) {
 		char msg[96];

@@ -26,10 +26,18 @@ struct cli_child {
 	uint64_t start_ns; /* CLOCK_MONOTONIC when it was started */
 };
 
-/* Creates dir if needed and opens the first nout output files in it; 0 or -1 (said why). */
-int cli_open_outputs(const char *dir, int fds[], int nout);
-/* After a failed run: removes the outputs unless a folded file has samples. */
-void cli_remove_empty_outputs(const char *dir, int nout);
+/*
+ * Creates dir if needed (no symlink in its path) and opens the first nout
+ * output files in it with mode mode (lowprof/files.h); 0 with *dirfd the
+ * directory, or -1 (said why).
+ */
+int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd);
+/* After a failed run: removes the outputs in dirfd unless a folded file has samples. */
+void cli_remove_empty_outputs(int dirfd, int nout);
+/* What an lp_open_output_* error means, for a message; path: of a path, not a name. */
+const char *cli_output_strerror(int err, bool path);
+/* --output-mode MODE: octal, rw for the owner, nothing but r/w bits; 0 or -EINVAL (said why). */
+int cli_parse_output_mode(const char *arg, mode_t *mode);
 /* Path of a sibling program: the directory of /proc/self/exe + name. */
 void cli_sibling(const char *name, char *out, size_t len);
 /*

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lowprof/log.h"
+#include "cli_int.h"
 #include "lowprof/parse.h"
 #include "record.h"
 
@@ -51,7 +52,12 @@ static const char record_usage[] =
 	"  -d, --duration SECONDS  how long to profile (default: until Ctrl-C)\n"
 	"  -F, --freq HZ           samples per second per CPU (default 99, max 10000)\n"
 	"  -p, --pid PID           only this process and all its threads (repeatable)\n"
-	"  -o, --output DIR        output directory (default ./lowprof-out)\n"
+	"  -o, --output DIR        output directory (default ./lowprof-out), made if\n"
+	"                          missing; no component of it may be a symlink\n"
+	"      --output-mode MODE  the outputs' mode (default 0600: root's alone, as\n"
+	"                          they show where kernel and user code is loaded;\n"
+	"                          0644 lets every local user read them); directories\n"
+	"                          made for them get x where r (0700, 0755)\n"
 	"  -u, --user USER         the symbolizer's user (default nobody)\n"
 	"      --stack-bytes N     user stack bytes copied per sample for unwinding\n"
 	"                          code without frame pointers (default 16384, max\n"
@@ -74,8 +80,10 @@ static const char record_usage[] =
 	"      --off-cpu-period-us T  time mode's T in microseconds (default 10000)\n"
 	"      --off-cpu-min-us N  blocks shorter than N us are counted, not recorded\n"
 	"                          (default 0: dropping them would bias the totals)\n"
-	"      --capture FILE      also write every record to FILE (created 0600; it holds\n"
-	"                          copies of stacks) for 'lowprof replay'\n"
+	"      --capture FILE      also write every record to FILE for 'lowprof replay'\n"
+	"                          (mode 0600 whatever --output-mode: it holds copies\n"
+	"                          of stacks; never through a symlink in its path, nor\n"
+	"                          into a hard-linked or another user's file)\n"
 	"      --capture-compress zstd|none  compress its blocks (default zstd, kept\n"
 	"                          where it saves an eighth or more)\n"
 	"      --no-symbolize      with --capture: run the collector alone (cheapest);\n"
@@ -116,6 +124,7 @@ static int cmd_record(int argc, char **argv)
 		{"capture", required_argument, NULL, 1004},
 		{"capture-compress", required_argument, NULL, 1005},
 		{"no-symbolize", no_argument, NULL, 1006},
+		{"output-mode", required_argument, NULL, 1007},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -244,6 +253,10 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 1006:
 			o.no_symbolize = true;
+			break;
+		case 1007:
+			if (cli_parse_output_mode(optarg, &o.output_mode))
+				return 2;
 			break;
 		case 'G':
 			if (ndebug == LP_RECORD_MAX_DEBUG_DIRS) {

@@ -88,52 +88,68 @@ static int check_privileges(void)
 	return missing ? -1 : 0;
 }
 
-int cli_open_outputs(const char *dir, int fds[], int nout)
+const char *cli_output_strerror(int err, bool path)
 {
-	int dfd = lp_open_output_dir(dir);
+	switch (err) {
+	case -ELOOP:
+		return path ? "a symlink in its path (outputs are never written through one: "
+			      "give the path it leads to)"
+			    : "is a symlink";
+	case -ENOTDIR:
+		return "not a directory";
+	case -EINVAL:
+		return "not a regular file with a single link";
+	case -EPERM:
+		return "a file of another user";
+	case -EISDIR:
+		return "names a directory, not a file";
+	default:
+		return strerror(-err);
+	}
+}
 
+int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd)
+{
+	int dfd = lp_open_output_dir(dir, mode);
+
+	*dirfd = -1;
 	if (dfd < 0) {
-		lp_err("output directory %s: %s", dir,
-		       dfd == -ENOTDIR ? "not a directory" : strerror(-dfd));
+		lp_err("output directory %s: %s", dir, cli_output_strerror(dfd, true));
 		return -1;
 	}
 	for (int i = 0; i < nout; i++) {
-		fds[i] = lp_open_output_file(dfd, cli_out_names[i]);
+		fds[i] = lp_open_output_file(dfd, cli_out_names[i], mode);
 		if (fds[i] < 0) {
 			lp_err("output directory %s is not writable: %s: %s", dir, cli_out_names[i],
-			       fds[i] == -ELOOP	   ? "is a symlink"
-			       : fds[i] == -EINVAL ? "not a regular file with a single link"
-						   : strerror(-fds[i]));
+			       cli_output_strerror(fds[i], false));
 			while (i--)
 				close(fds[i]);
 			close(dfd);
 			return -1;
 		}
 	}
-	close(dfd);
+	*dirfd = dfd;
 	return 0;
 }
 
 /*
  * After a failed run, removes the outputs unless they hold samples (an empty
  * folded file means none): a run that failed at start leaves nothing behind,
- * one that failed later keeps what it collected.
+ * one that failed later keeps what it collected. Through the directory
+ * opened for them: whatever its path leads to now.
  */
-void cli_remove_empty_outputs(const char *dir, int nout)
+void cli_remove_empty_outputs(int dirfd, int nout)
 {
-	char path[PATH_MAX];
 	struct stat st;
 
-	for (int i = 1; i < nout; i += 3) {
-		snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[i]);
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+	for (int i = 1; i < nout; i += 3)
+		if (fstatat(dirfd, cli_out_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && st.st_size > 0)
 			return;
-	}
-	for (int i = 0; i < nout; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[i]);
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-			unlink(path);
-	}
+	for (int i = 0; i < nout; i++)
+		if (fstatat(dirfd, cli_out_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			unlinkat(dirfd, cli_out_names[i], 0);
 }
 
 /* Path of a cli_sibling program: the directory of /proc/self/exe + name. */
@@ -546,6 +562,37 @@ fail:
 	return err;
 }
 
+/*
+ * A run that failed before the capture's first block leaves no capture
+ * behind: the file we made (same inode), in the directory we made it in.
+ */
+static void remove_empty_capture(int dirfd, const char *path, const struct stat *made)
+{
+	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == made->st_dev &&
+	    st.st_ino == made->st_ino && st.st_size <= (off_t)LPC_HDR_SIZE)
+		unlinkat(dirfd, name, 0);
+}
+
+int cli_parse_output_mode(const char *arg, mode_t *mode)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 8);
+	if (errno || end == arg || *end || (v & ~0666ul) || (v & 0600) != 0600) {
+		lp_err("--output-mode %s: give an octal file mode with rw for the owner and only "
+		       "r/w bits, e.g. 0644",
+		       arg);
+		return -EINVAL;
+	}
+	*mode = (mode_t)v;
+	return 0;
+}
+
 int lp_record(const struct lp_record_opts *o)
 {
 	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], stack[16], desc[64];
@@ -558,6 +605,8 @@ int lp_record(const struct lp_record_opts *o)
 	int fds[LP_RECORD_MAX_OUTPUTS] = {-1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1;
 	int ring_fds[2] = {-1, -1}, reader_fd = -1, files[2] = {-1, -1};
 	int nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3, cap_fd = -1;
+	int out_dirfd = -1, cap_dirfd = -1;
+	struct stat cap_st = {0};
 	struct lp_ring *ring = NULL;
 	size_t ring_size = 0;
 	void *ring_mem = NULL;
@@ -575,16 +624,15 @@ int lp_record(const struct lp_record_opts *o)
 			return 1;
 		}
 	}
-	if (nout && cli_open_outputs(o->out_dir, fds, nout))
+	if (nout && cli_open_outputs(o->out_dir, o->output_mode ? o->output_mode : LP_OUTPUT_MODE,
+				     fds, nout, &out_dirfd))
 		return 1;
 	if (o->capture_path) {
 		/* 0600, root's: it holds copies of the profiled processes' stacks */
-		cap_fd = open(o->capture_path,
-			      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-			      0600);
-		if (cap_fd < 0) {
+		cap_fd = lp_open_output_path(o->capture_path, 0600, &cap_dirfd);
+		if (cap_fd < 0 || fstat(cap_fd, &cap_st)) {
 			lp_err("--capture %s: %s", o->capture_path,
-			       errno == ELOOP ? "is a symlink" : strerror(errno));
+			       cli_output_strerror(cap_fd < 0 ? cap_fd : -errno, true));
 			goto out;
 		}
 	}
@@ -723,15 +771,13 @@ out:
 	lp_ring__free(ring);
 	if (ring_mem)
 		munmap(ring_mem, ring_size);
-	if (rc && nout)
-		cli_remove_empty_outputs(o->out_dir, nout);
-	if (rc && o->capture_path) {
-		struct stat st;
-
-		/* a run that failed before its first block leaves no capture behind */
-		if (lstat(o->capture_path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_size <= (off_t)LPC_HDR_SIZE)
-			unlink(o->capture_path);
-	}
+	if (rc && out_dirfd >= 0)
+		cli_remove_empty_outputs(out_dirfd, nout);
+	if (rc && cap_dirfd >= 0)
+		remove_empty_capture(cap_dirfd, o->capture_path, &cap_st);
+	if (out_dirfd >= 0)
+		close(out_dirfd);
+	if (cap_dirfd >= 0)
+		close(cap_dirfd);
 	return rc;
 }

@@ -29,6 +29,7 @@ struct lp_record_opts {
 	const char *capture_path;
 	const char *capture_compress; /* "zstd" or "none" as given; NULL: default */
 	bool no_symbolize;	      /* the collector alone: only the capture */
+	mode_t output_mode; /* of the output files (dirs made: x where r); 0: LP_OUTPUT_MODE */
 };
 
 #define LP_RECORD_MAX_OUTPUTS 6

@@ -21,6 +21,7 @@
 
 #include "cli_int.h"
 #include "lowprof/capture.h"
+#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
 #include "record.h"
@@ -41,7 +42,11 @@ const char lp_replay_usage[] =
 	"and says how much was lost.\n"
 	"\n"
 	"Options:\n"
-	"  -o, --output DIR        output directory (default ./lowprof-out)\n"
+	"  -o, --output DIR        output directory (default ./lowprof-out), made if\n"
+	"                          missing; no component of it may be a symlink\n"
+	"      --output-mode MODE  the outputs' mode (default 0600: yours alone; 0644\n"
+	"                          lets every local user read them); directories made\n"
+	"                          for them get x where r (0700, 0755)\n"
 	"      --debug-dir DIR     binaries and separate debug files by build-id under\n"
 	"                          DIR/.build-id/ (repeatable; default /usr/lib/debug)\n"
 	"      --cache PATH        symbol and stack-delta cache (default " LP_RECORD_DEFAULT_CACHE
@@ -66,6 +71,7 @@ struct replay_opts {
 	bool verbose;
 	const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
 	size_t ndebug;
+	mode_t output_mode;
 };
 
 /*
@@ -127,20 +133,18 @@ static void symbolizer_argv(const struct replay_opts *o, char *path, char **argv
 	argv[n] = NULL;
 }
 
-/* The off-CPU outputs stay only when the capture had off-CPU samples. */
-static bool drop_empty_offcpu(const char *dir)
+/* The off-CPU outputs in dirfd stay only when the capture had off-CPU samples. */
+static bool drop_empty_offcpu(int dirfd)
 {
-	char path[PATH_MAX];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[4]);
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+	if (fstatat(dirfd, cli_out_names[4], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_size > 0)
 		return false;
-	for (int i = 3; i < 6; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, cli_out_names[i]);
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-			unlink(path);
-	}
+	for (int i = 3; i < 6; i++)
+		if (fstatat(dirfd, cli_out_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			unlinkat(dirfd, cli_out_names[i], 0);
 	return true;
 }
 
@@ -150,15 +154,13 @@ static int run_replay(struct replay_opts *o)
 	char *argv[24 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	struct cli_child kids[2] = {{.name = "none", .done = true, .out = {-1, -1}},
 				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
-	int fds[7] = {-1, -1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1;
-	bool opened = false;
+	int fds[7] = {-1, -1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1, dirfd = -1;
 
 	fds[0] = open_capture(o->file);
 	if (fds[0] < 0)
 		return 1;
-	if (cli_open_outputs(o->out_dir, fds + 1, 6))
+	if (cli_open_outputs(o->out_dir, o->output_mode, fds + 1, 6, &dirfd))
 		goto out;
-	opened = true;
 	if (geteuid() == 0 && !o->no_cache) {
 		if (!o->cache_path)
 			o->cache_path = LP_RECORD_DEFAULT_CACHE;
@@ -184,7 +186,7 @@ static int run_replay(struct replay_opts *o)
 	}
 	printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0], cli_out_names[1],
 	       cli_out_names[2],
-	       drop_empty_offcpu(o->out_dir) ? "" : " offcpu.pb.gz offcpu.folded offcpu.html");
+	       drop_empty_offcpu(dirfd) ? "" : " offcpu.pb.gz offcpu.folded offcpu.html");
 	rc = 0;
 out:
 	for (int i = 0; i < 7; i++)
@@ -195,10 +197,12 @@ out:
 			close(kids[1].out[i]);
 	if (sfd >= 0)
 		close(sfd);
-	if (rc && opened) {
-		cli_remove_empty_outputs(o->out_dir, 6);
-		drop_empty_offcpu(o->out_dir);
+	if (rc && dirfd >= 0) {
+		cli_remove_empty_outputs(dirfd, 6);
+		drop_empty_offcpu(dirfd);
 	}
+	if (dirfd >= 0)
+		close(dirfd);
 	return rc;
 }
 
@@ -211,11 +215,13 @@ int lp_cmd_replay(int argc, char **argv)
 		{"cache-size", required_argument, NULL, 'Z'},
 		{"no-cache", no_argument, NULL, 'X'},
 		{"debug-dir", required_argument, NULL, 'G'},
+		{"output-mode", required_argument, NULL, 'M'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
-	struct replay_opts o = {.out_dir = "lowprof-out", .user = "nobody"};
+	struct replay_opts o = {
+		.out_dir = "lowprof-out", .user = "nobody", .output_mode = LP_OUTPUT_MODE};
 	uint64_t size;
 	int opt;
 
@@ -250,6 +256,10 @@ int lp_cmd_replay(int argc, char **argv)
 				return 2;
 			}
 			o.debug_dirs[o.ndebug++] = optarg;
+			break;
+		case 'M':
+			if (cli_parse_output_mode(optarg, &o.output_mode))
+				return 2;
 			break;
 		case 'v':
 			o.verbose = true;

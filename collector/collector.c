@@ -93,7 +93,9 @@ struct coll {
 	/* what the kernel lacked and what was done instead (meta fallbacks) */
 	struct lps_str fallbacks[LPS_MAX_FALLBACKS];
 	uint32_t nfallbacks;
-	struct coll_files_stats files;
+
+	struct coll_broker *broker; /* answers requests on files_fd (files.c) */
+
 	bool sock_created; /* we created the socket at ring_path: unlink it */
 
 	struct coll_capture *cap; /* --capture: every record also goes to the file */
@@ -1488,6 +1490,8 @@ static void coll_cleanup(struct coll *c)
 		close(c->ring_fd);
 	if (c->ring_cons_fd >= 0 && c->ring_cons_fd != c->o->ring_cons_fd)
 		close(c->ring_cons_fd);
+	/* idle workers exit; stuck ones are left in the kernel, to die when they return */
+	coll_broker__free(c->broker);
 	if (c->files_fd >= 0)
 		close(c->files_fd);
 	if (c->kallsyms_fd >= 0)
@@ -1546,8 +1550,10 @@ static const char *capture_name(const struct coll *c)
 }
 
 /*
- * --capture PATH (created 0600: it holds copies of processes' stacks) or an
- * inherited --capture-fd.
+ * --capture PATH (created 0600: it holds copies of processes' stacks; as
+ * the outputs are, never through a symlink anywhere in PATH, never into a
+ * hard-linked or another user's file, truncated only once it is checked)
+ * or an inherited --capture-fd.
  */
 static int open_capture(struct coll *c)
 {
@@ -1555,12 +1561,14 @@ static int open_capture(struct coll *c)
 	int fd = o->capture_fd, err;
 
 	if (o->capture_path) {
-		fd = open(o->capture_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-			  0600);
+		fd = lp_open_output_path(o->capture_path, 0600, NULL);
 		if (fd < 0) {
-			err = -errno;
+			err = fd;
 			lp_err("capture: %s: %s", o->capture_path,
-			       err == -ELOOP ? "is a symlink" : strerror(-err));
+			       err == -ELOOP	? "a symbolic link in its path"
+			       : err == -EINVAL ? "not a regular file with a single link"
+			       : err == -EPERM	? "a file of another user"
+						: strerror(-err));
 			return err;
 		}
 		c->capture_fd = fd;
@@ -1588,8 +1596,10 @@ static void finish_capture(struct coll *c)
 }
 
 /*
- * Sleeps ms, answering the symbolizer's file requests as they come (a few
- * at a time: a flood of them cannot keep the BPF ring from being drained).
+ * Sleeps ms, taking the symbolizer's file requests as they come (a few at
+ * a time: a flood of them cannot keep the BPF ring from being drained).
+ * The broker's workers open the files; what it answers here never blocks,
+ * and a request that takes too long is answered here when it is due.
  */
 static void nap_serving(struct coll *c, uint32_t ms)
 {
@@ -1597,20 +1607,25 @@ static void nap_serving(struct coll *c, uint32_t ms)
 
 	for (;;) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
-		/* a negative fd is ignored by poll */
-		struct pollfd pfd[3] = {{c->files_fd, POLLIN, 0},
+		/* a negative fd is ignored by poll; the broker's: its workers' answers */
+		struct pollfd pfd[4] = {{c->files_fd, POLLIN, 0},
 					{c->listen_fd, POLLIN, 0},
-					{c->wake_fd, POLLIN, 0}};
+					{c->wake_fd, POLLIN, 0},
+					{coll_broker__fd(c->broker), POLLIN, 0}};
+		int due = coll_broker__tick(c->broker, now), wait;
 		struct epoll_event ev;
 		int n;
 
 		if (now >= end || stop_signal)
 			return;
+		wait = (int)((end - now + 999999) / 1000000);
+		if (due >= 0 && due < wait)
+			wait = due;
 		if (c->files_fd < 0 && c->listen_fd < 0 && c->wake_fd < 0) {
-			sleep_ms((uint32_t)((end - now + 999999) / 1000000));
-			return;
+			sleep_ms((uint32_t)wait);
+			continue;
 		}
-		n = poll(pfd, 3, (int)((end - now + 999999) / 1000000));
+		n = poll(pfd, 4, wait);
 		if (n < 0 && errno == EINTR)
 			return; /* the loop looks at the signal */
 		if (n <= 0)
@@ -1622,11 +1637,12 @@ static void nap_serving(struct coll *c, uint32_t ms)
 			return;
 		}
 		if (pfd[0].revents) {
-			n = coll_files_serve(c->files_fd, c->o->ring_uid, 16, &c->files);
+			n = coll_broker__serve(c->broker, c->files_fd, 16);
 			if (n < 0 || ((pfd[0].revents & (POLLHUP | POLLERR)) &&
 				      !(pfd[0].revents & POLLIN))) {
 				lp_debug("files: the file channel closed (%s)",
 					 n < 0 ? strerror(-n) : "hang-up");
+				coll_broker__detach(c->broker);
 				close(c->files_fd);
 				c->files_fd = -1;
 				if (c->listen_fd >= 0)
@@ -1643,6 +1659,25 @@ static void nap_serving(struct coll *c, uint32_t ms)
 			resend_state(c);
 		}
 	}
+}
+
+/* The file broker's counts, when it had requests (-v: always). */
+static void print_files(struct coll *c)
+{
+	struct coll_files_stats f;
+
+	coll_broker__stats(c->broker, &f);
+	if (!f.sent && !f.failed && !f.refused && !f.refused_pid && !f.busy && !f.timeouts &&
+	    lp_log_level() < LP_LOG_DEBUG)
+		return;
+	lp_info("files: %llu mapped files handed to the symbolizer, %llu not found or replaced, "
+		"%llu requests refused (%llu for a process not given with -p), %llu timed out "
+		"and %llu refused while workers were stuck (%u stuck at the end, at most %u; "
+		"%llu opens returned late)",
+		(unsigned long long)f.sent, (unsigned long long)f.failed,
+		(unsigned long long)(f.refused + f.refused_pid), (unsigned long long)f.refused_pid,
+		(unsigned long long)f.timeouts, (unsigned long long)f.busy, f.stuck, f.stuck_peak,
+		(unsigned long long)f.late);
 }
 
 static const char *drain_loop(struct coll *c)
@@ -1742,6 +1777,14 @@ int coll_run(const struct coll_opts *o)
 			goto err_out;
 	}
 	files_channel_init(&c);
+	/* no worker yet: they are forked on the first request, in the drain loop */
+	c.broker = coll_broker__new(&(struct coll_broker_opts){
+		.owner = o->ring_uid, .pids = o->pids, .npids = o->npids});
+	if (!c.broker) {
+		err = -errno;
+		lp_err("files: %m");
+		goto err_out;
+	}
 	if (o->capture_fd >= 0 || o->capture_path) {
 		err = open_capture(&c);
 		if (err)
@@ -1819,11 +1862,7 @@ int coll_run(const struct coll_opts *o)
 	}
 	lp_debug("collector: %llu maps records, %llu maps errors", (unsigned long long)c.maps_sent,
 		 (unsigned long long)c.maps_errors);
-	if (c.files.sent || c.files.failed || c.files.refused)
-		lp_info("files: %llu mapped files handed to the symbolizer, %llu not found or "
-			"replaced, %llu requests refused",
-			(unsigned long long)c.files.sent, (unsigned long long)c.files.failed,
-			(unsigned long long)c.files.refused);
+	print_files(&c);
 	lp_debug("collector: peak RSS %lu KiB (VmHWM)", coll_peak_rss_kib());
 	coll_cleanup(&c);
 	return 0;

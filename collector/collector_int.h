@@ -4,6 +4,7 @@
 #define LOWPROF_COLLECTOR_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -48,16 +49,67 @@ int coll_drop_caps(void);
  * The file channel (lowprof/files.h): files.c. coll_file_open opens
  * read-only the file pid maps executable from that device and inode, or
  * returns -errno (-ENOENT: no such mapping; -ESTALE: the path now leads to
- * another file). coll_files_serve answers up to max waiting requests on
- * sock from uid owner (or root); returns how many it read, -EPIPE when the
- * peer is gone, or another -errno.
+ * another file). In two steps: coll_mapped_path finds the path in
+ * /proc/PID/maps, coll_file_open_at opens it inside the process's root
+ * and checks it is that file. Either can block for as long as a file
+ * system hangs (the maps read waits for the process's mmap lock).
+ */
+int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode);
+int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *out,
+		     size_t cap);
+int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
+		      uint64_t inode);
+
+/*
+ * The file broker: answers the symbolizer's requests without ever
+ * blocking the caller (the drain loop). coll_broker__serve reads up to max
+ * waiting requests on sock, refuses what it must (malformed, another uid
+ * than owner or root, a pid not in pids when npids > 0, no room) and
+ * queues the rest for a worker process, which opens the file
+ * (coll_file_open's two steps); coll_broker__tick collects what the
+ * workers found and answers it, answers -ETIMEDOUT what took longer than
+ * timeout_ms and gives up on its worker (at most max_stuck of those at
+ * once). Call tick often: when coll_broker__fd is readable, and at the
+ * latest after the milliseconds it returns (-1: nothing pending). serve
+ * returns how many requests it read, -EPIPE when the peer is gone, or
+ * another -errno. coll_broker__detach: the channel closed (a new one may
+ * be served later). coll_broker__free leaves workers stuck in the kernel
+ * where they are: they die when they return. Details in files.c.
  */
 struct coll_files_stats {
-	uint64_t sent, failed, refused;
-	uint32_t warned;
+	uint64_t sent;	      /* descriptors handed over */
+	uint64_t failed;      /* not found, replaced, or the open failed */
+	uint64_t refused;     /* malformed, or from another uid */
+	uint64_t refused_pid; /* for a process not given with -p */
+	uint64_t busy;	      /* no room: queue full, workers stuck, or near a stuck one */
+	uint64_t timeouts;    /* answered -ETIMEDOUT */
+	uint64_t late;	      /* opens that returned after their timeout */
+	uint32_t stuck;	      /* workers in the kernel past their timeout, now */
+	uint32_t stuck_peak;  /* and at most */
+	uint32_t warned, warned_pid;
 };
-int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode);
-int coll_files_serve(int sock, uid_t owner, int max, struct coll_files_stats *st);
+
+struct coll_broker_opts {
+	uid_t owner; /* besides root, the uid that may ask */
+	const pid_t *pids;
+	size_t npids;	     /* 0: any process */
+	uint32_t timeout_ms; /* 0: 1000 */
+	uint32_t max_stuck;  /* 0 (or more than 4): 4 */
+	/* NULL: coll_mapped_path and coll_file_open_at (tests put slow ones here) */
+	int (*maps)(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *path,
+		    size_t cap);
+	int (*open)(uint32_t pid, const char *path, uint32_t major, uint32_t minor, uint64_t inode);
+};
+
+struct coll_broker;
+/* NULL with errno set. Destructor: coll_broker__free. */
+struct coll_broker *coll_broker__new(const struct coll_broker_opts *opts);
+int coll_broker__fd(const struct coll_broker *b);
+int coll_broker__serve(struct coll_broker *b, int sock, int max);
+int coll_broker__tick(struct coll_broker *b, uint64_t now_ns);
+void coll_broker__detach(struct coll_broker *b);
+void coll_broker__stats(const struct coll_broker *b, struct coll_files_stats *st);
+void coll_broker__free(struct coll_broker *b);
 
 /* msgpack overhead of a sample record, upper bound */
 #define SAMPLE_ENC_SLACK 128

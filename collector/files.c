@@ -12,18 +12,27 @@
  * is resolved inside the process's own root (RESOLVE_IN_ROOT: its
  * symlinks cannot lead out of it), and the file opened must be a regular
  * file with that device and inode, or nothing is sent. The collector reads
- * none of the file's bytes.
+ * none of the file's bytes. With -p, only files of those processes.
+ *
+ * Who does it: the broker (below) takes requests in the drain loop, which
+ * must never wait, and has worker processes do the maps reads and opens,
+ * which can wait as long as a file system hangs.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector_int.h"
@@ -38,9 +47,8 @@ static bool is_file(const struct stat *st, uint32_t major, uint32_t minor, uint6
 	return S_ISREG(st->st_mode) && st->st_ino == inode && st->st_dev == makedev(major, minor);
 }
 
-/* The path pid maps executable from (major:minor, inode), NUL-terminated. */
-static int mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *out,
-		       size_t cap)
+int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *out,
+		     size_t cap)
 {
 	char maps[32];
 	const char *cur, *end;
@@ -73,19 +81,17 @@ static int mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t in
 	return err;
 }
 
-int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode)
+int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
+		      uint64_t inode)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	char path[4096], root[32];
+	char root[32];
 	struct stat st;
 	int rootfd, pfd, fd, err;
 
-	if (pid == 0 || pid > 0x3fffffff)
-		return -ESRCH;
-	err = mapped_path(pid, major, minor, inode, path, sizeof(path));
-	if (err)
-		return err;
+	if (path[0] != '/')
+		return -EINVAL;
 	snprintf(root, sizeof(root), "/proc/%u/root", pid);
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
@@ -113,6 +119,102 @@ int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode)
 	return fd;
 }
 
+int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode)
+{
+	char path[4096];
+	int err;
+
+	if (pid == 0 || pid > 0x3fffffff)
+		return -ESRCH;
+	err = coll_mapped_path(pid, major, minor, inode, path, sizeof(path));
+	return err ? err : coll_file_open_at(pid, path, major, minor, inode);
+}
+
+/* ---- the broker ----------------------------------------------------------
+ *
+ * Requests are read and checked in the drain loop (a recvmsg each, never
+ * blocking) and answered there, always: refusals at once, files when a
+ * worker has opened them. The work that can block, the maps read and the
+ * open, runs in a worker *process*: an open on a hung NFS server or FUSE
+ * daemon waits in the kernel for as long as the server hangs, and once the
+ * server has the request not even SIGKILL ends the wait. A thread stuck
+ * there would keep the collector from ever exiting (a process exits when
+ * its last thread does); a stuck child is left behind, and dies when it
+ * returns (PR_SET_PDEATHSIG).
+ *
+ * A request not answered within the timeout is answered -ETIMEDOUT here
+ * and its worker is given up on ("stuck"); a new worker serves the queue.
+ * At most max_stuck workers are stuck at once; beyond that, and for any
+ * request where a stuck worker waits (on its device when it is stuck
+ * opening, on its process when stuck reading maps: that read waits for the
+ * process's mmap lock, which a fault on a hung file holds), requests are
+ * refused at once (-EBUSY). A stuck worker that returns answers no one
+ * (its request was answered) and serves again, or leaves if another does.
+ * Everything is counted. The queue holds BROKER_QUEUE requests and they
+ * time out too.
+ *
+ * Workers are forked from the drain loop, after coll_drop_caps: they have
+ * only the two capabilities the collector kept. They close every
+ * descriptor but their socket (no BPF link, perf event or ring outlives
+ * the collector in a stuck worker), restore default signal actions, and
+ * die with the collector. One request at a time per worker: the request
+ * goes down, a note when the maps are read, then the result with the
+ * descriptor (SCM_RIGHTS) comes back.
+ */
+#define BROKER_QUEUE	  64
+#define BROKER_TIMEOUT_MS 1000 /* under the symbolizer's wait (FILES_WAIT_MS, 2 s) */
+#define BROKER_MAX_STUCK  4
+#define BROKER_WORKERS	  (BROKER_MAX_STUCK + 1)
+#define BROKER_REAP	  16 /* retired workers not yet exited, to reap */
+
+struct breq {
+	struct lp_file_req q;
+	uint64_t t0;  /* CLOCK_MONOTONIC ns when it was read: the timeout counts from here */
+	uint32_t gen; /* the channel it came on (coll_broker__detach bumps it) */
+};
+
+/* A worker's message up: a note (WMSG_OPENING, the maps were read) or the result. */
+#define WMSG_OPENING 1
+#define WMSG_RESULT  2
+
+struct wmsg {
+	uint32_t type;
+	uint32_t id;
+	int32_t err; /* WMSG_RESULT: 0 with a descriptor attached, or -errno */
+	uint32_t zero;
+};
+
+struct bworker {
+	pid_t pid; /* 0: a free slot */
+	int sock;  /* our end */
+	struct breq cur;
+	bool busy;     /* cur was sent down */
+	bool opening;  /* past cur's maps read, in the lookup and open */
+	bool answered; /* cur was answered for it (timed out) */
+	bool stuck;    /* given up on: counted in nstuck, not in nlive */
+};
+
+struct coll_broker {
+	struct coll_broker_opts o;
+	int epfd; /* readable when a worker has something to say */
+	int sock; /* the channel, not ours; -1: none */
+	uint32_t gen;
+	struct breq q[BROKER_QUEUE];
+	uint32_t qhead, qlen;
+	struct bworker w[BROKER_WORKERS];
+	uint32_t nlive, nstuck;
+	pid_t reap[BROKER_REAP];
+	struct coll_files_stats st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void reply(int sock, uint32_t id, int err, int fd)
 {
 	struct lp_file_rep rep = {.magic = LP_FILE_REP_MAGIC, .id = id, .err = err};
@@ -122,14 +224,317 @@ static void reply(int sock, uint32_t id, int err, int fd)
 		lp_debug("files: replying to request %u: %m", id);
 }
 
-int coll_files_serve(int sock, uid_t owner, int max, struct coll_files_stats *st)
+/* The answer to r, on the channel it came on if that is still open. */
+static void answer(struct coll_broker *b, const struct breq *r, int err, int fd)
+{
+	if (b->sock >= 0 && r->gen == b->gen)
+		reply(b->sock, r->q.id, err, fd);
+}
+
+/* ---- in the worker process ---- */
+
+static int worker_say(uint32_t type, uint32_t id, int err, int fd)
+{
+	struct wmsg m = {.type = type, .id = id, .err = err};
+
+	return lp_send_msg(3, &m, sizeof(m), &fd, fd >= 0 ? 1 : 0);
+}
+
+static __attribute__((noreturn)) void worker_main(int sock, pid_t parent,
+						  const struct coll_broker_opts *o)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGPIPE, SIGCHLD};
+	sigset_t none;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* nothing of the collector's but the socket: its links, events, rings */
+	if ((sock != 3 && dup2(sock, 3) < 0) || close_range(4, ~0u, 0))
+		_exit(1);
+	for (;;) {
+		struct lp_file_req q;
+		char path[4096];
+		int err, fd = -1;
+		ssize_t n = recv(3, &q, sizeof(q), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(q))
+			_exit(0); /* the collector closed our socket, or is gone */
+		if (q.pid == 0 || q.pid > 0x3fffffff) {
+			err = -ESRCH;
+		} else {
+			err = o->maps(q.pid, q.dev_major, q.dev_minor, q.inode, path, sizeof(path));
+			if (!err && !worker_say(WMSG_OPENING, q.id, 0, -1)) {
+				fd = o->open(q.pid, path, q.dev_major, q.dev_minor, q.inode);
+				err = fd < 0 ? fd : 0;
+			}
+		}
+		worker_say(WMSG_RESULT, q.id, err, fd);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+/* ---- in the collector ---- */
+
+static uint64_t timeout_ns(const struct coll_broker *b)
+{
+	return (uint64_t)b->o.timeout_ms * 1000000ull;
+}
+
+static void reap_exited(struct coll_broker *b)
+{
+	for (int i = 0; i < BROKER_REAP; i++)
+		if (b->reap[i] > 0 && waitpid(b->reap[i], NULL, WNOHANG) != 0)
+			b->reap[i] = 0;
+}
+
+/* Closes w's socket (it then exits, or dies when it returns) and frees the slot. */
+static void worker_retire(struct coll_broker *b, struct bworker *w)
+{
+	epoll_ctl(b->epfd, EPOLL_CTL_DEL, w->sock, NULL);
+	close(w->sock);
+	if (waitpid(w->pid, NULL, WNOHANG) == 0) {
+		/* not gone yet: reaped later (a slot lost if all are taken: a zombie) */
+		for (int i = 0; i < BROKER_REAP; i++) {
+			if (b->reap[i] <= 0) {
+				b->reap[i] = w->pid;
+				break;
+			}
+		}
+	}
+	if (w->stuck)
+		b->nstuck--;
+	else
+		b->nlive--;
+	*w = (struct bworker){0};
+}
+
+/* A new live worker: 0 or -errno. */
+static int worker_start(struct coll_broker *b)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct bworker *w = NULL;
+	pid_t parent = getpid();
+	int sv[2], err;
+
+	for (int i = 0; i < BROKER_WORKERS && !w; i++)
+		if (!b->w[i].pid)
+			w = &b->w[i];
+	if (!w)
+		return -EAGAIN;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	w->pid = fork();
+	if (w->pid == 0) {
+		close(sv[0]);
+		worker_main(sv[1], parent, &b->o);
+	}
+	err = w->pid < 0 ? -errno : 0;
+	close(sv[1]);
+	ev.data.fd = sv[0];
+	if (!err &&
+	    (fcntl(sv[0], F_SETFL, O_NONBLOCK) || epoll_ctl(b->epfd, EPOLL_CTL_ADD, sv[0], &ev)))
+		err = -errno;
+	if (err) {
+		close(sv[0]);
+		if (w->pid > 0) {
+			kill(w->pid, SIGKILL);
+			waitpid(w->pid, NULL, 0);
+		}
+		*w = (struct bworker){0};
+		lp_debug("files: starting a worker: %s", strerror(-err));
+		return err;
+	}
+	w->sock = sv[0];
+	b->nlive++;
+	return 0;
+}
+
+/* Hands queued requests to idle live workers. */
+static void dispatch(struct coll_broker *b)
+{
+	for (int i = 0; i < BROKER_WORKERS && b->qlen; i++) {
+		struct bworker *w = &b->w[i];
+		struct breq *r = &b->q[b->qhead];
+
+		if (!w->pid || w->busy || w->stuck)
+			continue;
+		if (send(w->sock, &r->q, sizeof(r->q), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+		    (ssize_t)sizeof(r->q)) {
+			b->st.failed++;
+			answer(b, r, -EIO, -1);
+			worker_retire(b, w);
+		} else {
+			w->cur = *r;
+			w->busy = true;
+			w->opening = w->answered = false;
+		}
+		b->qhead = (b->qhead + 1) % BROKER_QUEUE;
+		b->qlen--;
+	}
+}
+
+/* What w sent up (it died: its request is answered -EIO, it is retired). */
+static void worker_hear(struct coll_broker *b, struct bworker *w)
+{
+	for (;;) {
+		struct wmsg m;
+		int fd[1] = {-1}, nfds = 0;
+		ssize_t n = lp_recv_msg(w->sock, &m, sizeof(m), fd, 1, &nfds, MSG_DONTWAIT, NULL);
+
+		if (n == -EAGAIN || n == -EINTR)
+			return;
+		if (n != sizeof(m) || !w->busy || m.id != w->cur.q.id ||
+		    (m.type == WMSG_RESULT && (m.err == 0) != (nfds == 1))) {
+			/* gone, or talking nonsense: not ours to trust further */
+			if (nfds)
+				close(fd[0]);
+			if (w->busy && !w->answered) {
+				b->st.failed++;
+				answer(b, &w->cur, -EIO, -1);
+			}
+			worker_retire(b, w);
+			return;
+		}
+		if (m.type == WMSG_OPENING) {
+			w->opening = true;
+			continue;
+		}
+		if (w->answered) {
+			b->st.late++; /* answered -ETIMEDOUT already */
+		} else {
+			if (nfds)
+				b->st.sent++;
+			else
+				b->st.failed++;
+			answer(b, &w->cur,
+			       nfds			    ? 0
+			       : m.err < 0 && m.err > -4096 ? m.err
+							    : -EIO,
+			       nfds ? fd[0] : -1);
+		}
+		if (nfds)
+			close(fd[0]);
+		w->busy = false;
+		if (w->stuck) {
+			w->stuck = false;
+			b->nstuck--;
+			b->nlive++;
+		}
+		/* one live worker is enough: a stuck one come back leaves */
+		if (b->nlive > 1) {
+			worker_retire(b, w);
+			return;
+		}
+	}
+}
+
+struct coll_broker *coll_broker__new(const struct coll_broker_opts *opts)
+{
+	struct coll_broker *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->o = *opts;
+	if (!b->o.timeout_ms)
+		b->o.timeout_ms = BROKER_TIMEOUT_MS;
+	if (!b->o.max_stuck || b->o.max_stuck > BROKER_MAX_STUCK)
+		b->o.max_stuck = BROKER_MAX_STUCK;
+	if (!b->o.maps)
+		b->o.maps = coll_mapped_path;
+	if (!b->o.open)
+		b->o.open = coll_file_open_at;
+	b->sock = -1;
+	b->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (b->epfd < 0) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+int coll_broker__fd(const struct coll_broker *b)
+{
+	return b ? b->epfd : -1;
+}
+
+static bool pid_profiled(const struct coll_broker *b, uint32_t pid)
+{
+	if (!b->o.npids)
+		return true;
+	for (size_t i = 0; i < b->o.npids; i++)
+		if ((uint32_t)b->o.pids[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * A stuck worker waits where q would: on the file system of q's device
+ * (stuck opening), or on q's process (stuck reading its maps).
+ */
+static bool near_stuck(const struct coll_broker *b, const struct lp_file_req *q)
+{
+	for (int i = 0; i < BROKER_WORKERS; i++) {
+		const struct bworker *w = &b->w[i];
+
+		if (!w->pid || !w->stuck)
+			continue;
+		if (w->opening ? w->cur.q.dev_major == q->dev_major &&
+					 w->cur.q.dev_minor == q->dev_minor
+			       : w->cur.q.pid == q->pid)
+			return true;
+	}
+	return false;
+}
+
+/* Queues a checked request for a worker, or answers it. */
+static void take(struct coll_broker *b, const struct lp_file_req *q, uint64_t now)
+{
+	struct breq r = {.q = *q, .t0 = now, .gen = b->gen};
+	const char *why = NULL;
+
+	if (!pid_profiled(b, q->pid)) {
+		b->st.refused_pid++;
+		if (!b->st.warned_pid++)
+			lp_warn("files: refusing a request for pid %u: not a process given with -p",
+				q->pid);
+		lp_debug("files: request %u for pid %u refused: not profiled", q->id, q->pid);
+		answer(b, &r, -EPERM, -1);
+		return;
+	}
+	if (b->qlen == BROKER_QUEUE)
+		why = "the queue is full";
+	else if (near_stuck(b, q))
+		why = "a request on its process or device is stuck";
+	else if (!b->nlive && (b->nstuck >= b->o.max_stuck || worker_start(b)))
+		why = "every worker is stuck";
+	if (why) {
+		b->st.busy++;
+		lp_debug("files: request %u (pid %u, %u:%u inode %llu) refused: %s", q->id, q->pid,
+			 q->dev_major, q->dev_minor, (unsigned long long)q->inode, why);
+		answer(b, &r, -EBUSY, -1);
+		return;
+	}
+	b->q[(b->qhead + b->qlen++) % BROKER_QUEUE] = r;
+	dispatch(b);
+}
+
+int coll_broker__serve(struct coll_broker *b, int sock, int max)
 {
 	int served = 0;
 
+	b->sock = sock;
 	while (served < max) {
 		struct lp_file_req q;
 		struct ucred cr;
-		int none[1], nfds, fd;
+		int none[1], nfds;
 		ssize_t n = lp_recv_msg(sock, &q, sizeof(q), none, 0, &nfds, MSG_DONTWAIT, &cr);
 
 		if (n == -EAGAIN || n == -EINTR)
@@ -139,34 +544,111 @@ int coll_files_serve(int sock, uid_t owner, int max, struct coll_files_stats *st
 		served++;
 		if (n == -EBADMSG || (n >= 0 && (size_t)n != sizeof(q)) ||
 		    (n >= 0 && (q.magic != LP_FILE_REQ_MAGIC || q.zero))) {
-			st->refused++;
-			if (!st->warned++)
+			b->st.refused++;
+			if (!b->st.warned++)
 				lp_warn("files: a malformed request on the file channel; ignored");
 			continue;
 		}
 		if (n < 0)
 			return (int)n;
-		if (cr.uid != owner && cr.uid != 0) {
-			st->refused++;
-			if (!st->warned++)
+		if (cr.uid != b->o.owner && cr.uid != 0) {
+			b->st.refused++;
+			if (!b->st.warned++)
 				lp_warn("files: refusing a request from uid %u (pid %d): only uid "
-					"%u "
-					"may ask",
-					cr.uid, cr.pid, owner);
+					"%u may ask",
+					cr.uid, cr.pid, b->o.owner);
 			reply(sock, q.id, -EPERM, -1);
 			continue;
 		}
-		fd = coll_file_open(q.pid, q.dev_major, q.dev_minor, q.inode);
-		if (fd < 0) {
-			st->failed++;
-			lp_debug("files: pid %u %u:%u inode %llu: %s", q.pid, q.dev_major,
-				 q.dev_minor, (unsigned long long)q.inode, strerror(-fd));
-		} else {
-			st->sent++;
-		}
-		reply(sock, q.id, fd < 0 ? fd : 0, fd);
-		if (fd >= 0)
-			close(fd);
+		take(b, &q, mono_ns());
 	}
 	return served;
+}
+
+/* Answers -ETIMEDOUT what is due at now and gives up on its worker. */
+static void expire(struct coll_broker *b, uint64_t now)
+{
+	uint64_t to = timeout_ns(b);
+
+	for (int i = 0; i < BROKER_WORKERS; i++) {
+		struct bworker *w = &b->w[i];
+
+		if (!w->pid || !w->busy || w->answered || now - w->cur.t0 < to)
+			continue;
+		b->st.timeouts++;
+		w->answered = true;
+		answer(b, &w->cur, -ETIMEDOUT, -1);
+		w->stuck = true;
+		b->nlive--;
+		b->nstuck++;
+		if (b->nstuck > b->st.stuck_peak)
+			b->st.stuck_peak = b->nstuck;
+		lp_warn("files: %s pid %u's file %u:%u inode %llu has not returned after %u ms "
+			"(a hung file system?); answered with a timeout, %u of at most %u "
+			"workers stuck",
+			w->opening ? "opening" : "reading the maps for", w->cur.q.pid,
+			w->cur.q.dev_major, w->cur.q.dev_minor, (unsigned long long)w->cur.q.inode,
+			b->o.timeout_ms, b->nstuck, b->o.max_stuck);
+	}
+	/* waited too long in the queue: the same answer (it is FIFO) */
+	while (b->qlen && now - b->q[b->qhead].t0 >= to) {
+		b->st.timeouts++;
+		answer(b, &b->q[b->qhead], -ETIMEDOUT, -1);
+		b->qhead = (b->qhead + 1) % BROKER_QUEUE;
+		b->qlen--;
+	}
+}
+
+int coll_broker__tick(struct coll_broker *b, uint64_t now)
+{
+	uint64_t to = timeout_ns(b), next = UINT64_MAX;
+
+	for (int i = 0; i < BROKER_WORKERS; i++)
+		if (b->w[i].pid)
+			worker_hear(b, &b->w[i]);
+	expire(b, now);
+	/* the worker that served the queue is stuck: another, if allowed */
+	if (b->qlen && !b->nlive && b->nstuck < b->o.max_stuck)
+		worker_start(b);
+	dispatch(b);
+	reap_exited(b);
+	for (int i = 0; i < BROKER_WORKERS; i++) {
+		const struct bworker *w = &b->w[i];
+
+		if (w->pid && w->busy && !w->answered && w->cur.t0 + to < next)
+			next = w->cur.t0 + to;
+	}
+	if (b->qlen && b->q[b->qhead].t0 + to < next)
+		next = b->q[b->qhead].t0 + to;
+	b->st.stuck = b->nstuck;
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+void coll_broker__detach(struct coll_broker *b)
+{
+	/* nobody to answer: what is queued goes, what is in flight answers no one */
+	b->gen++;
+	b->qlen = 0;
+	b->sock = -1;
+}
+
+void coll_broker__stats(const struct coll_broker *b, struct coll_files_stats *st)
+{
+	*st = b->st;
+	st->stuck = b->nstuck;
+}
+
+void coll_broker__free(struct coll_broker *b)
+{
+	if (!b)
+		return;
+	/* idle workers exit on their socket's end; stuck ones die when they return */
+	for (int i = 0; i < BROKER_WORKERS; i++)
+		if (b->w[i].pid)
+			worker_retire(b, &b->w[i]);
+	reap_exited(b);
+	close(b->epfd);
+	free(b);
 }

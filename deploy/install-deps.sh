@@ -16,10 +16,11 @@ build_pkgs=(
 # bpftrace, jq and GNU time serve the benchmark (tests/bench/bench.sh);
 # libc6-dbg gives the tests a separate debug file found by build-id (libc's
 # local symbols); python3-yaml reads the Kubernetes manifest in
-# tests/e2e/deploy.sh; qemu-system-x86 (with virtiofsd), busybox-static,
+# tests/e2e/deploy.sh; libfuse3-dev builds the hanging file system of
+# tests/e2e/broker.sh; qemu-system-x86 (with virtiofsd), busybox-static,
 # kmod (depmod) and xz-utils boot other kernels for tests/vm/run.sh.
 test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq time libc6-dbg python3-yaml
-	qemu-system-x86 busybox-static kmod xz-utils)
+	libfuse3-dev qemu-system-x86 busybox-static kmod xz-utils)
 
 want=("${build_pkgs[@]}" libcmocka-dev)
 if [[ "${1:-}" == "--test" ]]; then

@@ -245,7 +245,10 @@ out:
 
 /*
  * Drains the ring into the state. Returns when the producer closed the ring
- * and everything was read, on a signal, or on a corrupt ring.
+ * and everything was read, on a signal, or on a corrupt ring. Each record
+ * is decoded from the ring's private copy of it (lp_ring__read), never in
+ * the shared mapping, where the collector's bytes could change between
+ * the decoder's check of a length and its use.
  */
 static int consume(struct lp_ring *ring, struct symb_state *s)
 {
@@ -256,18 +259,18 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 	for (;;) {
 		const void *data;
 		uint32_t len;
-		int err = lp_ring__peek(ring, &data, &len);
+		int err = lp_ring__read(ring, &data, &len);
 
 		if (err == 0) {
 			err = symb_state_feed(s, data, len);
-			lp_ring__consume(ring);
 			if (err == -EPROTO)
 				return err;
-			if (err == -ENOMEM) {
-				lp_err("out of memory; writing what was aggregated so far");
-				return err;
-			}
-			continue;
+			if (err != -ENOMEM)
+				continue;
+		}
+		if (err == -ENOMEM) {
+			lp_err("out of memory; writing what was aggregated so far");
+			return err;
 		}
 		if (err == -EPIPE)
 			return 0;
@@ -454,19 +457,23 @@ static int open_outputs(const struct symb_opts *o, bool off_cpu, int fds[NOUT])
 		}
 		return 0;
 	}
-	dfd = lp_open_output_dir(o->out_dir);
+	dfd = lp_open_output_dir(o->out_dir, LP_OUTPUT_MODE);
 	if (dfd < 0) {
 		lp_err("output directory %s: %s", o->out_dir,
-		       dfd == -ENOTDIR ? "not a directory" : strerror(-dfd));
+		       dfd == -ENOTDIR ? "not a directory"
+		       : dfd == -ELOOP ? "a symbolic link in its path"
+				       : strerror(-dfd));
 		return dfd;
 	}
 	for (int i = 0; i < n; i++) {
-		fds[i] = lp_open_output_file(dfd, names[i]);
+		fds[i] = lp_open_output_file(dfd, names[i], LP_OUTPUT_MODE);
 		if (fds[i] < 0) {
 			int err = fds[i];
 
 			lp_err("output: %s/%s: %s", o->out_dir, names[i],
-			       err == -ELOOP ? "is a symlink" : strerror(-err));
+			       err == -ELOOP   ? "is a symlink"
+			       : err == -EPERM ? "a file of another user"
+					       : strerror(-err));
 			while (i--)
 				close(fds[i]);
 			close(dfd);

@@ -345,12 +345,10 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu
 
 /*
  * Copies name into dst (cap >= SYMB_NAME_PRINT_MAX + 4) so that it is safe
- * to print to a terminal: control bytes (< 0x20, 0x7f), bytes that are not
- * part of well-formed UTF-8 (overlong, surrogates, > U+10FFFF, truncated),
- * C1 controls (U+0080..U+009F) and bidi/line-separator characters
- * (U+2028..U+202E, U+2066..U+2069) become '?', one per byte. Names longer
- * than SYMB_NAME_PRINT_MAX bytes are cut at a character boundary and end in
- * "...". Returns dst.
+ * to print to a terminal, as lp_sanitize (lowprof/text.h) does: control
+ * bytes, malformed UTF-8, C1 controls and bidi/line-separator characters
+ * become '?', one per byte. Names longer than SYMB_NAME_PRINT_MAX bytes
+ * are cut at a character boundary and end in "...". Returns dst.
  */
 char *symb_sanitize_name(char *dst, size_t cap, const char *name);
 

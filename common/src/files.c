@@ -12,43 +12,90 @@
 
 #include "lowprof/files.h"
 
-int lp_open_output_dir(const char *dir)
+static bool is_link_at(int dirfd, const char *name)
 {
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
 	struct stat st;
-	int fd;
 
-	if (len == 0 || len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	if (stat(path, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 }
 
-int lp_open_output_file(int dirfd, const char *name)
+/* Why dirfd/name could not be opened as a directory: -ELOOP for a symlink. */
+static int dir_open_err(int dirfd, const char *name, int err)
+{
+	return (err == ENOTDIR || err == ELOOP) && is_link_at(dirfd, name) ? -ELOOP : -err;
+}
+
+/*
+ * dirfd/name, a directory, opened without following a link; made (mode
+ * exactly) if missing and create. O_PATH: only search permission needed.
+ */
+static int dir_step(int dirfd, const char *name, bool create, mode_t mode)
+{
+	const int flags = O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dirfd, name, O_PATH | flags);
+	bool made = false;
+
+	if (fd >= 0 || errno != ENOENT || !create)
+		return fd >= 0 ? fd : dir_open_err(dirfd, name, errno);
+	if (mkdirat(dirfd, name, mode) == 0)
+		made = true;
+	else if (errno != EEXIST) /* EEXIST: made meanwhile, by someone else */
+		return -errno;
+	fd = openat(dirfd, name, (made ? O_RDONLY : O_PATH) | flags);
+	if (fd < 0)
+		return dir_open_err(dirfd, name, errno);
+	/* the umask narrowed it; an exact mode is asked for */
+	if (made && fchmod(fd, mode)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int lp_open_dir_nofollow(const char *dir, bool create, mode_t dir_mode)
+{
+	char path[PATH_MAX], *save = NULL, *name;
+	size_t len = strlen(dir);
+	int fd, next;
+
+	if (len == 0 || len >= sizeof(path))
+		return len ? -ENAMETOOLONG : -ENOENT;
+	memcpy(path, dir, len + 1);
+	fd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (name = strtok_r(path, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+		next = dir_step(fd, name, create, dir_mode);
+		close(fd);
+		if (next < 0)
+			return next;
+		fd = next;
+	}
+	/* the O_PATH fd of the last one, as a directory to read and write in */
+	next = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(fd);
+	return next < 0 ? -errno : next;
+}
+
+int lp_open_output_dir(const char *dir, mode_t file_mode)
+{
+	return lp_open_dir_nofollow(dir, true, LP_OUTPUT_DIR_MODE(file_mode));
+}
+
+int lp_open_output_file(int dirfd, const char *name, mode_t mode)
 {
 	struct stat st;
 	int fd, err;
 
 	fd = openat(dirfd, name,
-		    O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
-	if (fd < 0)
-		return -errno;
+		    O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, mode);
+	if (fd < 0) {
+		err = -errno;
+		/* a link of another user in a sticky directory is EACCES, not ELOOP */
+		return err == -EACCES && is_link_at(dirfd, name) ? -ELOOP : err;
+	}
 	if (fstat(fd, &st)) {
 		err = -errno;
 		goto err_out;
@@ -58,7 +105,12 @@ int lp_open_output_file(int dirfd, const char *name)
 		err = -EINVAL;
 		goto err_out;
 	}
-	if (ftruncate(fd, 0) || fcntl(fd, F_SETFL, 0)) {
+	/* one another user made where we write: they could read what we put there */
+	if (st.st_uid != geteuid()) {
+		err = -EPERM;
+		goto err_out;
+	}
+	if (fchmod(fd, mode) || ftruncate(fd, 0) || fcntl(fd, F_SETFL, 0)) {
 		err = -errno;
 		goto err_out;
 	}
@@ -66,6 +118,38 @@ int lp_open_output_file(int dirfd, const char *name)
 err_out:
 	close(fd);
 	return err;
+}
+
+int lp_open_output_path(const char *path, mode_t mode, int *dirfd)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	int dfd, fd;
+
+	if (dirfd)
+		*dirfd = -1;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EISDIR;
+	if (dlen >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (!slash) {
+		strcpy(dir, ".");
+	} else if (!dlen) {
+		strcpy(dir, "/");
+	} else {
+		memcpy(dir, path, dlen);
+		dir[dlen] = '\0';
+	}
+	dfd = lp_open_dir_nofollow(dir, false, 0);
+	if (dfd < 0)
+		return dfd;
+	fd = lp_open_output_file(dfd, name, mode);
+	if (fd >= 0 && dirfd)
+		*dirfd = dfd;
+	else
+		close(dfd);
+	return fd;
 }
 
 /* lp_write_all (off < 0: at fd's offset) and lp_pwrite_all; nothing written: -none */

@@ -44,6 +44,24 @@
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RING_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(RING_ASAN)
+#define RING_ASAN 1
+#endif
+#ifdef RING_ASAN
+#include <sanitizer/asan_interface.h>
+/* The copy buffer past the record: a parser reading there is caught. */
+#define copy_poison(p, n)   ASAN_POISON_MEMORY_REGION(p, n)
+#define copy_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define copy_poison(p, n)   ((void)(p), (void)(n))
+#define copy_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
 _Static_assert(sizeof(struct lp_ring_hdr) == 192, "lp_ring_hdr layout changed");
 _Static_assert(sizeof(struct lp_ring_hdr) <= LP_RING_HDR_SIZE, "lp_ring_hdr exceeds its page");
 _Static_assert(__builtin_offsetof(struct lp_ring_hdr, prod_pos) == 64, "producer cache line");
@@ -83,6 +101,8 @@ struct lp_ring {
 	uint64_t cons;	  /* private copy of cons_pos */
 	uint64_t pending; /* bytes lp_ring__consume releases; 0 if nothing peeked */
 	bool broken;	  /* sticky: a corrupt record or position was seen */
+	uint8_t *copy;	  /* lp_ring__read's private copy of the last record */
+	size_t copy_cap;
 };
 
 static inline uint64_t rec_size(uint32_t len)
@@ -237,6 +257,12 @@ err_out:
 
 void lp_ring__free(struct lp_ring *r)
 {
+	if (!r)
+		return;
+	if (r->copy) {
+		copy_unpoison(r->copy, r->copy_cap);
+		free(r->copy);
+	}
 	free(r);
 }
 
@@ -472,9 +498,9 @@ static int cons_corrupt(struct lp_ring *r, const char *why, uint64_t a, uint64_t
  * Each call loads closed, prod_pos and the record header once and checks them
  * all before handing out a pointer. The payload stays in shared memory: the
  * producer (or anyone with the mapping) can change those bytes while the
- * caller reads them, so the caller must copy or validate as it decodes and
- * never rely on reading the same value twice. len and the bounds of data are
- * the checked ones and cannot change.
+ * caller reads them, so the caller may only copy them (lp_ring__read does)
+ * and never parse them there. len and the bounds of data are the checked
+ * ones and cannot change.
  */
 int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len)
 {
@@ -525,6 +551,56 @@ int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len)
 	r->pending = size;
 	*data = rec + 1;
 	*len = rlen;
+	return 0;
+}
+
+/* Room for a record of len bytes in the copy buffer: 0 or -ENOMEM. */
+static int copy_reserve(struct lp_ring *r, uint32_t len)
+{
+	size_t cap = r->copy_cap ? r->copy_cap : 4096;
+	uint8_t *p;
+
+	if (r->copy && len <= r->copy_cap)
+		return 0;
+	while (cap < len)
+		cap *= 2; /* len < 2^31 (lp_ring__max_record): no overflow */
+	if (r->copy)
+		copy_unpoison(r->copy, r->copy_cap);
+	p = realloc(r->copy, cap);
+	if (!p) {
+		if (r->copy)
+			copy_poison(r->copy, r->copy_cap);
+		return -ENOMEM;
+	}
+	r->copy = p;
+	r->copy_cap = cap;
+	copy_poison(r->copy, r->copy_cap);
+	return 0;
+}
+
+/*
+ * One copy of the record, of the length peek loaded once and checked:
+ * from here on nothing the producer writes reaches the caller.
+ */
+int lp_ring__read(struct lp_ring *r, const void **data, uint32_t *len)
+{
+	const void *shared;
+	uint32_t n;
+	int err;
+
+	err = lp_ring__peek(r, &shared, &n);
+	if (err)
+		return err;
+	err = copy_reserve(r, n);
+	if (err)
+		return err;
+	/* all, then the record: exact to the byte, whatever n's alignment */
+	copy_poison(r->copy, r->copy_cap);
+	copy_unpoison(r->copy, n);
+	memcpy(r->copy, shared, n);
+	lp_ring__consume(r);
+	*data = r->copy;
+	*len = n;
 	return 0;
 }
 

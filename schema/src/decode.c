@@ -510,26 +510,36 @@ static int dec_ksym(struct cur *c, struct lps_ksym *k)
 	 * snapshot has ~200k of these.
 	 */
 	if (left(c) >= 13 && p[0] == 0x93 && p[1] == 0xcf) {
-		size_t avail = left(c) - 10, nlen, hlen;
+		size_t avail = left(c) - 10, nlen, hlen, mlen;
+		uint8_t ntag = p[10], mtag;
 
-		if ((p[10] & 0xe0) == 0xa0) {
-			nlen = p[10] & 0x1f;
+		/*
+		 * Each tag byte is loaded once into a local and only the local
+		 * is used: a length checked must be the length used, even if
+		 * the buffer changed in between (it must not: records are
+		 * decoded from private copies, see lp_ring__read).
+		 */
+		if ((ntag & 0xe0) == 0xa0) {
+			nlen = ntag & 0x1f;
 			hlen = 1;
-		} else if (p[10] == 0xd9) {
+		} else if (ntag == 0xd9) {
 			nlen = p[11];
 			hlen = 2;
 		} else {
 			goto general;
 		}
 		/* the name, then the module's tag: at least one byte more */
-		if (hlen + nlen >= avail || (p[10 + hlen + nlen] & 0xe0) != 0xa0 ||
-		    (size_t)(p[10 + hlen + nlen] & 0x1f) >= avail - hlen - nlen)
+		if (hlen + nlen >= avail)
+			goto general;
+		mtag = p[10 + hlen + nlen];
+		mlen = mtag & 0x1f;
+		if ((mtag & 0xe0) != 0xa0 || mlen >= avail - hlen - nlen)
 			goto general;
 		k->addr = be64_at(p + 2);
 		k->name = (struct lps_str){(const char *)p + 10 + hlen, (uint32_t)nlen};
 		p += 10 + hlen + nlen;
-		k->module = (struct lps_str){(const char *)p + 1, (uint32_t)(p[0] & 0x1f)};
-		c->p = p + 1 + (p[0] & 0x1f);
+		k->module = (struct lps_str){(const char *)p + 1, (uint32_t)mlen};
+		c->p = p + 1 + mlen;
 		return 0;
 	}
 general:

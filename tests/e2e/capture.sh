@@ -7,7 +7,9 @@
 # collector alone; a binary moved away is found by build-id under
 # --debug-dir, and is named once in a warning (never symbolized against the
 # file now at its path) when it is not there; a capture cut short or with
-# flipped bytes replays what is whole and says what was lost, never crashes.
+# flipped bytes replays what is whole and says what was lost, never crashes;
+# capture-info prints a hostile capture's strings sanitized, and does not
+# read it as root when it cannot become nobody.
 source "$(dirname "$0")/lib.sh"
 require_root
 export HOME=$TMP # go tool pprof's cache
@@ -411,7 +413,44 @@ moved gone "not found"
 replay gone-dbg "$TMP/run.lpcap" --cache "$CACHE" "${DEBUG_DIRS[@]}"
 found gone-dbg
 
-# ---- 6. nothing left behind
+# ---- 6. capture-info on a hostile file: strings sanitized, privileges or nothing
+# (a name from a glob can be hostile too)
+H="$TMP/hostile"$'\x1b'"[2J.lpcap"
+"$WL/lp-hostile-capture" "$H" || fail "lp-hostile-capture"
+"$BIN/lowprof" capture-info "$H" >"$TMP/hostile.out" 2>&1
+rc=$?
+echo "--- capture-info on the hostile capture (cat -v)"; cat -v "$TMP/hostile.out"
+check "capture-info on the hostile capture exits 0 (got $rc)" test "$rc" -eq 0
+check "it read every record" grep -Eq '^records +7: meta 1 sample 3 maps 1 exec 1 end 1' "$TMP/hostile.out"
+check "no control byte but newline reaches the terminal" \
+	bash -c "! LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]' '$TMP/hostile.out'"
+check "no 8-bit C1 byte, no UTF-8 C1 character" \
+	bash -c "! LC_ALL=C grep -qP '(^|[\x00-\x7f])[\x80-\x9f]|\xc2[\x80-\x9f]' '$TMP/hostile.out'"
+check "no bidi override or line separator" \
+	bash -c "! LC_ALL=C grep -qP '\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]' '$TMP/hostile.out'"
+check "the output is valid UTF-8" iconv -f UTF-8 -t UTF-8 "$TMP/hostile.out" -o /dev/null
+check "the strings are there, their escapes replaced" \
+	bash -c "grep -qF '?]0;owned?host?[2J' '$TMP/hostile.out' && grep -qF '?[2J?[Hdone' '$TMP/hostile.out' &&
+		 grep -qF '?[1;31mEVIL' '$TMP/hostile.out' && grep -qF 'hostile?[2J.lpcap' '$TMP/hostile.out'"
+# root that cannot become nobody does not read the file: in a user namespace
+# where only root is mapped (setgroups denied, nobody's uid unmapped)
+out=$(unshare --user --map-root-user "$BIN/lowprof" capture-info "$H" 2>&1)
+rc=$?
+echo "--- as root that cannot become nobody"; echo "$out" | cat -v | head -3
+check "capture-info that cannot drop privileges exits 1 (got $rc)" test "$rc" -eq 1
+check "it says why" grep -q 'could not become nobody' <<<"$out"
+check "and prints nothing of the file" bash -c "! grep -q 'owned' <<<\"\$1\"" _ "$out"
+# nor where there is no nobody to become (only in files: systemd's NSS
+# module would make one up)
+grep -v '^nobody:' /etc/passwd >"$TMP/passwd"
+sed 's/^passwd:.*/passwd: files/' /etc/nsswitch.conf >"$TMP/nsswitch.conf"
+out=$(unshare -m bash -c "mount --bind '$TMP/passwd' /etc/passwd &&
+	mount --bind '$TMP/nsswitch.conf' /etc/nsswitch.conf && exec '$BIN/lowprof' capture-info '$H'" 2>&1)
+rc=$?
+check "capture-info with no user nobody exits 1 (got $rc)" test "$rc" -eq 1
+check "it says why" grep -q 'no user nobody' <<<"$out"
+
+# ---- 7. nothing left behind
 left=$(leftovers)
 check "nothing left behind: '$left'" test -z "$left"
 finish

@@ -5,6 +5,10 @@
 # The collector opens them for the symbolizer over the file channel after
 # checking they are the mapped files; the symbolizer (nobody) is shown to
 # be unable to open either path on its own.
+# Then the files lowprof writes as root: outputs and the directories made
+# for them are private (0600, 0700) unless --output-mode says otherwise,
+# and neither -o nor --capture is followed through a symlink in any
+# component, nor written into a hard-linked file or one of another user.
 source "$(dirname "$0")/lib.sh"
 require_root
 command -v unshare >/dev/null || { fail "unshare (util-linux) is missing"; finish; }
@@ -39,11 +43,12 @@ check "chain-ns's binary is not in the host's mount namespace" test ! -e "$BASE/
 check "nobody cannot reach it through /proc/PID/root" \
 	bash -c "! setpriv --reuid=nobody --regid=nogroup --clear-groups cat /proc/$P_NS/root$BASE/ns/chain-ns >/dev/null 2>&1"
 
-"$BIN/lowprof" record -d 4 -p "$P_OTHER" -p "$P_NS" -o "$TMP/out" > "$TMP/log" 2>&1
+"$BIN/lowprof" record -d 4 -p "$P_OTHER" -p "$P_NS" -o "$TMP/made/out" \
+	--capture "$TMP/run.lpcap" > "$TMP/log" 2>&1
 rc=$?
 cat "$TMP/log"
 check "lowprof record exits 0 (got $rc)" test "$rc" -eq 0
-F=$TMP/out/cpu.folded
+F=$TMP/made/out/cpu.folded
 echo "--- cpu.folded"; head -6 "$F"
 for comm in chain-other chain-ns; do
 	n=$(awk -v c="$comm;" 'index($0, c) == 1 { s += $NF } END { print s + 0 }' "$F")
@@ -58,6 +63,58 @@ check "the symbolizer got both binaries from the collector" \
 
 kill "$P_OTHER" "$P_NS" 2>/dev/null
 wait "$P_OTHER" "$P_NS" 2>/dev/null
+
+# ---- outputs: private unless asked, never through a link
+for f in cpu.pb.gz cpu.folded cpu.html; do
+	check "$f is mode 0600 (got $(stat -c %a "$TMP/made/out/$f"))" \
+		test "$(stat -c %a "$TMP/made/out/$f")" = 600
+done
+for d in made made/out; do
+	check "the directory made for them, $d, is 0700 (got $(stat -c %a "$TMP/$d"))" \
+		test "$(stat -c %a "$TMP/$d")" = 700
+done
+check "the capture file is 0600" test "$(stat -c %a "$TMP/run.lpcap")" = 600
+"$BIN/lowprof" replay "$TMP/run.lpcap" -o "$TMP/shared/out" --output-mode 0644 >"$TMP/replay.log" 2>&1
+check "replay --output-mode 0644 exits 0" test $? -eq 0
+check "with --output-mode 0644 the files are 0644 ($(stat -c %a "$TMP/shared/out/cpu.folded"))" \
+	test "$(stat -c %a "$TMP/shared/out/cpu.folded")" = 644
+check "and the directories made for them 0755 ($(stat -c %a "$TMP/shared") $(stat -c %a "$TMP/shared/out"))" \
+	test "$(stat -c %a "$TMP/shared")$(stat -c %a "$TMP/shared/out")" = 755755
+check "--output-mode 0777 is refused" bash -c "! '$BIN/lowprof' replay '$TMP/run.lpcap' -o '$TMP/x' --output-mode 0777 2>/dev/null"
+
+# refused(): lowprof record with ARGS fails at once, saying PATTERN
+refused() { # refused DESCRIPTION PATTERN ARGS...
+	local what=$1 pat=$2 out rc
+	shift 2
+	out=$("$BIN/lowprof" record -d 1 "$@" 2>&1); rc=$?
+	echo "\$ lowprof record -d 1 $*"; echo "$out" | sed 's/^/  /' | head -4
+	check "$what: refused (exit $rc)" test "$rc" -eq 1
+	check "$what: says '$pat'" grep -q -e "$pat" <<<"$out"
+}
+# another user's directory, where they plant links and files
+mkdir -m 1777 "$TMP/pub"
+mkdir -m 700 "$TMP/target"
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+echo precious >"$TMP/victim"
+as_nobody ln -s "$TMP/target" "$TMP/pub/link"
+refused "a symlink in a middle component of -o" 'symlink in its path' -o "$TMP/pub/link/out"
+check "nothing was made where the link leads" test -z "$(ls -A "$TMP/target")"
+refused "a symlink in the capture file's directory" 'symlink in its path' \
+	-o "$TMP/o1" --capture "$TMP/pub/link/cap.lpcap"
+check "no capture where the link leads" test -z "$(ls -A "$TMP/target")"
+check "the outputs opened before are removed" test -z "$(ls -A "$TMP/o1")"
+as_nobody ln -s "$TMP/victim" "$TMP/pub/cap-link.lpcap"
+refused "a symlink as the capture file" 'symlink' -o "$TMP/o2" --capture "$TMP/pub/cap-link.lpcap"
+ln "$TMP/victim" "$TMP/pub/hard.lpcap"
+refused "a hard-linked capture file" 'single link' -o "$TMP/o3" --capture "$TMP/pub/hard.lpcap"
+check "the linked files are untouched" grep -qx precious "$TMP/victim"
+as_nobody bash -c "echo mine >'$TMP/pub/theirs.lpcap'"
+refused "a capture file of another user" 'another user' -o "$TMP/o4" --capture "$TMP/pub/theirs.lpcap"
+check "it is untouched" grep -qx mine "$TMP/pub/theirs.lpcap"
+as_nobody mkdir "$TMP/pub/dir"
+as_nobody bash -c "echo mine >'$TMP/pub/dir/cpu.folded'"
+refused "an output file of another user" 'cpu.folded: a file of another user' -o "$TMP/pub/dir"
+check "it is untouched" grep -qx mine "$TMP/pub/dir/cpu.folded"
 left=$(leftovers)
 check "nothing left behind: '$left'" test -z "$left"
 finish

@@ -2,31 +2,60 @@
 /*
  * Files a privileged lowprof process writes or hands out. Output files are
  * created as root in directories users name, so nothing here follows a
- * symlink at the last component or writes through a hard link; descriptors
- * cross the privilege line over Unix sockets (SCM_RIGHTS).
+ * symlink in any component of their paths or writes through a hard link;
+ * descriptors cross the privilege line over Unix sockets (SCM_RIGHTS).
  */
 #ifndef LOWPROF_FILES_H
 #define LOWPROF_FILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
 /*
- * Opens output directory dir, creating it and missing parents (0755).
- * Returns an O_DIRECTORY fd (close-on-exec) or a negative errno (-ENOTDIR
- * when dir exists and is not a directory).
+ * Output files and the directories made for them are private unless the
+ * caller asks otherwise: they hold profiles, whose kernel frames and
+ * mappings say where code is loaded.
  */
-int lp_open_output_dir(const char *dir);
+#define LP_OUTPUT_MODE 0600
+/* The mode of a directory made for files of mode file_mode: x wherever r. */
+#define LP_OUTPUT_DIR_MODE(file_mode) ((file_mode) | (((file_mode)&0444) >> 2))
 
 /*
- * Creates or truncates dirfd/name for writing (0644): never through a
- * symlink (-ELOOP), never anything but a regular file with one link
- * (-EINVAL), never blocking on a FIFO. Returns the fd (close-on-exec) or a
- * negative errno.
+ * Opens directory dir without following a symbolic link in any component
+ * of it (each is opened O_NOFOLLOW | O_DIRECTORY from the one before, from
+ * / or the working directory): a link anywhere in the path, even one of
+ * root's, is -ELOOP, so a directory another user can write cannot send
+ * the outputs elsewhere. With create, missing components are made with
+ * mode dir_mode exactly (fchmod: the umask does not widen or narrow it);
+ * existing ones are left as they are. Returns an O_DIRECTORY fd
+ * (close-on-exec) or a negative errno: -ELOOP, -ENOTDIR (a component is
+ * not a directory), -ENOENT (missing, without create).
  */
-int lp_open_output_file(int dirfd, const char *name);
+int lp_open_dir_nofollow(const char *dir, bool create, mode_t dir_mode);
+
+/* lp_open_dir_nofollow(dir, true, LP_OUTPUT_DIR_MODE(file_mode)). */
+int lp_open_output_dir(const char *dir, mode_t file_mode);
+
+/*
+ * Creates or truncates dirfd/name for writing, with mode mode exactly:
+ * never through a symlink (-ELOOP), never anything but a regular file with
+ * one link (-EINVAL), never a file of another user (-EPERM: the profile
+ * would be theirs to read), never blocking on a FIFO. The checks are made
+ * on the file opened, before it is truncated. Returns the fd
+ * (close-on-exec) or a negative errno.
+ */
+int lp_open_output_file(int dirfd, const char *name, mode_t mode);
+
+/*
+ * lp_open_output_file on a path: its directory opened as
+ * lp_open_dir_nofollow does (not created), the last component as above.
+ * *dirfd (if not NULL) gets that directory, for unlinkat later (-1 on
+ * errors). -EISDIR for a path that names no file ("", "dir/", "..").
+ */
+int lp_open_output_path(const char *path, mode_t mode, int *dirfd);
 
 /*
  * Writes all len bytes of buf to fd, retrying short writes and EINTR.

@@ -38,12 +38,19 @@
  *
  * Reader protocol (consumer):
  *
- *   while ((err = lp_ring__peek(r, &data, &len)) == 0) {
- *           use data[0..len)   (valid until lp_ring__consume)
- *           lp_ring__consume(r);
- *   }
+ *   while ((err = lp_ring__read(r, &data, &len)) == 0)
+ *           use data[0..len)   (a private copy, valid until the next read)
  *   -EAGAIN: nothing yet; -EPIPE: producer closed and everything consumed;
- *   -EBADMSG: the ring is corrupt (a bad length or position); stop reading.
+ *   -EBADMSG: the ring is corrupt (a bad length or position); stop reading;
+ *   -ENOMEM: no memory for the copy (the record stays in the ring).
+ *
+ * A parser must not read the shared mapping: the producer (or anyone with
+ * the mapping) can change a byte between two loads of it, and a length
+ * checked on the first load then bounds nothing on the second.
+ * lp_ring__read copies each record once, after its length was checked, so
+ * what a parser sees cannot change under it. lp_ring__peek and
+ * lp_ring__consume hand out the shared bytes themselves, for callers that
+ * only copy them (tests, the fuzz target).
  */
 #ifndef LOWPROF_RING_H
 #define LOWPROF_RING_H
@@ -230,7 +237,16 @@ void lp_ring__notify(struct lp_ring *r);
  */
 int lp_ring__wait(struct lp_ring *r, unsigned timeout_ms);
 
-/* Consumer; see the reader protocol above. */
+/*
+ * Consumer; see the reader protocol above. lp_ring__read copies the next
+ * record (len bytes, the length peek checked, read once) into a buffer r
+ * owns and consumes it: *data is private memory holding exactly those
+ * bytes (in the sanitizer build the buffer's bytes past len are poisoned),
+ * valid until the next lp_ring__read or lp_ring__free. The buffer grows to
+ * the largest record read, at most lp_ring__max_record bytes.
+ */
+int lp_ring__read(struct lp_ring *r, const void **data, uint32_t *len);
+/* The record in place, in shared memory: to copy, never to parse. */
 int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len);
 void lp_ring__consume(struct lp_ring *r);
 

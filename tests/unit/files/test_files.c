@@ -46,15 +46,15 @@ static void test_output_dir_and_files(void **state)
 	int dfd, fd;
 
 	snprintf(sub, sizeof(sub), "%s/a/b/c", dir);
-	dfd = lp_open_output_dir(sub);
+	dfd = lp_open_output_dir(sub, LP_OUTPUT_MODE);
 	assert_true(dfd >= 0);
 
 	/* a new file, then the same file again: truncated */
-	fd = lp_open_output_file(dfd, "out");
+	fd = lp_open_output_file(dfd, "out", LP_OUTPUT_MODE);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "hello", 5), 5);
 	close(fd);
-	fd = lp_open_output_file(dfd, "out");
+	fd = lp_open_output_file(dfd, "out", LP_OUTPUT_MODE);
 	assert_true(fd >= 0);
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(st.st_size, 0);
@@ -67,25 +67,154 @@ static void test_output_dir_and_files(void **state)
 	close(fd);
 	snprintf(path, sizeof(path), "%s/link", sub);
 	assert_int_equal(symlink(victim, path), 0);
-	assert_int_equal(lp_open_output_file(dfd, "link"), -ELOOP);
+	assert_int_equal(lp_open_output_file(dfd, "link", LP_OUTPUT_MODE), -ELOOP);
 	assert_int_equal(stat(victim, &st), 0);
 	assert_int_equal(st.st_size, 4);
 
 	/* a hard link to another file is refused, not truncated */
 	snprintf(path, sizeof(path), "%s/hard", sub);
 	assert_int_equal(link(victim, path), 0);
-	assert_int_equal(lp_open_output_file(dfd, "hard"), -EINVAL);
+	assert_int_equal(lp_open_output_file(dfd, "hard", LP_OUTPUT_MODE), -EINVAL);
 	assert_int_equal(stat(victim, &st), 0);
 	assert_int_equal(st.st_size, 4);
 
 	/* a FIFO neither blocks nor is accepted */
 	snprintf(path, sizeof(path), "%s/fifo", sub);
 	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_true(lp_open_output_file(dfd, "fifo") < 0);
+	assert_true(lp_open_output_file(dfd, "fifo", LP_OUTPUT_MODE) < 0);
 	close(dfd);
 
 	/* a file where the directory should be */
-	assert_int_equal(lp_open_output_dir(victim), -ENOTDIR);
+	assert_int_equal(lp_open_output_dir(victim, LP_OUTPUT_MODE), -ENOTDIR);
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+/*
+ * A symlink in any component of -o, however far up, is refused, and
+ * nothing is made where it leads; the same for an output path's directory.
+ */
+static void test_output_dir_no_links(void **state)
+{
+	char target[128], link[128], path[256];
+	int dfd, fd;
+
+	snprintf(target, sizeof(target), "%s/elsewhere", dir);
+	assert_int_equal(mkdir(target, 0700), 0);
+	snprintf(link, sizeof(link), "%s/planted", dir);
+	assert_int_equal(symlink(target, link), 0);
+
+	snprintf(path, sizeof(path), "%s/planted/out", dir);
+	assert_int_equal(lp_open_output_dir(path, LP_OUTPUT_MODE), -ELOOP);
+	snprintf(path, sizeof(path), "%s/elsewhere/out", dir);
+	assert_int_equal(access(path, F_OK), -1); /* nothing made behind the link */
+	/* the link as the last component, and as the directory itself */
+	assert_int_equal(lp_open_output_dir(link, LP_OUTPUT_MODE), -ELOOP);
+	snprintf(path, sizeof(path), "%s/planted/", dir);
+	assert_int_equal(lp_open_output_dir(path, LP_OUTPUT_MODE), -ELOOP);
+	snprintf(path, sizeof(path), "%s/planted/x/y", dir);
+	assert_int_equal(lp_open_dir_nofollow(path, false, 0700), -ELOOP);
+
+	/* an output path: a link in its directory, a link as the file */
+	snprintf(path, sizeof(path), "%s/planted/cap", dir);
+	fd = lp_open_output_path(path, 0600, &dfd);
+	assert_int_equal(fd, -ELOOP);
+	assert_int_equal(dfd, -1);
+	snprintf(path, sizeof(path), "%s/elsewhere/cap", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(lp_open_output_path(link, 0600, NULL), -ELOOP);
+
+	/* but the same directories by their real path are fine */
+	snprintf(path, sizeof(path), "%s/elsewhere/cap", dir);
+	fd = lp_open_output_path(path, 0600, &dfd);
+	assert_true(fd >= 0 && dfd >= 0);
+	assert_int_equal(faccessat(dfd, "cap", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+	close(fd);
+	close(dfd);
+
+	/* its directory is not made; names that are no file */
+	snprintf(path, sizeof(path), "%s/missing/cap", dir);
+	assert_int_equal(lp_open_output_path(path, 0600, NULL), -ENOENT);
+	snprintf(path, sizeof(path), "%s/elsewhere/", dir);
+	assert_int_equal(lp_open_output_path(path, 0600, NULL), -EISDIR);
+	assert_int_equal(lp_open_output_path("..", 0600, NULL), -EISDIR);
+	assert_int_equal(lp_open_output_path("", 0600, NULL), -EISDIR);
+}
+
+/* Files are 0600 and made directories 0700 unless asked, whatever the umask. */
+static void test_output_modes(void **state)
+{
+	char path[256];
+	mode_t old = umask(0);
+	int dfd, fd;
+
+	snprintf(path, sizeof(path), "%s/m1/m2", dir);
+	dfd = lp_open_output_dir(path, LP_OUTPUT_MODE);
+	assert_true(dfd >= 0);
+	fd = lp_open_output_file(dfd, "f", LP_OUTPUT_MODE);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mode_of(path), 0700);
+	snprintf(path, sizeof(path), "%s/m1", dir);
+	assert_int_equal(mode_of(path), 0700);
+	snprintf(path, sizeof(path), "%s/m1/m2/f", dir);
+	assert_int_equal(mode_of(path), 0600);
+
+	/* a file left by an older run with a wider mode is narrowed */
+	assert_int_equal(chmod(path, 0644), 0);
+	fd = lp_open_output_file(dfd, "f", LP_OUTPUT_MODE);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mode_of(path), 0600);
+	close(dfd);
+
+	/* asked for: shared outputs; an existing directory is left as it is */
+	umask(077);
+	snprintf(path, sizeof(path), "%s/m1/m2/m3", dir);
+	dfd = lp_open_output_dir(path, 0644);
+	assert_true(dfd >= 0);
+	fd = lp_open_output_file(dfd, "g", 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	close(dfd);
+	assert_int_equal(mode_of(path), 0755);
+	snprintf(path, sizeof(path), "%s/m1/m2", dir);
+	assert_int_equal(mode_of(path), 0700);
+	snprintf(path, sizeof(path), "%s/m1/m2/m3/g", dir);
+	assert_int_equal(mode_of(path), 0644);
+	umask(old);
+}
+
+/* A file another user made at an output's name is not written into. */
+static void test_output_other_owner(void **state)
+{
+	char path[256];
+	struct stat st;
+	int dfd;
+
+	if (geteuid() != 0) {
+		print_message("not root: no file of another user can be made here\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/theirs", dir);
+	dfd = lp_open_output_dir(dir, LP_OUTPUT_MODE);
+	assert_true(dfd >= 0);
+	assert_int_equal(close(open(path, O_WRONLY | O_CREAT, 0666)), 0);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(truncate(path, 3), 0);
+	assert_int_equal(lp_open_output_file(dfd, "theirs", LP_OUTPUT_MODE), -EPERM);
+	/* neither truncated nor made private: theirs, untouched */
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 3);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	close(dfd);
 }
 
 static void test_fd_passing(void **state)
@@ -329,6 +458,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_output_dir_and_files),
+		cmocka_unit_test(test_output_dir_no_links),
+		cmocka_unit_test(test_output_modes),
+		cmocka_unit_test(test_output_other_owner),
 		cmocka_unit_test(test_fd_passing),
 		cmocka_unit_test(test_msg_passing),
 		cmocka_unit_test(test_sealed_ring),

@@ -21,6 +21,13 @@
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RING_TEST_ASAN 1
+#include <sanitizer/asan_interface.h>
+#endif
+#endif
+
 #define GUARD 4096u /* canary bytes after the data area */
 
 struct fixture {
@@ -113,6 +120,49 @@ static void expect_rec(struct lp_ring *r, uint64_t seq, uint32_t len)
 	assert_int_equal(got, len);
 	check_payload(data, seq, len);
 	lp_ring__consume(r);
+}
+
+/*
+ * lp_ring__read hands out a private copy: the record's bytes, outside the
+ * mapping, unchanged when the producer rewrites the ring, and (sanitizer
+ * build) nothing readable past its length.
+ */
+static void test_read_copies(void **state)
+{
+	static const uint32_t lens[] = {100, 0, 4000, 7, 1, 2048};
+	const uint8_t *first = NULL;
+	struct fixture f;
+	struct lp_ring *p, *c;
+
+	fix_init(&f, 8192);
+	p = lp_ring__producer(f.mem, f.mem_size);
+	c = lp_ring__consumer(f.mem, f.mem_size);
+	assert_non_null(p);
+	assert_non_null(c);
+	for (uint32_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		const uint8_t *data;
+		uint32_t len;
+
+		assert_int_equal(write_seq(p, i, lens[i]), 0);
+		assert_int_equal(lp_ring__read(c, (const void **)&data, &len), 0);
+		assert_int_equal(len, lens[i]);
+		assert_true(data < f.mem || data >= f.mem + f.mem_size + GUARD);
+		check_payload(data, i, len);
+		/* consumed: the producer may write over it, the copy stays */
+		memset(f.data, 0xee, f.data_size);
+		check_payload(data, i, len);
+#ifdef RING_TEST_ASAN
+		assert_true(__asan_address_is_poisoned(data + len));
+#endif
+		if (!first)
+			first = data;
+	}
+	assert_int_equal(lp_ring__read(c, (const void **)&first, &(uint32_t){0}), -EAGAIN);
+	lp_ring__close(p);
+	assert_int_equal(lp_ring__read(c, (const void **)&first, &(uint32_t){0}), -EPIPE);
+	lp_ring__free(p);
+	lp_ring__free(c);
+	fix_fini(&f);
 }
 
 static void test_sizes(void **state)
@@ -936,6 +986,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_read_copies),
 		cmocka_unit_test(test_format_invalid),
 		cmocka_unit_test(test_attach_invalid),
 		cmocka_unit_test(test_roundtrip),
