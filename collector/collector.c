@@ -95,6 +95,13 @@ struct coll {
 	uint32_t nfallbacks;
 
 	struct coll_broker *broker; /* answers requests on files_fd (files.c) */
+	/* files whose build-id note went to the capture (note_buildid) */
+	struct noted_file {
+		uint64_t inode;
+		uint32_t major, minor;
+	} * noted;
+	uint32_t noted_cap, noted_n;
+	uint64_t notes_dropped;
 
 	bool sock_created; /* we created the socket at ring_path: unlink it */
 
@@ -1497,6 +1504,7 @@ static void coll_cleanup(struct coll *c)
 	if (c->kallsyms_fd >= 0)
 		close(c->kallsyms_fd);
 	coll_procs_free(&c->procs);
+	free(c->noted);
 	lps_enc_free(&c->dyn);
 	free(c->cpus);
 }
@@ -1734,6 +1742,87 @@ static const char *drain_loop(struct coll *c)
 	}
 }
 
+/* Files noted at most; each further note is dropped and counted. */
+#define NOTED_MAX 65536
+
+/*
+ * Whether the file of note n was noted before; if not, it is now. -ENOSPC
+ * beyond NOTED_MAX files, -ENOMEM.
+ */
+static int noted_once(struct coll *c, const struct lp_file_buildid *n)
+{
+	uint64_t h = (n->inode ^ ((uint64_t)n->dev_major << 44) ^ ((uint64_t)n->dev_minor << 24)) *
+		     0x9e3779b97f4a7c15ull;
+	uint32_t i;
+
+	if (c->noted_n >= c->noted_cap / 2) {
+		struct noted_file *old = c->noted;
+		uint32_t ocap = c->noted_cap, ncap = ocap ? ocap * 2 : 256;
+
+		if (c->noted_n >= NOTED_MAX)
+			return -ENOSPC;
+		c->noted = calloc(ncap, sizeof(*c->noted));
+		if (!c->noted) {
+			c->noted = old;
+			return -ENOMEM;
+		}
+		c->noted_cap = ncap;
+		c->noted_n = 0;
+		for (i = 0; i < ocap; i++)
+			if (old[i].inode || old[i].major || old[i].minor)
+				noted_once(c, &(struct lp_file_buildid){.dev_major = old[i].major,
+									.dev_minor = old[i].minor,
+									.inode = old[i].inode});
+		free(old);
+	}
+	for (i = (uint32_t)(h >> 32) & (c->noted_cap - 1);; i = (i + 1) & (c->noted_cap - 1)) {
+		struct noted_file *f = &c->noted[i];
+
+		if (f->inode == n->inode && f->major == n->dev_major && f->minor == n->dev_minor &&
+		    (f->inode || f->major || f->minor))
+			return 1;
+		if (!f->inode && !f->major && !f->minor) {
+			*f = (struct noted_file){n->inode, n->dev_major, n->dev_minor};
+			c->noted_n++;
+			return 0;
+		}
+	}
+}
+
+/*
+ * The symbolizer's build-id note for a mapped file (lowprof/files.h): into
+ * the capture file only (the symbolizer knows it), once per file, marked as
+ * the symbolizer's. Only where the kernel gives no build-ids: elsewhere the
+ * mappings carry the kernel's own.
+ */
+static void note_buildid(void *ctx, const struct lp_file_buildid *n)
+{
+	struct coll *c = ctx;
+	struct lps_buildid b = {
+		.time_ns = now_ns(CLOCK_MONOTONIC),
+		.dev_major = n->dev_major,
+		.dev_minor = n->dev_minor,
+		.inode = n->inode,
+		.build_id = {(const char *)n->id, n->len},
+		.source = {"symbolizer", 10},
+	};
+	long len;
+	int r;
+
+	if (!c->cap || c->feat.have[COLL_F_PROCMAP_QUERY])
+		return;
+	r = noted_once(c, n);
+	if (r) {
+		c->notes_dropped += r < 0;
+		return;
+	}
+	lps_enc_reset(&c->dyn);
+	lps_enc_buildid(&c->dyn, &b);
+	len = lps_enc_len(&c->dyn);
+	if (len > 0)
+		coll_capture__write(c->cap, c->dyn.buf, (uint32_t)len);
+}
+
 int coll_run(const struct coll_opts *o)
 {
 	struct coll c = {
@@ -1778,8 +1867,11 @@ int coll_run(const struct coll_opts *o)
 	}
 	files_channel_init(&c);
 	/* no worker yet: they are forked on the first request, in the drain loop */
-	c.broker = coll_broker__new(&(struct coll_broker_opts){
-		.owner = o->ring_uid, .pids = o->pids, .npids = o->npids});
+	c.broker = coll_broker__new(&(struct coll_broker_opts){.owner = o->ring_uid,
+							       .pids = o->pids,
+							       .npids = o->npids,
+							       .buildid = note_buildid,
+							       .ctx = &c});
 	if (!c.broker) {
 		err = -errno;
 		lp_err("files: %m");
@@ -1835,6 +1927,9 @@ int coll_run(const struct coll_opts *o)
 		lp_ring__close(c.ring);
 	if (c.cap)
 		finish_capture(&c);
+	if (c.noted_n || c.notes_dropped)
+		lp_debug("capture: %u build-ids established by the symbolizer kept, %llu dropped",
+			 c.noted_n, (unsigned long long)c.notes_dropped);
 	if (c.bad_events)
 		lp_warn("bpf: %llu malformed events ignored", (unsigned long long)c.bad_events);
 	{

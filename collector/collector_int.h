@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lowprof/files.h"
 #include "lowprof/schema.h"
 
 struct coll_range {
@@ -99,6 +100,9 @@ struct coll_broker_opts {
 	int (*maps)(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *path,
 		    size_t cap);
 	int (*open)(uint32_t pid, const char *path, uint32_t major, uint32_t minor, uint64_t inode);
+	/* a build-id note (lowprof/files.h) from the owner; NULL: ignored */
+	void (*buildid)(void *ctx, const struct lp_file_buildid *note);
+	void *ctx;
 };
 
 struct coll_broker;

@@ -532,16 +532,29 @@ int coll_broker__serve(struct coll_broker *b, int sock, int max)
 
 	b->sock = sock;
 	while (served < max) {
+		/* a request, or a build-id note (the larger) */
+		union {
+			struct lp_file_req q;
+			struct lp_file_buildid note;
+		} m;
 		struct lp_file_req q;
 		struct ucred cr;
 		int none[1], nfds;
-		ssize_t n = lp_recv_msg(sock, &q, sizeof(q), none, 0, &nfds, MSG_DONTWAIT, &cr);
+		ssize_t n = lp_recv_msg(sock, &m, sizeof(m), none, 0, &nfds, MSG_DONTWAIT, &cr);
 
 		if (n == -EAGAIN || n == -EINTR)
 			return served;
 		if (n == -EPIPE || n == -ECONNRESET)
 			return -EPIPE;
 		served++;
+		if (n == (ssize_t)sizeof(m.note) && m.note.magic == LP_FILE_BUILDID_MAGIC &&
+		    m.note.len >= 1 && m.note.len <= sizeof(m.note.id) &&
+		    (cr.uid == b->o.owner || cr.uid == 0)) {
+			if (b->o.buildid)
+				b->o.buildid(b->o.ctx, &m.note);
+			continue;
+		}
+		q = m.q;
 		if (n == -EBADMSG || (n >= 0 && (size_t)n != sizeof(q)) ||
 		    (n >= 0 && (q.magic != LP_FILE_REQ_MAGIC || q.zero))) {
 			b->st.refused++;

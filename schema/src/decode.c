@@ -637,6 +637,21 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 	return skip_rest(c, 18, n);
 }
 
+static int dec_buildid(struct cur *c, uint32_t n, struct lps_buildid *b)
+{
+	if (n < 7)
+		return -EBADMSG;
+	TRY(rd_uint(c, &b->time_ns));
+	TRY(rd_u32(c, &b->dev_major));
+	TRY(rd_u32(c, &b->dev_minor));
+	TRY(rd_uint(c, &b->inode));
+	TRY(rd_bin(c, &b->build_id));
+	TRY(rd_str(c, &b->source));
+	if (!b->build_id.len || b->build_id.len > LPS_MAX_BUILD_ID || b->source.len > LPS_MAX_MODE)
+		return -EBADMSG;
+	return skip_rest(c, 7, n);
+}
+
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 {
 	struct cur c;
@@ -690,6 +705,9 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 		TRY(rd_uint(&c, &rec->end.time_ns));
 		TRY(rd_str(&c, &rec->end.reason));
 		err = skip_rest(&c, 3, n);
+		break;
+	case LPS_BUILDID:
+		err = dec_buildid(&c, n, &rec->buildid);
 		break;
 	default:
 		return -ENOTSUP;

@@ -262,12 +262,25 @@ void lps_enc_end(struct lps_enc *e, const struct lps_end *x)
 	pk_str(&pk, &x->reason);
 }
 
+void lps_enc_buildid(struct lps_enc *e, const struct lps_buildid *b)
+{
+	PK(e);
+	msgpack_pack_array(&pk, 7);
+	msgpack_pack_uint32(&pk, LPS_BUILDID);
+	msgpack_pack_uint64(&pk, b->time_ns);
+	msgpack_pack_uint32(&pk, b->dev_major);
+	msgpack_pack_uint32(&pk, b->dev_minor);
+	msgpack_pack_uint64(&pk, b->inode);
+	pk_bin(&pk, (const uint8_t *)b->build_id.ptr, b->build_id.len);
+	pk_str(&pk, &b->source);
+}
+
 const char *lps_type_name(uint32_t type)
 {
 	static const char *const names[] = {
 		[LPS_META] = "meta", [LPS_SAMPLE] = "sample", [LPS_MAPS] = "maps",
 		[LPS_EXEC] = "exec", [LPS_EXIT] = "exit",     [LPS_KSYMS] = "ksyms",
-		[LPS_LOSS] = "loss", [LPS_END] = "end",
+		[LPS_LOSS] = "loss", [LPS_END] = "end",	      [LPS_BUILDID] = "buildid",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

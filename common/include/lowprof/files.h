@@ -142,4 +142,22 @@ struct lp_file_rep {
 	uint32_t zero;
 };
 
+/*
+ * A note on the same channel, symbolizer to collector, no reply: the GNU
+ * build-id the symbolizer read from a mapped file it opened (checked by
+ * device and inode) where the kernel gave none (no PROCMAP_QUERY). The
+ * collector keeps it in the capture file, marked as the symbolizer's
+ * (lowprof/schema.h, LPS_BUILDID), so that a replay elsewhere can find the
+ * file; it trusts it no further.
+ */
+#define LP_FILE_BUILDID_MAGIC 0x4246504cu /* "LPFB" */
+
+struct lp_file_buildid {
+	uint32_t magic;
+	uint32_t len; /* bytes of id used, 1..64 */
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	uint8_t id[64];
+};
+
 #endif /* LOWPROF_FILES_H */

@@ -52,14 +52,15 @@
 #define LPS_MAX_FALLBACK_NAME		  32 /* meta fallbacks: bytes of one */
 
 enum lps_type {
-	LPS_META = 1,	/* run metadata; first record of every stream */
-	LPS_SAMPLE = 2, /* one stack sample */
-	LPS_MAPS = 3,	/* executable mappings of one process */
-	LPS_EXEC = 4,	/* a process called exec */
-	LPS_EXIT = 5,	/* a process exited */
-	LPS_KSYMS = 6,	/* a chunk of the kernel symbol snapshot */
-	LPS_LOSS = 7,	/* loss counters, cumulative since the run began */
-	LPS_END = 8,	/* the stream is complete */
+	LPS_META = 1,	 /* run metadata; first record of every stream */
+	LPS_SAMPLE = 2,	 /* one stack sample */
+	LPS_MAPS = 3,	 /* executable mappings of one process */
+	LPS_EXEC = 4,	 /* a process called exec */
+	LPS_EXIT = 5,	 /* a process exited */
+	LPS_KSYMS = 6,	 /* a chunk of the kernel symbol snapshot */
+	LPS_LOSS = 7,	 /* loss counters, cumulative since the run began */
+	LPS_END = 8,	 /* the stream is complete */
+	LPS_BUILDID = 9, /* since 1.4: a mapped file's build-id the kernel did not give */
 };
 
 enum lps_sample_kind {
@@ -226,6 +227,21 @@ struct lps_end {
 	struct lps_str reason; /* "duration", "signal", ... */
 };
 
+/*
+ * since 1.4, in capture files only: the GNU build-id of the file mapped from
+ * (dev_major, dev_minor, inode), where the kernel gave none (no
+ * PROCMAP_QUERY), as source established it: "symbolizer", which read it
+ * from the mapped file it opened (checked by device and inode). A claim of
+ * an unprivileged process, used by a replay only to find the file.
+ */
+struct lps_buildid {
+	uint64_t time_ns;
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	struct lps_str build_id; /* raw bytes, 1..LPS_MAX_BUILD_ID */
+	struct lps_str source;	 /* at most LPS_MAX_MODE bytes */
+};
+
 /* Any record: type + the member that matches it. */
 struct lps_record {
 	uint32_t type;
@@ -238,6 +254,7 @@ struct lps_record {
 		struct lps_ksyms ksyms;
 		struct lps_loss loss;
 		struct lps_end end;
+		struct lps_buildid buildid;
 	};
 };
 
@@ -299,6 +316,7 @@ void lps_enc_ksyms_begin(struct lps_enc *e, uint32_t seq, bool last, uint32_t co
 void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k);
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l);
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
+void lps_enc_buildid(struct lps_enc *e, const struct lps_buildid *b);
 
 /*
  * What a fallback of the meta means ("no-task-pt-regs": "no bpf_task_pt_regs

@@ -104,6 +104,17 @@ static void gen_meta(struct lps_enc *e)
 	m.bpf_mem_bytes = 9u << 20;
 	lps_enc_meta(e, &m, pids, NULL);
 	emit(e, "meta_offcpu", LPS_META);
+
+	/* 1.4: kernel addresses relative to _text, the collector's fallbacks */
+	{
+		const struct lps_str fb[] = {S("no-task-btf"), S("no-task-storage"),
+					     S("no-procmap-query")};
+
+		m.kernel_base = S("_text");
+		m.nfallbacks = 3;
+		lps_enc_meta(e, &m, pids, fb);
+		emit(e, "meta_fallbacks", LPS_META);
+	}
 }
 
 static void gen_samples(struct lps_enc *e)
@@ -234,6 +245,16 @@ static void gen_small(struct lps_enc *e)
 	emit(e, "loss", LPS_LOSS);
 	lps_enc_end(e, &z);
 	emit(e, "end", LPS_END);
+	lps_enc_buildid(e,
+			&(struct lps_buildid){.time_ns = 123459500000ull,
+					      .dev_major = 259,
+					      .dev_minor = 1,
+					      .inode = 1835009,
+					      .build_id = S("\x8d\x3f\x1a\x00\x77\x21\x5e\x99\x10"
+							    "\x02\xab\xcd\xef\x01\x23\x45"
+							    "\x67\x89\x9a\xbc"),
+					      .source = S("symbolizer")});
+	emit(e, "buildid", LPS_BUILDID);
 }
 
 static void gen_ksyms(struct lps_enc *e)

@@ -52,11 +52,22 @@ static void walk_record(const uint8_t *buf, size_t len)
 		uint32_t pid;
 
 		walk_touch(r.meta.hostname);
+		walk_touch(r.meta.kernel_base);
 		for (uint32_t i = 0; i < r.meta.npids; i++)
 			if (lps_meta_pid(&r.meta, i, &pid) == 0)
 				walk_sink += pid;
+		for (uint32_t i = 0; i < r.meta.nfallbacks; i++) {
+			struct lps_str f;
+
+			if (lps_meta_fallback(&r.meta, i, &f) == 0)
+				walk_touch(f);
+		}
 		break;
 	}
+	case LPS_BUILDID:
+		walk_touch(r.buildid.build_id);
+		walk_touch(r.buildid.source);
+		break;
 	default:
 		break;
 	}

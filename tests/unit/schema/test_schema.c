@@ -616,6 +616,57 @@ static void test_small_records(void **state)
 	assert_string_equal(lps_type_name(999), "unknown");
 }
 
+/* 1.4's buildid record: round trip and bounds. */
+static void test_buildid(void **state)
+{
+	uint8_t id[64];
+	struct lps_buildid b = {.time_ns = 7,
+				.dev_major = 259,
+				.dev_minor = 3,
+				.inode = 1ull << 40,
+				.build_id = {(const char *)id, 20},
+				.source = S("symbolizer")};
+	struct lps_record r;
+	struct lps_enc e;
+
+	for (int i = 0; i < 64; i++)
+		id[i] = (uint8_t)(i * 37);
+	lps_enc_init_fixed(&e, buf, sizeof(buf));
+	lps_enc_buildid(&e, &b);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_BUILDID);
+	assert_true(r.buildid.dev_major == 259 && r.buildid.dev_minor == 3 &&
+		    r.buildid.inode == 1ull << 40 && r.buildid.time_ns == 7);
+	assert_int_equal(r.buildid.build_id.len, 20);
+	assert_memory_equal(r.buildid.build_id.ptr, id, 20);
+	assert_true(str_eq(r.buildid.source, "symbolizer"));
+	assert_string_equal(lps_type_name(LPS_BUILDID), "buildid");
+	/* an empty build-id, one over 64 bytes, a source over 16 bytes: malformed */
+	b.build_id.len = 0;
+	lps_enc_reset(&e);
+	lps_enc_buildid(&e, &b);
+	assert_int_equal(lps_decode(buf, e.len, &r), -EBADMSG);
+	{
+		uint8_t big[65] = {1};
+
+		b.build_id = (struct lps_str){(const char *)big, 65};
+		lps_enc_reset(&e);
+		lps_enc_buildid(&e, &b);
+		assert_int_equal(lps_decode(buf, e.len, &r), -EBADMSG);
+	}
+	b.build_id = (struct lps_str){(const char *)id, 64};
+	b.source = S("the symbolizer, 17");
+	lps_enc_reset(&e);
+	lps_enc_buildid(&e, &b);
+	assert_int_equal(lps_decode(buf, e.len, &r), -EBADMSG);
+	/* every truncation is malformed, never read past */
+	b.source = S("symbolizer");
+	lps_enc_reset(&e);
+	lps_enc_buildid(&e, &b);
+	for (size_t n = 0; n < e.len; n++)
+		assert_int_equal(lps_decode(buf, n, &r), -EBADMSG);
+}
+
 /* A newer minor version appends fields; an unknown type is reported. */
 static void test_version_rules(void **state)
 {
@@ -692,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_maps_build_id),
 		cmocka_unit_test(test_maps_versions),
 		cmocka_unit_test(test_small_records),
+		cmocka_unit_test(test_buildid),
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_malformed),
 	};
