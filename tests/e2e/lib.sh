@@ -23,8 +23,16 @@ scaled() { # scaled SECONDS: SECONDS x TIME_SCALE, rounded up to a whole second
 	awk -v t="$1" -v s="$TIME_SCALE" 'BEGIN { v = t * s; printf "%d", (v == int(v)) ? v : int(v) + 1 }'
 }
 
+# Kills what the test started and is still running: only processes below
+# the test in the process tree (a pid in KIDS that has exited may belong to
+# another process by now), then everything else left below it.
 cleanup() {
-	for p in "${KIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	local p ours
+	ours=" $(descendants $$ | tr '\n' ' ') "
+	for p in "${KIDS[@]}"; do
+		[[ "$ours" == *" $p "* ]] && kill -9 "$p" 2>/dev/null
+	done
+	for p in $(descendants $$); do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$TMP"
 }
