@@ -7,7 +7,7 @@ build_pkgs=(
 	clang llvm libclang-rt-14-dev make cmake pkg-config binutils libc6-dev
 	bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libdeflate-dev
 	libmsgpack-dev libprotobuf-c-dev protobuf-c-compiler
-	libcap-dev libiberty-dev libseccomp-dev liburing-dev libsqlite3-dev libzstd-dev
+	libcap-dev libiberty-dev libseccomp-dev liburing-dev libsqlite3-dev libzstd-dev libssl-dev
 	procps util-linux
 )
 # go tool pprof and headless Chromium check the outputs in the tests; gcc

@@ -1,5 +1,6 @@
 # lp_symb_cache: the persistent SQLite cache of symbol and stack-delta
-# blobs. Public header: cache.h; schema: schema/cache.sql (embedded).
+# blobs, and the content identities it is keyed by. Public headers: cache.h,
+# ident.h; schema: schema/cache.sql (embedded).
 #
 # The same file doubles as the build-time script that embeds cache.sql as a
 # NUL-terminated C string (cmake -P cache.cmake), so the build needs no xxd.
@@ -35,7 +36,11 @@ add_custom_command(
 	VERBATIM)
 
 find_package(Threads REQUIRED) # pthread_once (in libc itself since glibc 2.34)
+# ident.c: the content identities the cache is keyed by (SHA-256, OpenSSL's
+# libcrypto, Debian libssl-dev; it uses the CPU's SHA extensions)
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
 add_library(lp_symb_cache STATIC ${CMAKE_CURRENT_SOURCE_DIR}/cache.c
-	    ${lp_cache_gen}/cache_sql.c)
+	    ${CMAKE_CURRENT_SOURCE_DIR}/ident.c ${lp_cache_gen}/cache_sql.c)
 target_include_directories(lp_symb_cache PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(lp_symb_cache PUBLIC PkgConfig::SQLITE3 PRIVATE lp_common Threads::Threads)
+target_link_libraries(lp_symb_cache PUBLIC PkgConfig::SQLITE3
+		      PRIVATE lp_common Threads::Threads PkgConfig::LIBCRYPTO)
