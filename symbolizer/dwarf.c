@@ -31,6 +31,7 @@
  */
 #include <dwarf.h> /* the system's: see dwarf.cmake */
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -41,6 +42,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <libdeflate.h>
 #include <unistd.h>
 
 #include "dwarf.h"
@@ -136,7 +138,9 @@ enum dw_state {
 };
 
 struct symb_dwarf {
-	Elf *elf; /* the file libdw is started on (not owned) */
+	Elf *elf; /* the file libdw is started on (not owned); deferred: NULL until then */
+	symb_dwarf_start_fn *start;
+	void *start_ctx;
 	enum dw_state state;
 	Dwarf *dw;
 	Dwarf_Die *units; /* DIEs whose subtree is walked (split units resolved) */
@@ -485,6 +489,25 @@ struct symb_dwarf *symb_dwarf__open(Elf *elf, Elf *debug_elf)
 	return d;
 }
 
+struct symb_dwarf *symb_dwarf__open_deferred(Elf *probe, symb_dwarf_start_fn *start, void *ctx)
+{
+	struct symb_dwarf *d;
+
+	if (!probe || !start || !dw_has_debug_info(probe)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	d = dw_new(NULL);
+	if (!d) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->state = DW_LAZY;
+	d->start = start;
+	d->start_ctx = ctx;
+	return d;
+}
+
 struct symb_dwarf *symb_dwarf__new_empty(void)
 {
 	struct symb_dwarf *d = dw_new(NULL);
@@ -507,6 +530,12 @@ static bool dw_ready(struct symb_dwarf *d)
 	if (d->state != DW_LAZY)
 		return d->state == DW_OPEN;
 	d->state = DW_FAILED;
+	if (!d->elf && d->start)
+		d->elf = d->start(d->start_ctx);
+	if (!d->elf) {
+		d->degraded = true; /* what is learnt now is not the file's */
+		return false;
+	}
 	errno = 0;
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw) {
@@ -1114,4 +1143,71 @@ int symb_build_id_file_open(const char *dir, const uint8_t *build_id, size_t len
 		return -EINVAL;
 	}
 	return fd;
+}
+
+/* The named section, or NULL. */
+static Elf_Scn *dw_section(Elf *e, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		name = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : NULL;
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
+/* The next allocated section after *scn (NULL: the first); false at the end. */
+static bool dw_next_alloc(Elf *e, size_t shstrndx, Elf_Scn **scn, GElf_Shdr *sh, const char **name)
+{
+	while ((*scn = elf_nextscn(e, *scn))) {
+		if (!gelf_getshdr(*scn, sh) || !(sh->sh_flags & SHF_ALLOC))
+			continue;
+		*name = elf_strptr(e, shstrndx, sh->sh_name);
+		return true;
+	}
+	return false;
+}
+
+/* objcopy --only-keep-debug keeps every section header, allocated ones as NOBITS. */
+static bool dw_same_alloc_sections(Elf *bin, Elf *dbg)
+{
+	Elf_Scn *a = NULL, *b = NULL;
+	size_t sa, sb, n = 0;
+	const char *na, *nb;
+	GElf_Shdr ha, hb;
+	bool more_a, more_b;
+
+	if (elf_getshdrstrndx(bin, &sa) || elf_getshdrstrndx(dbg, &sb))
+		return false;
+	for (;;) {
+		more_a = dw_next_alloc(bin, sa, &a, &ha, &na);
+		more_b = dw_next_alloc(dbg, sb, &b, &hb, &nb);
+		if (!more_a || !more_b)
+			return !more_a && !more_b && n > 0;
+		if (!na || !nb || strcmp(na, nb) || ha.sh_addr != hb.sh_addr ||
+		    ha.sh_size != hb.sh_size)
+			return false;
+		n++;
+	}
+}
+
+int symb_debug_file_match(Elf *bin, Elf *dbg, const void *dbg_file, size_t dbg_len)
+{
+	GElf_Word crc;
+
+	if (!bin || !dbg || (!dbg_file && dbg_len))
+		return 0;
+	if (dwelf_elf_gnu_debuglink(bin, &crc))
+		return libdeflate_crc32(0, dbg_file, dbg_len) == crc;
+	/* a .gnu_debuglink libdwelf cannot read still names a CRC: none matches */
+	if (dw_section(bin, ".gnu_debuglink"))
+		return 0;
+	return dw_same_alloc_sections(bin, dbg);
 }

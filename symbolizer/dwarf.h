@@ -3,7 +3,8 @@
  * Source-level frames from DWARF (elfutils' libdw): for an address, the
  * chain of inlined functions with their file:line, innermost first, ending
  * with the function that contains the address; C++ and Rust names
- * demangled. Also finds a binary's separate debug file by build-id.
+ * demangled. Also finds a binary's separate debug file by build-id, and
+ * tells whether a debug file found that way belongs to the binary.
  *
  * What it is: lookups on debug information the caller opened. What it is
  * not: ELF symbol tables (elfsym.h) or CFI (cfi.h). The debug information is
@@ -40,6 +41,17 @@ struct symb_dwarf;
  * object whose lookups find nothing. Destructor: symb_dwarf__free.
  */
 struct symb_dwarf *symb_dwarf__open(Elf *elf, Elf *debug_elf);
+/*
+ * The same, for a caller that hands libdw its file only when libdw starts:
+ * probe (a handle of that same file, used during this call only) decides
+ * whether there is DWARF; start(ctx) is called at most once, by the first
+ * lookup no remembered result answers, and returns the handle libdw reads
+ * (the caller keeps it until symb_dwarf__free), or NULL: then lookups find
+ * nothing, and the object's results are never offered for persisting (the
+ * file is not the content its cache key names).
+ */
+typedef Elf *symb_dwarf_start_fn(void *ctx);
+struct symb_dwarf *symb_dwarf__open_deferred(Elf *probe, symb_dwarf_start_fn *start, void *ctx);
 /*
  * An object without debug information: its lookups find only what
  * symb_dwarf__load_lines gave it (tests, fuzzing). NULL with errno ENOMEM.
@@ -108,5 +120,19 @@ int symb_debug_file_open(const char *dir, const uint8_t *build_id, size_t len);
 /* The same for dir/.build-id/xx/rest<suffix> ("" for the binary itself). */
 int symb_build_id_file_open(const char *dir, const uint8_t *build_id, size_t len,
 			    const char *suffix);
+
+/*
+ * Whether dbg, found by the build-id bin claims, is bin's debug file: when
+ * bin has a .gnu_debuglink section, its CRC-32 must be that of the debug
+ * file's bytes (dbg_file, dbg_len: all of them, the bytes dbg was opened
+ * on); otherwise the allocated sections of both (name, address and size,
+ * in order) must be the same, and there must be some. Returns 1 or 0.
+ *
+ * Both files come from whoever made them: a binary can copy another's
+ * build-id and .gnu_debuglink, and then gets that binary's debug symbols
+ * for its own frames. That misnames only its own frames: the cache keys
+ * every table by the content identity of both files (cache.h).
+ */
+int symb_debug_file_match(Elf *bin, Elf *dbg, const void *dbg_file, size_t dbg_len);
 
 #endif /* LOWPROF_SYMB_DWARF_H */
