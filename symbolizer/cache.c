@@ -22,6 +22,11 @@
  * fresh cache created. Later, any SQLITE_CORRUPT or SQLITE_NOTADB does the
  * same. A row whose size or checksum does not match its blob is deleted.
  *
+ * The memo (cache.h) is a table of its own, outside the byte budget: a
+ * put deletes the rows of other boots and keeps the SYMB_CACHE_MEMO_MAX most
+ * recent ones. A hit writes nothing (a row's age is that of its put), so a
+ * warm load reads only. Its rows have no trigger, so a put may REPLACE.
+ *
  * One object is used by one thread at a time.
  */
 #include <errno.h>
@@ -46,7 +51,7 @@
 extern const char symb_cache_sql[];
 
 #define CACHE_APPLICATION_ID 0x4c505343 /* "LPSC"; as in cache.sql */
-#define CACHE_SCHEMA_VERSION 1		/* PRAGMA user_version; as in cache.sql */
+#define CACHE_SCHEMA_VERSION 2		/* PRAGMA user_version; as in cache.sql */
 #define CACHE_BUSY_MS	     5000
 #define CACHE_OPEN_RETRY_MS  10 /* between attempts to open a busy database */
 /* A hit's last_used update waits at most this long for the write lock. */
@@ -56,6 +61,7 @@ extern const char symb_cache_sql[];
 #define CACHE_PAGE_SIZE	  "65536"
 /* The WAL is truncated back to 64 MiB after a checkpoint (a big put grows it). */
 #define CACHE_WAL_LIMIT "67108864"
+#define CACHE_BOOT_ID	"/proc/sys/kernel/random/boot_id"
 
 enum cache_stmt {
 	ST_GET,
@@ -66,6 +72,11 @@ enum cache_stmt {
 	ST_INSERT_BLOB,
 	ST_BYTES,
 	ST_EVICT,
+	ST_MEMO_GET,
+	ST_MEMO_PUT,
+	ST_MEMO_DROP,
+	ST_MEMO_PURGE,
+	ST_MEMO_TRIM,
 	ST_COUNT,
 };
 
@@ -85,6 +96,15 @@ static const char *const cache_sql[ST_COUNT] = {
 	[ST_BYTES] = "SELECT value FROM meta WHERE name = 'bytes'",
 	[ST_EVICT] = "DELETE FROM entries WHERE id ="
 		     " (SELECT id FROM entries ORDER BY last_used, id LIMIT 1)",
+	[ST_MEMO_GET] = "SELECT id, ident FROM memo WHERE boot = ?1 AND mnt = ?2 AND dev = ?3"
+			" AND ino = ?4 AND size = ?5 AND mtime = ?6 AND ctime = ?7",
+	[ST_MEMO_PUT] =
+		"INSERT OR REPLACE INTO memo (boot, mnt, dev, ino, size, mtime, ctime, ident)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[ST_MEMO_DROP] = "DELETE FROM memo WHERE id = ?1",
+	[ST_MEMO_PURGE] = "DELETE FROM memo WHERE boot <> ?1",
+	/* ids grow with each put: keeps the most recent, at most SYMB_CACHE_MEMO_MAX */
+	[ST_MEMO_TRIM] = "DELETE FROM memo WHERE id <= (SELECT max(id) FROM memo) - ?1",
 };
 
 struct symb_cache {
@@ -98,6 +118,7 @@ struct symb_cache {
 	char msg[256]; /* SQLite's message for a failed open, kept past the ROLLBACK */
 	int64_t touch[CACHE_TOUCH_BATCH]; /* rows hit since the last flush, in hit order */
 	unsigned ntouch;
+	char boot[40]; /* the boot id, "" when unknown: no memo */
 };
 
 static void cache_flush_touches(struct symb_cache *c);
@@ -356,8 +377,8 @@ static int cache_create_schema(struct symb_cache *c)
  * schema/README.md). This checks what the cache cannot work without, in
  * time that does not grow with the blob bytes:
  *  - the header and schema (SQLite parses both on the first statement),
- *  - quick_check of the small tables, meta and entries with its indexes
- *    (their pages are a few hundred bytes per row),
+ *  - quick_check of the small tables, meta, entries and memo with their
+ *    indexes (their pages are a few hundred bytes per row),
  *  - the b-tree of blobs down to its leaves (count(*) does not follow
  *    overflow chains) and one blob row per entry,
  *  - the byte total against the sizes,
@@ -370,7 +391,8 @@ static int cache_create_schema(struct symb_cache *c)
 static int cache_check(struct symb_cache *c, const char **cause)
 {
 	static const char *const checks[] = {"PRAGMA quick_check(meta)",
-					     "PRAGMA quick_check(entries)"};
+					     "PRAGMA quick_check(entries)",
+					     "PRAGMA quick_check(memo)"};
 	char res[256];
 	int64_t n, m;
 	size_t i;
@@ -429,7 +451,10 @@ static int cache_setup(struct symb_cache *c, const char **cause)
 	if (rc != SQLITE_OK)
 		return rc;
 	if ((appid || ver) && (appid != CACHE_APPLICATION_ID || ver != CACHE_SCHEMA_VERSION)) {
-		*cause = "not a lowprof cache of this schema version";
+		/* an older schema's rows can all be computed again: start over */
+		*cause = appid == CACHE_APPLICATION_ID && ver < CACHE_SCHEMA_VERSION
+				 ? "a lowprof cache of an older schema version"
+				 : "not a lowprof cache of this schema version";
 		return SQLITE_CORRUPT;
 	}
 	/*
@@ -622,6 +647,29 @@ static int cache_fail(struct symb_cache *c, int rc, const char *what, const char
 	return -EBADMSG;
 }
 
+/*
+ * The boot id, which the memo's rows carry: mount ids and device numbers
+ * mean something else after a reboot. Unknown (no /proc): no memo.
+ */
+static void cache_read_boot(struct symb_cache *c)
+{
+	char buf[64];
+	ssize_t n = -1;
+	int fd;
+
+	c->boot[0] = '\0';
+	fd = open(CACHE_BOOT_ID, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	/* 8-4-4-4-12 hex digits, then a newline */
+	if (n < 36 || strspn(buf, "0123456789abcdef-") != 36)
+		return;
+	memcpy(c->boot, buf, 36);
+	c->boot[36] = '\0';
+}
+
 int symb_cache__open(const char *path, uint64_t budget, struct symb_cache **out)
 {
 	struct symb_cache *c;
@@ -641,6 +689,10 @@ int symb_cache__open(const char *path, uint64_t budget, struct symb_cache **out)
 		goto err_out;
 	}
 	c->budget = budget ? budget : SYMB_CACHE_DEFAULT_BUDGET;
+	cache_read_boot(c);
+	/* libcrypto reads its configuration: before the sandbox, as this is */
+	if (symb_ident__init())
+		lp_warn("cache: no SHA-256 in libcrypto; no binary will be cached");
 	err = cache_connect(c);
 	if (err)
 		goto err_out;
@@ -737,6 +789,26 @@ static void cache_touch(struct symb_cache *c, int64_t id)
 	c->touch[c->ntouch++] = id;
 }
 
+/*
+ * Steps a lookup statement: 0 on a row (s is not reset), else after a
+ * reset -ENOENT (no row, counted in *misses; or a damaged file, moved
+ * aside by cache_fail) or another negative errno.
+ */
+static int cache_lookup(struct symb_cache *c, sqlite3_stmt *s, uint64_t *misses, const char *what)
+{
+	int rc = sqlite3_step(s), err;
+
+	if (rc == SQLITE_ROW)
+		return 0;
+	sqlite3_reset(s);
+	if (rc == SQLITE_DONE) {
+		(*misses)++;
+		return -ENOENT;
+	}
+	err = cache_fail(c, rc, what, NULL);
+	return err == -EBADMSG ? -ENOENT : err;
+}
+
 int symb_cache__get(struct symb_cache *c, const char *key, enum symb_cache_kind kind,
 		    uint32_t version, uint8_t **blob, size_t *len)
 {
@@ -755,17 +827,9 @@ int symb_cache__get(struct symb_cache *c, const char *key, enum symb_cache_kind 
 	s = c->stmt[ST_GET];
 	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int(s, 2, kind);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_DONE) {
-		sqlite3_reset(s);
-		c->st.misses++;
-		return -ENOENT;
-	}
-	if (rc != SQLITE_ROW) {
-		sqlite3_reset(s);
-		rc = cache_fail(c, rc, "get", NULL);
-		return rc == -EBADMSG ? -ENOENT : rc;
-	}
+	err = cache_lookup(c, s, &c->st.misses, "get");
+	if (err)
+		return err;
 	id = sqlite3_column_int64(s, 0);
 	size = sqlite3_column_int64(s, 2);
 	crc = sqlite3_column_int64(s, 3);
@@ -952,4 +1016,130 @@ int symb_cache__put(struct symb_cache *c, const char *key, enum symb_cache_kind 
 void symb_cache__stats(const struct symb_cache *c, struct symb_cache_stats *st)
 {
 	*st = c->st;
+}
+
+char *symb_cache__key(char out[SYMB_CACHE_KEY_MAX], const struct symb_ident *bin,
+		      const struct symb_ident *dbg)
+{
+	char b[SYMB_IDENT_HEX], d[SYMB_IDENT_HEX];
+
+	if (dbg)
+		snprintf(out, SYMB_CACHE_KEY_MAX, "c:%s+%s", symb_ident__hex(bin, b),
+			 symb_ident__hex(dbg, d));
+	else
+		snprintf(out, SYMB_CACHE_KEY_MAX, "c:%s", symb_ident__hex(bin, b));
+	return out;
+}
+
+/* Binds boot and the key's fields to ?1..?7 of s. */
+static void cache_bind_memo(struct symb_cache *c, sqlite3_stmt *s, const struct symb_file_key *k)
+{
+	sqlite3_bind_text(s, 1, c->boot, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (int64_t)k->mnt);
+	sqlite3_bind_int64(s, 3, (int64_t)k->dev);
+	sqlite3_bind_int64(s, 4, (int64_t)k->ino);
+	sqlite3_bind_int64(s, 5, (int64_t)k->size);
+	sqlite3_bind_int64(s, 6, k->mtime_ns);
+	sqlite3_bind_int64(s, 7, k->ctime_ns);
+}
+
+/* 0 when the memo can be used, -EIO (no database) or -ENOTSUP (the boot is unknown). */
+static int cache_memo_usable(const struct symb_cache *c)
+{
+	if (!c->db)
+		return -EIO;
+	return c->boot[0] ? 0 : -ENOTSUP;
+}
+
+/* Deletes a memo row that failed validation. Errors are ignored: it stays a miss. */
+static void cache_memo_drop(struct symb_cache *c, int64_t id)
+{
+	int rc;
+
+	lp_warn("cache: %s: dropping bad memo row %" PRId64, c->path, id);
+	c->st.bad_rows++;
+	sqlite3_bind_int64(c->stmt[ST_MEMO_DROP], 1, id);
+	rc = cache_run(c->stmt[ST_MEMO_DROP]);
+	if (rc != SQLITE_OK)
+		cache_fail(c, rc, "delete bad memo row", NULL);
+}
+
+int symb_cache__memo_get(struct symb_cache *c, const struct symb_file_key *k, struct symb_ident *id)
+{
+	sqlite3_stmt *s;
+	int64_t row;
+	bool good;
+	int err;
+
+	if (!c || !k || !id)
+		return -EINVAL;
+	err = cache_memo_usable(c);
+	if (err)
+		return err;
+	s = c->stmt[ST_MEMO_GET];
+	cache_bind_memo(c, s, k);
+	err = cache_lookup(c, s, &c->st.memo_misses, "memo get");
+	if (err)
+		return err;
+	row = sqlite3_column_int64(s, 0);
+	good = sqlite3_column_type(s, 1) == SQLITE_BLOB &&
+	       sqlite3_column_bytes(s, 1) == SYMB_IDENT_LEN;
+	if (good)
+		memcpy(id->b, sqlite3_column_blob(s, 1), SYMB_IDENT_LEN);
+	sqlite3_reset(s);
+	if (!good) {
+		cache_memo_drop(c, row);
+		c->st.memo_misses++;
+		return -ENOENT;
+	}
+	c->st.memo_hits++;
+	return 0;
+}
+
+/* One memo put transaction; the caller rolls back on failure. Returns the SQLite rc. */
+static int cache_memo_put_once(struct symb_cache *c, const struct symb_file_key *k,
+			       const struct symb_ident *id)
+{
+	sqlite3_stmt *s = c->stmt[ST_MEMO_PUT];
+	int rc;
+
+	rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_text(c->stmt[ST_MEMO_PURGE], 1, c->boot, -1, SQLITE_STATIC);
+	rc = cache_run(c->stmt[ST_MEMO_PURGE]);
+	if (rc != SQLITE_OK)
+		return rc;
+	cache_bind_memo(c, s, k);
+	sqlite3_bind_blob(s, 8, id->b, SYMB_IDENT_LEN, SQLITE_STATIC);
+	rc = cache_run(s);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_bind_int64(c->stmt[ST_MEMO_TRIM], 1, SYMB_CACHE_MEMO_MAX);
+	rc = cache_run(c->stmt[ST_MEMO_TRIM]);
+	if (rc != SQLITE_OK)
+		return rc;
+	return sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+}
+
+int symb_cache__memo_put(struct symb_cache *c, const struct symb_file_key *k,
+			 const struct symb_ident *id)
+{
+	char msg[256];
+	int rc;
+
+	if (!c || !k || !id)
+		return -EINVAL;
+	rc = cache_memo_usable(c);
+	if (rc)
+		return rc;
+	rc = cache_memo_put_once(c, k, id);
+	if (rc == SQLITE_OK) {
+		c->st.memo_puts++;
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "%s", sqlite3_errmsg(c->db));
+	if (!sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	return cache_fail(c, rc, "memo put", msg);
 }

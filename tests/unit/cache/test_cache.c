@@ -4,7 +4,8 @@
  * persistence, several processes on one file, the file's mode and symlink
  * refusal, and recovery from damaged files (garbage, truncation, a wrong
  * schema version, a blob edited behind the checksum's back, a broken
- * overflow chain), read-only directories and a full disk.
+ * overflow chain), read-only directories and a full disk; the memo (its
+ * key, boots, bad rows, its bound) and the keys made from identities.
  *
  * Each test works in its own directory under $TMPDIR (or /tmp). Warnings
  * the cache prints are captured (stderr redirected to a file) and checked.
@@ -584,6 +585,16 @@ static void test_wrong_schema_version(void **state)
 	expect_recovered(f, "schema version");
 }
 
+/* A cache of version 1 (keyed by claimed build-ids) starts over, with a warning. */
+static void test_older_schema_version(void **state)
+{
+	struct fx *f = *state;
+
+	make_cache(f);
+	exec_sql(f->path, "PRAGMA user_version = 1");
+	expect_recovered(f, "older schema version");
+}
+
 static void test_foreign_database(void **state)
 {
 	struct fx *f = *state;
@@ -851,6 +862,232 @@ static void test_bad_paths(void **state)
 	capture_end(f);
 }
 
+/* ---- the memo ----------------------------------------------------------- */
+
+static struct symb_file_key memo_key(uint64_t ino)
+{
+	return (struct symb_file_key){.mnt = 0x100000123ull,
+				      .dev = 0x801,
+				      .ino = ino,
+				      .size = 4096,
+				      .mtime_ns = 1700000000123456789ll,
+				      .ctime_ns = 1700000000987654321ll};
+}
+
+static struct symb_ident ident_of(unsigned int seed)
+{
+	struct symb_ident id;
+
+	fill(id.b, sizeof(id.b), seed);
+	return id;
+}
+
+static void expect_memo(struct symb_cache *c, const struct symb_file_key *k,
+			const struct symb_ident *want)
+{
+	struct symb_ident got;
+
+	assert_int_equal(symb_cache__memo_get(c, k, &got), 0);
+	assert_memory_equal(got.b, want->b, sizeof(got.b));
+}
+
+static void expect_no_memo(struct symb_cache *c, const struct symb_file_key *k)
+{
+	struct symb_ident got;
+
+	assert_int_equal(symb_cache__memo_get(c, k, &got), -ENOENT);
+}
+
+static int64_t count_rows(const char *path, const char *sql)
+{
+	sqlite3_stmt *s;
+	sqlite3 *db;
+	int64_t n;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return n;
+}
+
+/*
+ * A memo row answers exactly its key: every field of it (mount, device,
+ * inode, size, mtime, ctime) tells files apart; a put replaces; rows
+ * persist and are not counted against the blob budget.
+ */
+static void test_memo_key(void **state)
+{
+	struct fx *f = *state;
+	struct symb_file_key k = memo_key(7), other;
+	struct symb_ident a = ident_of(1), b = ident_of(2);
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	expect_no_memo(c, &k);
+	assert_int_equal(symb_cache__memo_put(c, &k, &a), 0);
+	expect_memo(c, &k, &a);
+	for (int field = 0; field < 6; field++) {
+		other = k;
+		switch (field) {
+		case 0:
+			other.mnt++;
+			break;
+		case 1:
+			other.dev++;
+			break;
+		case 2:
+			other.ino++;
+			break;
+		case 3:
+			other.size++;
+			break;
+		case 4:
+			other.mtime_ns++;
+			break;
+		default:
+			other.ctime_ns++;
+			break;
+		}
+		expect_no_memo(c, &other);
+	}
+	/* 64-bit values survive SQLite's signed integers */
+	other = k;
+	other.ino = UINT64_MAX - 1;
+	other.dev = UINT64_MAX;
+	assert_int_equal(symb_cache__memo_put(c, &other, &b), 0);
+	expect_memo(c, &other, &b);
+	assert_int_equal(symb_cache__memo_put(c, &k, &b), 0);
+	expect_memo(c, &k, &b);
+	symb_cache__stats(c, &st);
+	assert_int_equal(st.memo_puts, 3);
+	assert_int_equal(st.memo_hits, 3);
+	assert_int_equal(st.memo_misses, 7);
+	assert_int_equal(st.bytes, 0);
+	assert_int_equal(symb_cache__memo_get(c, NULL, &a), -EINVAL);
+	assert_int_equal(symb_cache__memo_put(c, &k, NULL), -EINVAL);
+	symb_cache__close(c);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	expect_memo(c, &k, &b);
+	symb_cache__close(c);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM memo"), 2);
+}
+
+/*
+ * Rows of another boot never answer (mount ids and devices mean something
+ * else after a reboot), and the next put deletes them.
+ */
+static void test_memo_other_boot(void **state)
+{
+	struct fx *f = *state;
+	struct symb_file_key k = memo_key(7), k2 = memo_key(8);
+	struct symb_ident a = ident_of(1);
+	struct symb_cache *c;
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	assert_int_equal(symb_cache__memo_put(c, &k, &a), 0);
+	symb_cache__close(c);
+	exec_sql(f->path, "UPDATE memo SET boot = '00000000-0000-0000-0000-000000000000'");
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	expect_no_memo(c, &k);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM memo"), 1);
+	assert_int_equal(symb_cache__memo_put(c, &k2, &a), 0);
+	expect_memo(c, &k2, &a);
+	expect_no_memo(c, &k);
+	symb_cache__close(c);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM memo"), 1);
+}
+
+/* A row whose identity is not 32 bytes of blob is deleted, counted and a miss. */
+static void test_memo_bad_row(void **state)
+{
+	static const char *const bad[] = {
+		"UPDATE memo SET ident = x'0102' WHERE ino = 7",
+		"UPDATE memo SET ident = '0123456789abcdef0123456789abcdef' WHERE ino = 7",
+		"UPDATE memo SET ident = zeroblob(33) WHERE ino = 7",
+	};
+	struct fx *f = *state;
+	struct symb_file_key k = memo_key(7), k2 = memo_key(8);
+	struct symb_ident a = ident_of(1), b = ident_of(2);
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	const char *out;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+		assert_int_equal(symb_cache__memo_put(c, &k, &a), 0);
+		assert_int_equal(symb_cache__memo_put(c, &k2, &b), 0);
+		symb_cache__close(c);
+		exec_sql(f->path, bad[i]);
+		assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+		capture_start(f);
+		expect_no_memo(c, &k);
+		out = capture_end(f);
+		assert_non_null(strstr(out, "bad memo row"));
+		expect_no_memo(c, &k);
+		expect_memo(c, &k2, &b);
+		symb_cache__stats(c, &st);
+		assert_int_equal(st.bad_rows, 1);
+		symb_cache__close(c);
+		assert_int_equal(count_rows(f->path, "SELECT count(*) FROM memo WHERE ino = 7"), 0);
+	}
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), -1);
+}
+
+/* A put keeps the SYMB_CACHE_MEMO_MAX most recent rows (row ids grow with each put). */
+static void test_memo_bound(void **state)
+{
+	struct fx *f = *state;
+	struct symb_file_key k = memo_key(1000);
+	struct symb_ident a = ident_of(1);
+	struct symb_cache *c;
+	char sql[256];
+
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	for (uint64_t ino = 1; ino <= 5; ino++) {
+		struct symb_file_key old = memo_key(ino);
+
+		assert_int_equal(symb_cache__memo_put(c, &old, &a), 0);
+	}
+	symb_cache__close(c);
+	/* one row put long after: the five are now older than the bound */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO memo (id, boot, mnt, dev, ino, size, mtime, ctime, ident)"
+		 " SELECT %d, boot, mnt, dev, 999, size, mtime, ctime, ident FROM memo"
+		 " WHERE ino = 5",
+		 SYMB_CACHE_MEMO_MAX + 5);
+	exec_sql(f->path, sql);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	assert_int_equal(symb_cache__memo_put(c, &k, &a), 0);
+	symb_cache__close(c);
+	/* ids 1..5 are at most the newest (MAX + 6) - MAX: gone; 999 and 1000 stay */
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM memo"), 2);
+	assert_int_equal(count_rows(f->path, "SELECT count(*) FROM memo WHERE ino IN (999, 1000)"),
+			 2);
+}
+
+/* Keys name the identities in hex: one for a binary, two joined by '+'. */
+static void test_keys(void **state)
+{
+	struct symb_ident a, b;
+	char key[SYMB_CACHE_KEY_MAX], want[SYMB_CACHE_KEY_MAX];
+
+	(void)state;
+	memset(a.b, 0x00, sizeof(a.b));
+	memset(b.b, 0xff, sizeof(b.b));
+	a.b[0] = 0x1f;
+	b.b[31] = 0xa0;
+	snprintf(want, sizeof(want), "c:1f%062d", 0);
+	assert_string_equal(symb_cache__key(key, &a, NULL), want);
+	snprintf(want, sizeof(want), "c:1f%062d+%.62sa0", 0,
+		 "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+	assert_string_equal(symb_cache__key(key, &a, &b), want);
+	assert_int_equal(strlen(key), SYMB_CACHE_KEY_MAX - 1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -869,6 +1106,7 @@ int main(void)
 		T(test_short_garbage_file),
 		T(test_truncated_database),
 		T(test_wrong_schema_version),
+		T(test_older_schema_version),
 		T(test_foreign_database),
 		T(test_bad_byte_total),
 		T(test_bad_rows),
@@ -876,6 +1114,11 @@ int main(void)
 		T(test_readonly_directory),
 		T(test_full_disk),
 		T(test_bad_paths),
+		T(test_memo_key),
+		T(test_memo_other_boot),
+		T(test_memo_bad_row),
+		T(test_memo_bound),
+		T(test_keys),
 	};
 #undef T
 
