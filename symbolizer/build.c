@@ -151,19 +151,12 @@ static int slots_grow(const struct symb_state *s, struct loc_slot **slots, uint3
 }
 
 /*
- * The cache key of an object's DWARF results: the one objects.c gives its
- * tables, "b:<build-id>", with ":dbg" when the DWARF is a separate debug
- * file's. Objects without a build-id keep their results for this run only.
+ * The cache key of an object's DWARF results is the one objects.c gave its
+ * tables: the content identity of the binary, and of the debug file whose
+ * DWARF it is ("c:<B>" or "c:<B>+<D>", cache.h). libdw reads only a file
+ * of that identity (objects.c's dwarf_start), else nothing learnt is
+ * stored. Objects with no key keep their results for this run only.
  */
-static bool lines_key(const struct symb_obj *o, char *key, size_t cap)
-{
-	int n;
-
-	if (!o->build_id[0])
-		return false;
-	n = snprintf(key, cap, "b:%s%s", o->build_id, o->dbg_h ? ":dbg" : "");
-	return n > 0 && (size_t)n < cap;
-}
 
 /*
  * Before an object's first DWARF lookup: the results earlier runs stored,
@@ -172,15 +165,14 @@ static bool lines_key(const struct symb_obj *o, char *key, size_t cap)
  */
 static void lines_load(struct symb_state *s, struct symb_obj *o)
 {
-	char key[sizeof(o->build_id) + 8];
 	uint8_t *blob = NULL;
 	size_t len = 0;
 	int err;
 
 	o->lines_loaded = true;
-	if (!s->cache || !lines_key(o, key, sizeof(key)) ||
-	    symb_cache__get(s->cache, key, SYMB_CACHE_LINES, SYMB_DWARF_LINES_BLOB_VERSION, &blob,
-			    &len))
+	if (!s->cache || !o->key ||
+	    symb_cache__get(s->cache, o->key, SYMB_CACHE_LINES, SYMB_DWARF_LINES_BLOB_VERSION,
+			    &blob, &len))
 		return;
 	err = symb_dwarf__load_lines(o->dwarf, blob, len);
 	free(blob);
@@ -197,7 +189,6 @@ static void lines_load(struct symb_state *s, struct symb_obj *o)
  */
 static void lines_store(struct symb_state *s)
 {
-	char key[sizeof(s->objs[0].build_id) + 8];
 	uint8_t *blob;
 	size_t len;
 
@@ -208,12 +199,11 @@ static void lines_store(struct symb_state *s)
 		if (!o->dwarf)
 			continue;
 		s->n.dwarf_started += symb_dwarf__opened(o->dwarf);
-		if (!s->cache || !symb_dwarf__lines_changed(o->dwarf) ||
-		    !lines_key(o, key, sizeof(key)) ||
+		if (!s->cache || !o->key || !symb_dwarf__lines_changed(o->dwarf) ||
 		    symb_dwarf__encode_lines(o->dwarf, &blob, &len))
 			continue;
-		if (symb_cache__put(s->cache, key, SYMB_CACHE_LINES, SYMB_DWARF_LINES_BLOB_VERSION,
-				    blob, len) == 0)
+		if (symb_cache__put(s->cache, o->key, SYMB_CACHE_LINES,
+				    SYMB_DWARF_LINES_BLOB_VERSION, blob, len) == 0)
 			s->n.lines_stored++;
 		free(blob);
 	}

@@ -3,8 +3,9 @@
  * Loading what the symbolizer knows about a mapped binary: its symbols and
  * PT_LOAD segments (elfsym.h), its stack-delta table (cfi.h), and at build
  * time its DWARF (dwarf.h). Symbols and deltas come from the SQLite cache
- * when it has them under the binary's build-id (or path, size and mtime);
- * otherwise they are parsed from the file and stored.
+ * when it has them under the content identity of the bytes they are built
+ * from (ident.h); otherwise they are built from exactly those bytes and
+ * stored (see "How an object's tables are found" below).
  *
  * The paths, devices and inodes of objects come from the stream: opening
  * them must not let a stream open anything but the regular file that was
@@ -27,11 +28,15 @@
 #include "cache.h"
 #include "cfi.h"
 #include "dwarf.h"
+#include "ident.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "symb_int.h"
 
-/* Objects whose DWARF stays open (each holds a descriptor or two). */
+/*
+ * Objects whose DWARF stays open (each holds a descriptor, and once libdw
+ * starts, the image of the file it reads).
+ */
 #define SYMB_MAX_DWARF_OPEN 256
 /* How long to wait for the collector's answer to a file request. */
 #define FILES_WAIT_MS 2000
@@ -298,40 +303,276 @@ static int open_obj_file(struct symb_state *s, const struct symb_obj *o, struct 
 	return err;
 }
 
-/* Cache key: "b:<build-id>", else "p:<path>:<size>:<mtime ns>". 0 or -ENAMETOOLONG. */
-static int cache_key(const struct symb_obj *o, const struct stat *st, char *key, size_t cap)
-{
-	int n;
+/*
+ * How an object's tables are found. A build-id only says where to look
+ * (the separate debug file, a binary moved away in replay); the cache key
+ * is the content identity of the bytes the tables are built from (ident.h,
+ * cache.h), so a binary that claims another's build-id never shares its
+ * rows.
+ *
+ * By the memo (load_by_memo): the cache remembers the identities of the
+ * binary and its debug files by their stat keys, and whether each debug
+ * file belongs to the binary; when both tables are there too, the object
+ * is loaded without reading the files. The memo serves lookups only.
+ *
+ * Verified (load_verified): the binary's image is read and hashed
+ * (SYMB_IMAGE_ELF), each debug file found by build-id read whole and
+ * checked against the binary (symb_debug_file_match, remembered in the
+ * cache under both identities), and tables missing from the cache are
+ * built from those images, the very bytes their key was computed over,
+ * then stored. Without a cache (or an identity for the binary) it is
+ * parsed through libelf's ELF_C_READ, and nothing is hashed or stored;
+ * debug files are still read whole, as their CRC-32 is over the whole
+ * file.
+ *
+ * DWARF is read later, by libdw, only if a lookup needs it (dwarf_start):
+ * the file is read again into an image, and must have the identity the
+ * object was loaded under, or its DWARF is not used (and nothing learnt
+ * from it stored). Without a cache there is no identity to check, and
+ * nothing learnt is kept past the run.
+ */
 
-	if (o->build_id[0])
-		n = snprintf(key, cap, "b:%s", o->build_id);
-	else
-		n = snprintf(key, cap, "p:%s:%lld:%lld", o->path, (long long)st->st_size,
-			     (long long)st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec);
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+/* The format of the SYMB_CACHE_DEBUG_MATCH blob: one byte, 1 or 0. */
+#define DEBUG_MATCH_VERSION 1
+
+/* One file behind an object: the binary, or a debug file. */
+struct obj_file {
+	int fd;		       /* -1: none */
+	Elf *probe;	       /* ELF_C_READ on fd: hints only (build-id, has DWARF) */
+	struct symb_image img; /* the private copy, once read */
+	Elf *elf;	       /* elf_memory over img.data */
+	bool have_id;	       /* id: from the memo (lookups only) or from img */
+	struct symb_ident id;
+};
+
+/* The file libdw reads for an object, from its first lookup that needs libdw. */
+struct symb_obj_dwarf {
+	int fd;
+	enum symb_image_mode mode;
+	bool check; /* the image must have identity id */
+	struct symb_ident id;
+	struct symb_image img;
+	Elf *elf;
+};
+
+struct obj_load {
+	struct symb_state *s;
+	struct symb_obj *o;
+	const uint8_t *claimed; /* the build-id the binary claims: finds debug files */
+	size_t claimed_len;
+	struct obj_file bin, dbg;     /* dbg: the debug file in use (fd -1: none) */
+	char key[SYMB_CACHE_KEY_MAX]; /* "": nothing is looked up or stored */
+};
+
+static void file_init(struct obj_file *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
 }
 
-/* The separate debug file of the object's build-id, if a debug dir has one. */
-static Elf *open_debug_file(struct symb_state *s, const uint8_t *id, size_t idlen, int *fd_out)
+static void file_drop(struct obj_file *f)
 {
-	*fd_out = -1;
-	if (!idlen)
-		return NULL;
-	for (size_t i = 0; s->debug_dirs && s->debug_dirs[i]; i++) {
-		int fd = symb_debug_file_open(s->debug_dirs[i], id, idlen);
-		Elf *e;
+	elf_end(f->elf);
+	elf_end(f->probe);
+	symb_image__free(&f->img);
+	if (f->fd >= 0)
+		close(f->fd);
+	file_init(f);
+}
 
-		if (fd < 0)
-			continue;
-		e = elf_begin(fd, ELF_C_READ, NULL);
-		if (e && elf_kind(e) == ELF_K_ELF) {
-			*fd_out = fd;
-			return e;
-		}
-		elf_end(e);
-		close(fd);
+/* The identity the memo remembers for f's file (false: none, or no memo for it). */
+static bool memo_lookup(struct symb_state *s, struct obj_file *f)
+{
+	struct symb_file_key k;
+
+	f->have_id = symb_file_key__get(f->fd, &k) == 1 &&
+		     symb_cache__memo_get(s->cache, &k, &f->id) == 0;
+	return f->have_id;
+}
+
+/*
+ * Reads f's image and opens it with libelf; with hash, its identity, which
+ * the memo then remembers where it may. 0 or a negative errno.
+ */
+static int file_read(struct symb_state *s, struct obj_file *f, enum symb_image_mode mode, bool hash)
+{
+	int err;
+
+	f->have_id = false;
+	err = symb_image__read(f->fd, mode, hash, &f->img);
+	if (err)
+		return err;
+	f->elf = elf_memory((char *)f->img.data, f->img.size);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
+		elf_end(f->elf);
+		f->elf = NULL;
+		symb_image__free(&f->img);
+		return -ENOEXEC;
 	}
-	return NULL;
+	f->have_id = f->img.hashed;
+	f->id = f->img.id;
+	if (s->cache && f->img.hashed && f->img.memo_ok)
+		symb_cache__memo_put(s->cache, &f->img.key, &f->img.id);
+	return 0;
+}
+
+/* Whether debug file d belongs to binary b, as the cache remembers: 1, 0 or -ENOENT. */
+static int match_get(struct symb_state *s, const struct symb_ident *b, const struct symb_ident *d)
+{
+	char key[SYMB_CACHE_KEY_MAX];
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	int v = -ENOENT;
+
+	if (symb_cache__get(s->cache, symb_cache__key(key, b, d), SYMB_CACHE_DEBUG_MATCH,
+			    DEBUG_MATCH_VERSION, &blob, &len) == 0 &&
+	    len == 1 && blob[0] <= 1)
+		v = blob[0];
+	free(blob);
+	return v;
+}
+
+static void match_put(struct symb_state *s, const struct symb_ident *b, const struct symb_ident *d,
+		      bool match)
+{
+	char key[SYMB_CACHE_KEY_MAX];
+	uint8_t v = match;
+
+	symb_cache__put(s->cache, symb_cache__key(key, b, d), SYMB_CACHE_DEBUG_MATCH,
+			DEBUG_MATCH_VERSION, &v, 1);
+}
+
+/* The next debug file under the claimed build-id, from debug dir *i on; false at the end. */
+static bool next_debug_file(struct obj_load *ld, size_t *i)
+{
+	const char *const *dirs = ld->s->debug_dirs;
+
+	file_drop(&ld->dbg);
+	for (; ld->claimed_len && dirs && dirs[*i]; (*i)++) {
+		ld->dbg.fd = symb_debug_file_open(dirs[*i], ld->claimed, ld->claimed_len);
+		if (ld->dbg.fd >= 0) {
+			(*i)++;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void load_symbols(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+			 Elf *dbg);
+static void load_deltas(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+			Elf *dbg);
+
+/*
+ * Both tables from the cache under ld->key, or neither (the caller then
+ * loads verified). A blob that fails to decode is counted there.
+ */
+static bool tables_from_cache(struct obj_load *ld)
+{
+	struct symb_state *s = ld->s;
+	struct symb_elf *elf = NULL;
+	struct symb_deltas deltas = {0};
+	uint8_t *blob = NULL;
+	size_t len = 0;
+
+	if (symb_cache__get(s->cache, ld->key, SYMB_CACHE_SYMBOLS, SYMB_ELF_BLOB_VERSION, &blob,
+			    &len))
+		return false;
+	elf = symb_elf__decode(blob, len);
+	free(blob);
+	if (!elf || symb_cache__get(s->cache, ld->key, SYMB_CACHE_DELTAS, SYMB_DELTAS_BLOB_VERSION,
+				    &blob, &len)) {
+		symb_elf__free(elf);
+		return false;
+	}
+	if (symb_deltas__open_blob(blob, len, &deltas)) { /* takes blob */
+		symb_elf__free(elf);
+		return false;
+	}
+	ld->o->elf = elf;
+	ld->o->deltas = deltas;
+	ld->o->have_deltas = true;
+	s->n.cache_hits += 2;
+	return true;
+}
+
+/* See the top of this part. True when the object was loaded. */
+static bool load_by_memo(struct obj_load *ld)
+{
+	struct obj_file *b = &ld->bin, *d = &ld->dbg;
+	size_t i = 0;
+	int v = 0;
+
+	if (!memo_lookup(ld->s, b))
+		return false;
+	while (next_debug_file(ld, &i)) {
+		if (!memo_lookup(ld->s, d))
+			return false;
+		v = match_get(ld->s, &b->id, &d->id);
+		if (v < 0)
+			return false;
+		if (v)
+			break;
+	}
+	if (!v)
+		file_drop(d);
+	symb_cache__key(ld->key, &b->id, d->fd >= 0 ? &d->id : NULL);
+	return tables_from_cache(ld);
+}
+
+/*
+ * Whether the debug file just read belongs to the binary (belf: its image,
+ * or without one its probe); remembered under both identities when the
+ * binary's was computed.
+ */
+static bool debug_matches(struct obj_load *ld, Elf *belf)
+{
+	struct obj_file *b = &ld->bin, *d = &ld->dbg;
+	char shown[SYMB_NAME_PRINT_MAX + 4];
+	bool remember = ld->s->cache && b->img.hashed;
+	int v = remember ? match_get(ld->s, &b->id, &d->id) : -ENOENT;
+
+	if (v < 0) {
+		v = symb_debug_file_match(belf, d->elf, d->img.data, d->img.size);
+		if (remember)
+			match_put(ld->s, &b->id, &d->id, v);
+	}
+	if (!v)
+		lp_debug(
+			"symbols: %s: the debug file of its build-id is another binary's; not used",
+			symb_sanitize_name(shown, sizeof(shown), ld->o->path));
+	return v == 1;
+}
+
+/* See the top of this part. */
+static void load_verified(struct obj_load *ld)
+{
+	struct symb_state *s = ld->s;
+	struct obj_file *b = &ld->bin, *d = &ld->dbg;
+	char shown[SYMB_NAME_PRINT_MAX + 4];
+	size_t i = 0;
+	Elf *belf;
+	int err;
+
+	file_drop(d);
+	b->have_id = false;
+	ld->key[0] = '\0';
+	if (s->cache) {
+		err = file_read(s, b, SYMB_IMAGE_ELF, true);
+		if (err)
+			lp_debug("symbols: %s: not cached: %s",
+				 symb_sanitize_name(shown, sizeof(shown), ld->o->path),
+				 strerror(-err));
+	}
+	belf = b->elf ? b->elf : b->probe;
+	while (next_debug_file(ld, &i))
+		if (file_read(s, d, SYMB_IMAGE_WHOLE, b->img.hashed) == 0 &&
+		    debug_matches(ld, belf))
+			break;
+	if (b->img.hashed)
+		symb_cache__key(ld->key, &b->id, d->elf ? &d->id : NULL);
+	load_symbols(s, ld->o, ld->key[0] ? ld->key : NULL, belf, d->elf);
+	load_deltas(s, ld->o, ld->key[0] ? ld->key : NULL, belf, d->elf);
 }
 
 static void load_symbols(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
@@ -413,66 +654,120 @@ static void load_deltas(struct symb_state *s, struct symb_obj *o, const char *ke
 	}
 }
 
-static void keep_dwarf(struct symb_state *s, struct symb_obj *o, int fd, Elf *elf, int dbg_fd,
-		       Elf *dbg)
+/*
+ * libdw's file, once a lookup needs it: read again, and used only if it is
+ * still the content the object's tables and cache key were loaded for (a
+ * file too large for an image is read by libelf directly, when there is
+ * nothing to check it against).
+ */
+static Elf *dwarf_start(void *ctx)
 {
+	struct symb_obj_dwarf *src = ctx;
+	int err;
+
+	err = symb_image__read(src->fd, src->mode, src->check, &src->img);
+	if (err == -EFBIG && !src->check) {
+		src->elf = elf_begin(src->fd, ELF_C_READ, NULL);
+		return src->elf;
+	}
+	if (err)
+		return NULL;
+	if (src->check && memcmp(&src->img.id, &src->id, sizeof(src->id))) {
+		lp_debug("dwarf: a file changed since its tables were loaded; its DWARF is not "
+			 "used");
+		symb_image__free(&src->img);
+		return NULL;
+	}
+	src->elf = elf_memory((char *)src->img.data, src->img.size);
+	return src->elf;
+}
+
+static void dwarf_src_free(struct symb_obj_dwarf *src)
+{
+	if (!src)
+		return;
+	elf_end(src->elf);
+	symb_image__free(&src->img);
+	if (src->fd >= 0)
+		close(src->fd);
+	free(src);
+}
+
+/* DWARF from the debug file in use, else from the binary; it keeps that file's fd. */
+static void keep_dwarf(struct obj_load *ld)
+{
+	struct obj_file *f = ld->dbg.fd >= 0 ? &ld->dbg : &ld->bin;
+	struct symb_state *s = ld->s;
+	struct symb_obj_dwarf *src;
+	Elf *probe;
+
 	if (s->ndwarf_open >= SYMB_MAX_DWARF_OPEN)
 		return;
-	o->dwarf = symb_dwarf__open(elf, dbg);
-	if (!o->dwarf)
+	if (!f->elf && !f->probe)
+		f->probe = elf_begin(f->fd, ELF_C_READ, NULL);
+	probe = f->elf ? f->elf : f->probe;
+	src = calloc(1, sizeof(*src));
+	if (!src || !probe) {
+		free(src);
 		return;
-	/* libdw reads lazily from these until symb_dwarf__free */
-	o->elf_h = elf;
-	o->fd = fd;
-	o->dbg_h = dbg;
-	o->dbg_fd = dbg_fd;
+	}
+	*src = (struct symb_obj_dwarf){.fd = f->fd,
+				       .mode = f == &ld->dbg ? SYMB_IMAGE_WHOLE : SYMB_IMAGE_ELF,
+				       .check = f->have_id,
+				       .id = f->id};
+	ld->o->dwarf = symb_dwarf__open_deferred(probe, dwarf_start, src);
+	if (!ld->o->dwarf) {
+		free(src);
+		return;
+	}
+	f->fd = -1; /* the object's now */
+	ld->o->dwarf_src = src;
 	s->ndwarf_open++;
 }
 
-void symb_obj_load(struct symb_state *s, struct symb_obj *o)
+/*
+ * The object's file, opened and checked (its build-id the mapped one);
+ * ld->bin.probe set. Returns false when there is nothing to load.
+ */
+static bool open_binary(struct obj_load *ld)
 {
-	char key[LPS_MAX_PATH + 64], shown[SYMB_NAME_PRINT_MAX + 4];
+	struct symb_state *s = ld->s;
+	struct symb_obj *o = ld->o;
+	char shown[SYMB_NAME_PRINT_MAX + 4];
 	const void *id = NULL;
-	Elf *elf = NULL, *dbg = NULL;
-	int fd, dbg_fd = -1;
-	uint64_t t0;
 	struct stat st;
 	ssize_t idlen;
+	int fd;
 
-	if (o->loaded)
-		return;
-	o->loaded = true;
-	o->fd = o->dbg_fd = -1;
-	if (s->offline)
-		return;
-	t0 = now_ns();
 	fd = s->replay ? open_replay_file(s, o, &st) : open_obj_file(s, o, &st);
-	if (fd < 0 && s->replay) {
-		s->n.load_ns += now_ns() - t0;
-		return;
-	}
+	if (fd < 0 && s->replay)
+		return false;
 	if (fd < 0) {
 		lp_debug("symbols: %s: %s", symb_sanitize_name(shown, sizeof(shown), o->path),
 			 fd == -ESTALE	 ? "not the file that was mapped"
 			 : fd == -EINVAL ? "not a plain absolute path"
 					 : strerror(-fd));
 		s->n.unreadable_objs++;
-		return;
+		return false;
 	}
+	ld->bin.fd = fd;
 	/*
 	 * ELF_C_READ reads with pread into libelf's buffers: a file truncated
 	 * while it is read gives an error, not SIGBUS.
 	 */
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+	ld->bin.probe = elf_begin(fd, ELF_C_READ, NULL);
+	if (!ld->bin.probe || elf_kind(ld->bin.probe) != ELF_K_ELF) {
 		lp_debug("symbols: %s: not an ELF file",
 			 symb_sanitize_name(shown, sizeof(shown), o->path));
-		goto done;
+		return false;
 	}
-	idlen = dwelf_elf_gnu_build_id(elf, &id);
-	if (idlen > 0 && idlen <= 40)
+	idlen = dwelf_elf_gnu_build_id(ld->bin.probe, &id);
+	if (idlen > 0 && idlen <= 40) {
 		hex_id(o->build_id, id, (size_t)idlen);
+		ld->claimed = id;
+		ld->claimed_len = (size_t)idlen;
+	}
 	/* replaced in place since the collector read the maps: not the mapped file */
 	if (o->want_id_len &&
 	    (idlen != (ssize_t)o->want_id_len || memcmp(id, o->want_id, o->want_id_len))) {
@@ -481,29 +776,35 @@ void symb_obj_load(struct symb_state *s, struct symb_obj *o)
 		o->build_id[0] = '\0';
 		s->n.mismatched_objs++;
 		o->not_found = true;
-		goto done;
+		return false;
 	}
-	dbg = open_debug_file(s, id, idlen > 0 && idlen <= 40 ? (size_t)idlen : 0, &dbg_fd);
-	/*
-	 * tables built with a separate debug file hold more (local symbols,
-	 * .debug_frame): they are kept apart from those built without, so a
-	 * run's result never depends on what another run's debug dirs found
-	 */
-	if (cache_key(o, &st, key, sizeof(key)) || (dbg && strlen(key) + 5 > sizeof(key)))
-		key[0] = '\0';
-	else if (dbg)
-		strcat(key, ":dbg");
-	load_symbols(s, o, key[0] ? key : NULL, elf, dbg);
-	load_deltas(s, o, key[0] ? key : NULL, elf, dbg);
-	keep_dwarf(s, o, fd, elf, dbg_fd, dbg);
-done:
-	if (!o->dwarf) {
-		elf_end(dbg);
-		if (dbg_fd >= 0)
-			close(dbg_fd);
-		elf_end(elf);
-		close(fd);
+	return true;
+}
+
+void symb_obj_load(struct symb_state *s, struct symb_obj *o)
+{
+	struct obj_load ld = {.s = s, .o = o};
+	uint64_t t0;
+
+	if (o->loaded)
+		return;
+	o->loaded = true;
+	if (s->offline)
+		return;
+	t0 = now_ns();
+	file_init(&ld.bin);
+	file_init(&ld.dbg);
+	if (open_binary(&ld)) {
+		if (!(s->cache && load_by_memo(&ld)))
+			load_verified(&ld);
+		if (ld.key[0])
+			o->key = strdup(ld.key);
+		/* the images go: DWARF reads its file again if it needs it */
+		keep_dwarf(&ld);
 	}
+	/* ld.claimed points into the probe: nothing uses it past here */
+	file_drop(&ld.dbg);
+	file_drop(&ld.bin);
 	s->n.load_ns += now_ns() - t0;
 }
 
@@ -512,16 +813,11 @@ void symb_obj_release(struct symb_obj *o)
 	symb_elf__free(o->elf);
 	o->elf = NULL;
 	symb_deltas__free(&o->deltas);
+	/* libdw reads the source's handle until it is freed */
 	symb_dwarf__free(o->dwarf);
 	o->dwarf = NULL;
-	if (o->loaded && o->dbg_h)
-		elf_end(o->dbg_h);
-	if (o->loaded && o->elf_h)
-		elf_end(o->elf_h);
-	if (o->loaded && o->dbg_fd >= 0)
-		close(o->dbg_fd);
-	if (o->loaded && o->fd >= 0)
-		close(o->fd);
-	o->elf_h = o->dbg_h = NULL;
-	o->fd = o->dbg_fd = -1;
+	dwarf_src_free(o->dwarf_src);
+	o->dwarf_src = NULL;
+	free(o->key);
+	o->key = NULL;
 }

@@ -23,6 +23,7 @@
 
 struct symb_cache;
 struct symb_dwarf;
+struct symb_obj_dwarf;
 
 /*
  * Limits on what a stream can make the symbolizer hold. The stream comes from
@@ -85,10 +86,10 @@ struct symb_obj {
 	struct symb_elf *elf;
 	struct symb_deltas deltas; /* stack deltas, by ELF virtual address */
 	bool have_deltas;
-	struct symb_dwarf *dwarf; /* NULL: no debug information */
-	Elf *elf_h, *dbg_h;	  /* kept open for dwarf only */
-	int fd, dbg_fd;
-	char build_id[41 * 2 + 1];
+	struct symb_dwarf *dwarf;	  /* NULL: no debug information */
+	struct symb_obj_dwarf *dwarf_src; /* objects.c: the file libdw reads */
+	char *key;			  /* the cache key of its tables; NULL: none */
+	char build_id[41 * 2 + 1];	  /* as the file claims it */
 	/* the build-id the collector saw mapped (schema 1.3); 0 bytes: unknown */
 	uint8_t want_id[LPS_MAX_BUILD_ID];
 	uint32_t want_id_len;
