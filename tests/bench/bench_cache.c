@@ -5,8 +5,9 @@
  * from the file and stores both in a fresh cache; warm is a new symbolizer
  * state that finds both in that cache. Also: parsing with no cache at all.
  *
- *   build/tests/bench/bench_cache [-n RUNS] [-w] FILE...
+ *   build/tests/bench/bench_cache [-n RUNS] [-w] [-g DIR] FILE...
  *     -w: after one cold load, only warm loads (to profile the warm path)
+ *     -g: look for separate debug files under DIR (as --debug-dir)
  *     (default: libc and the largest libLLVM on the machine)
  *
  * Prints one row per file: the median of RUNS (default 5) wall-clock times
@@ -29,6 +30,7 @@
 #include "cache.h"
 #include "lowprof/log.h"
 #include "symb_int.h"
+#include "symb_test.h"
 
 static double now_ms(void)
 {
@@ -45,36 +47,8 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A state that knows one process mapping path, as the ring would tell it. */
-static int state_with(struct symb_state *s, const char *path, struct symb_cache *c)
-{
-	uint8_t buf[8192];
-	struct lps_enc e;
-	struct stat st;
-	struct lps_mapping m;
-
-	if (stat(path, &st))
-		return -errno;
-	symb_state_init(s);
-	s->cache = c;
-	m = (struct lps_mapping){.start = 0x10000000,
-				 .end = 0x10000000 + 4096,
-				 .offset = 0,
-				 .dev_major = major(st.st_dev),
-				 .dev_minor = minor(st.st_dev),
-				 .inode = st.st_ino,
-				 .prot = LPS_PROT_R | LPS_PROT_X,
-				 .path = {path, (uint32_t)strlen(path)}};
-	lps_enc_init_fixed(&e, buf, sizeof(buf));
-	lps_enc_maps_begin(&e, 1, (uint32_t)getpid(), false, 1);
-	lps_enc_mapping(&e, &m);
-	if (lps_enc_len(&e) < 0 || symb_state_feed(s, buf, (size_t)lps_enc_len(&e)) ||
-	    s->nobjs != 1)
-		return -EINVAL;
-	return 0;
-}
-
 static int drop_pages;
+static const char *debug_dirs[2]; /* -g */
 
 static void drop_from_page_cache(const char *path)
 {
@@ -94,8 +68,10 @@ static double load_once(const char *path, struct symb_cache *c, const char *db, 
 	struct symb_state s;
 	double t0, t;
 
-	if (state_with(&s, path, c))
+	if (symb_test_state_with(&s, path, c, debug_dirs[0] ? debug_dirs : NULL)) {
+		symb_state_free(&s);
 		return -1;
+	}
 	if (drop_pages) {
 		drop_from_page_cache(path);
 		drop_from_page_cache(db);
@@ -120,13 +96,17 @@ int main(int argc, char **argv)
 	int runs = 5, opt, warm_only = 0;
 
 	lp_log_init("bench_cache", LP_LOG_WARN);
-	while ((opt = getopt(argc, argv, "n:w")) != -1) {
+	while ((opt = getopt(argc, argv, "n:wg:")) != -1) {
 		if (opt == 'w') {
 			warm_only = 1;
 			continue;
 		}
+		if (opt == 'g') {
+			debug_dirs[0] = optarg;
+			continue;
+		}
 		if (opt != 'n' || (runs = atoi(optarg)) < 1 || runs > 100) {
-			fprintf(stderr, "usage: %s [-n RUNS] FILE...\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n RUNS] [-w] [-g DIR] FILE...\n", argv[0]);
 			return 2;
 		}
 	}
