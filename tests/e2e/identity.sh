@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The symbol cache holds what was verified, not what was claimed. A program
 # built here claims the build-id of the system's libc (-Wl,--build-id=0x...)
-# with its own code, CFI and symbols (static: libc is not mapped beside it).
+# with its own code, CFI and symbols (the chain workload, static: libc is
+# not mapped beside it).
 # `lowprof record --cache FILE` of it comes first; then a qsort program,
 # whose stacks run through libc, is recorded with the same cache and a
 # capture. Its profile must be the one a fresh cache gives (the capture
@@ -18,69 +19,20 @@ mkdir -p "$CACHE_DIR"
 chown nobody "$CACHE_DIR"
 CACHE="$CACHE_DIR/symbols.db"
 
-cat >"$TMP/forged.c" <<'C'
-#include <stdint.h>
-#include <stdlib.h>
-#include <time.h>
-static volatile uint64_t sink;
-__attribute__((noinline)) void forged_leaf(uint64_t n)
-{
-	uint64_t x = n;
-	for (int i = 0; i < 2000000; i++)
-		x = x * 2862933555777941757ull + 3037000493ull;
-	sink += x;
-}
-__attribute__((noinline)) void forged_one(uint64_t n) { forged_leaf(n ^ 1); sink++; }
-int main(int argc, char **argv)
-{
-	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 30);
-	for (uint64_t n = 0; time(NULL) < end; n++)
-		forged_one(n);
-	return 0;
-}
-C
-cat >"$TMP/sorter.c" <<'C'
-#include <stdint.h>
-#include <stdlib.h>
-#include <time.h>
-static volatile uint64_t sink;
-__attribute__((noinline)) int by_hash(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	for (int i = 0; i < 64; i++) {
-		x = x * 6364136223846793005ull + 1;
-		y = y * 6364136223846793005ull + 1;
-	}
-	sink += x ^ y;
-	return (x > y) - (x < y);
-}
-__attribute__((noinline)) void sort_round(uint64_t *v, size_t n, uint64_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		v[i] = seed * 2862933555777941757ull + i;
-	qsort(v, n, sizeof(*v), by_hash);
-	sink++; /* not a tail call: sort_round keeps its frame */
-}
-int main(int argc, char **argv)
-{
-	static uint64_t v[4096];
-	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 30);
-	for (uint64_t s = 0; time(NULL) < end; s++)
-		sort_round(v, 4096, s);
-	return 0;
-}
-C
-gcc -O2 -o "$TMP/sorter" "$TMP/sorter.c" || fail "gcc sorter"
-LIBC=$(ldd "$TMP/sorter" | awk '$1 ~ /^libc\.so/ { print $3 }')
+# the qsort program: tests/workloads/sorter.c; the forged one: the chain
+# workload, built static here with libc's build-id
+SORTER="$WL/sorter"
+LIBC=$(ldd "$SORTER" | awk '$1 ~ /^libc\.so/ { print $3 }')
 LIBC_ID=$(readelf -n "$LIBC" 2>/dev/null | awk '/Build ID:/ { print $3 }')
 check "libc ($LIBC) has a build-id ($LIBC_ID)" test -n "$LIBC_ID"
 DEBUG="/usr/lib/debug/.build-id/${LIBC_ID:0:2}/${LIBC_ID:2}.debug"
 check "libc's debug file is installed ($DEBUG; libc6-dbg, deploy/install-deps.sh --test)" \
 	test -f "$DEBUG"
-gcc -O2 -static -Wl,--build-id=0x"$LIBC_ID" -o "$TMP/forged" "$TMP/forged.c" || fail "gcc forged"
+gcc -O2 -static -pthread -Wl,--build-id=0x"$LIBC_ID" -o "$TMP/forged" \
+	"$(dirname "$0")/../workloads/chain.c" || fail "gcc forged"
 forged_id=$(readelf -n "$TMP/forged" 2>/dev/null | awk '/Build ID:/ { print $3 }')
 check "the forged program claims libc's build-id ($forged_id)" test "$forged_id" = "$LIBC_ID"
-chmod 755 "$TMP/forged" "$TMP/sorter"
+chmod 755 "$TMP/forged"
 
 # record NAME PROGRAM SECONDS OPTIONS...: runs PROGRAM 12, records SECONDS of
 # it into $TMP/out-NAME (summary in $TMP/NAME.txt)
@@ -100,15 +52,15 @@ record() {
 stacks() { sed -E 's/ [0-9]+$//' "$1" | sort -u; }
 
 # ---- 1. the forged program first: its own names, not libc's debug symbols
-FORGED_CHAIN='^forged;(.*;)?main;forged_one;forged_leaf(;[^;]+_\[k\])*$'
+FORGED_CHAIN='^forged;(.*;)?main;chain_one;chain_two;chain_three;chain_leaf(;[^;]+_\[k\])*$'
 record forged "$TMP/forged" 3 --cache "$CACHE"
 echo "--- forged: top stacks"; sort -t' ' -k2 -nr "$TMP/out-forged/cpu.folded" | head -3 | cut -c1-200
 pct=$(share "$TMP/out-forged/cpu.folded" "$FORGED_CHAIN")
-check "forged: $pct% of samples show main;forged_one;forged_leaf, its own symbols (>= 95%)" \
+check "forged: $pct% of samples show main;chain_one;...;chain_leaf, its own symbols (>= 95%)" \
 	test "$pct" -ge 95
 
 # ---- 2. the qsort program with the same cache, and a capture of it
-record sorter "$TMP/sorter" 4 --cache "$CACHE" --capture "$TMP/sorter.lpcap"
+record sorter "$SORTER" 4 --cache "$CACHE" --capture "$TMP/sorter.lpcap"
 F="$TMP/out-sorter/cpu.folded"
 echo "--- sorter: top stacks"; sort -t' ' -k2 -nr "$F" | head -3 | cut -c1-200
 
@@ -147,7 +99,7 @@ check "forged-again: its tables come from the cache" \
 	grep -Eq 'binaries +loaded in [0-9.]+ ms: [1-9][0-9]* tables from the cache, 0 parsed' \
 	"$TMP/forged-again.txt"
 pct=$(share "$TMP/out-forged-again/cpu.folded" "$FORGED_CHAIN")
-check "forged-again: $pct% of samples show main;forged_one;forged_leaf (>= 95%)" \
+check "forged-again: $pct% of samples show main;chain_one;...;chain_leaf (>= 95%)" \
 	test "$pct" -ge 95
 
 left=$(leftovers)

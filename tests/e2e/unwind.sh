@@ -67,41 +67,9 @@ int main(int argc, char **argv)
 	return 0;
 }
 C
-cat >"$TMP/sorter.c" <<'C'
-#include <stdint.h>
-#include <stdlib.h>
-#include <time.h>
-static volatile uint64_t sink;
-__attribute__((noinline)) int by_hash(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	for (int i = 0; i < 64; i++) {
-		x = x * 6364136223846793005ull + 1;
-		y = y * 6364136223846793005ull + 1;
-	}
-	sink += x ^ y;
-	return (x > y) - (x < y);
-}
-__attribute__((noinline)) void sort_round(uint64_t *v, size_t n, uint64_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		v[i] = seed * 2862933555777941757ull + i;
-	qsort(v, n, sizeof(*v), by_hash);
-	sink++; /* not a tail call: sort_round keeps its frame */
-}
-int main(int argc, char **argv)
-{
-	static uint64_t v[4096];
-	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 30);
-	for (uint64_t s = 0; time(NULL) < end; s++)
-		sort_round(v, 4096, s);
-	return 0;
-}
-C
 gcc -O2 -fomit-frame-pointer -o "$TMP/walk-nofp" "$TMP/walk.c" || fail "gcc walk-nofp"
 gcc -O2 -fno-omit-frame-pointer -o "$TMP/walk-fp" "$TMP/walk.c" || fail "gcc walk-fp"
 g++ -O2 -o "$TMP/tmpl" "$TMP/tmpl.cc" || fail "g++ tmpl"
-gcc -O2 -o "$TMP/sorter" "$TMP/sorter.c" || fail "gcc sorter"
 
 # profile NAME PROGRAM [ARGS...]: runs PROGRAM 12 ARGS... (12 s), records 5 s
 # of it into $TMP/out-NAME, keeps the summary in $TMP/NAME.txt
@@ -145,7 +113,7 @@ pct=$(share "$F" ';main;drive\(ns::Type<long>&, long\);ns::Type<long>::method$|;
 check "tmpl: $pct% of samples end main;drive;ns::Type<long>::method, demangled (>= 95%)" \
 	test "$pct" -ge 95
 
-profile sorter "$TMP/sorter"
+profile sorter "$WL/sorter"
 F="$TMP/out-sorter/cpu.folded"
 echo "--- sorter: top stacks"; sort -t' ' -k2 -nr "$F" | head -3
 # main -> sort_round -> qsort (libc: qsort_r, msort_with_tmp...) -> by_hash
