@@ -89,8 +89,9 @@ for f in "$F" "$TMP/out-fresh/cpu.folded"; do
 	pct=$(share "$f.by_hash" ';msort_with_tmp;')
 	check "${f#"$TMP"/out-}: libc's frames are named from its debug file (msort_with_tmp in $pct% of by_hash samples, >= 95%)" \
 		test "$pct" -ge 95
-	check "${f#"$TMP"/out-}: no libc frame is left unnamed" \
-		bash -c "! grep -q 'libc\\.so\\.6+0x' '$f'"
+	# (libc's PLT stubs have no symbol: only the chain's frames are checked)
+	check "${f#"$TMP"/out-}: no libc frame between sort_round and by_hash is unnamed" \
+		bash -c "! grep -Eq 'sort_round;([^;]*;)*libc\\.so\\.6\\+0x' '$f.by_hash'"
 done
 
 # ---- 4. the forged program again: its tables from the cache, still its own
