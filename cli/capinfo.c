@@ -53,11 +53,23 @@ struct proc {
 	uint64_t samples;
 };
 
+/* A file by device and inode, as a mapping or a buildid record names it. */
+struct file_key {
+	uint64_t inode;
+	uint32_t major, minor;
+};
+
+/* Files kept at most in each list below; the rest are not counted. */
+#define FILES_MAX (1u << 20)
+
 struct info {
-	uint64_t by_type[LPS_END + 1], unknown, malformed, records;
+	uint64_t by_type[LPS__TYPES], unknown, malformed, records;
 	uint64_t samples[2], weight[2], other_kinds;
 	uint64_t first_ns, last_ns, first_rec_ns, last_rec_ns;
 	uint64_t mappings, mappings_id;
+	/* mappings without a kernel build-id, files a buildid record names */
+	struct file_key *noid, *noted;
+	size_t nnoid, cap_noid, nnoted, cap_noted;
 	bool have_meta, have_loss, have_end;
 	struct lps_meta meta;
 	uint8_t *meta_copy; /* the meta record: its strings point into it */
@@ -121,6 +133,45 @@ static void note_time(struct info *in, uint64_t t)
 static const char *safe(char *dst, size_t cap, struct lps_str s)
 {
 	return lp_sanitize(dst, cap, s.ptr, s.len);
+}
+
+static void file_add(struct file_key **v, size_t *n, size_t *cap, struct file_key k)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct file_key *nv;
+
+		if (*n >= FILES_MAX || !(nv = realloc(*v, ncap * sizeof(*nv))))
+			return;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = k;
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+	const struct file_key *x = a, *y = b;
+
+	if (x->inode != y->inode)
+		return x->inode < y->inode ? -1 : 1;
+	if (x->major != y->major)
+		return x->major < y->major ? -1 : 1;
+	return x->minor < y->minor ? -1 : x->minor > y->minor;
+}
+
+/* Mappings without a kernel build-id whose file a buildid record names. */
+static uint64_t mappings_noted(struct info *in)
+{
+	uint64_t n = 0;
+
+	if (!in->nnoted)
+		return 0;
+	qsort(in->noted, in->nnoted, sizeof(*in->noted), file_cmp);
+	for (size_t i = 0; i < in->nnoid; i++)
+		n += bsearch(&in->noid[i], in->noted, in->nnoted, sizeof(*in->noted), file_cmp) !=
+		     NULL;
+	return n;
 }
 
 static void feed(struct info *in, const void *buf, uint32_t len)
@@ -188,7 +239,15 @@ static void feed(struct info *in, const void *buf, uint32_t len)
 				continue;
 			in->mappings++;
 			in->mappings_id += m.build_id.len > 0;
+			if (!m.build_id.len)
+				file_add(&in->noid, &in->nnoid, &in->cap_noid,
+					 (struct file_key){m.inode, m.dev_major, m.dev_minor});
 		}
+		break;
+	case LPS_BUILDID:
+		file_add(&in->noted, &in->nnoted, &in->cap_noted,
+			 (struct file_key){r.buildid.inode, r.buildid.dev_major,
+					   r.buildid.dev_minor});
 		break;
 	case LPS_EXEC:
 		note_time(in, r.exec.time_ns);
@@ -257,6 +316,16 @@ static void print_meta(const struct info *in)
 	printf("buffers       BPF ring %.1f MiB, shared ring %.1f MiB, BPF memory %.1f MiB\n",
 	       m->bpf_ring_bytes / 1048576.0, m->shm_ring_bytes / 1048576.0,
 	       m->bpf_mem_bytes / 1048576.0);
+	printf("kernel        addresses %s", m->kernel_base.len ? "relative to " : "absolute");
+	if (m->kernel_base.len)
+		printf("%s", safe(a, sizeof(a), m->kernel_base));
+	for (uint32_t i = 0; i < m->nfallbacks; i++) {
+		struct lps_str f;
+
+		if (!lps_meta_fallback(m, i, &f))
+			printf("%s%s", i ? ", " : "; fallbacks ", safe(a, sizeof(a), f));
+	}
+	printf("\n");
 	if (!m->npids) {
 		printf("pid filter    none: the whole host\n");
 	} else {
@@ -267,10 +336,12 @@ static void print_meta(const struct info *in)
 	}
 }
 
-static void print_records(const struct info *in)
+static void print_records(struct info *in)
 {
+	uint64_t noted = mappings_noted(in);
+
 	printf("records       %" PRIu64 ":", in->records);
-	for (uint32_t t = LPS_META; t <= LPS_END; t++)
+	for (uint32_t t = LPS_META; t < LPS__TYPES; t++)
 		if (in->by_type[t])
 			printf(" %s %" PRIu64, lps_type_name(t), in->by_type[t]);
 	if (in->unknown)
@@ -285,8 +356,11 @@ static void print_records(const struct info *in)
 		printf("time span     %.3f s from the first sample to the last (records: %.3f s)\n",
 		       (in->last_ns - in->first_ns) / 1e9,
 		       (in->last_rec_ns - in->first_rec_ns) / 1e9);
-	printf("binaries      %" PRIu64 " executable file mappings, %" PRIu64 " with a build-id\n",
-	       in->mappings, in->mappings_id);
+	printf("binaries      %" PRIu64 " executable file mappings, %" PRIu64 " with a build-id",
+	       in->mappings, in->mappings_id + noted);
+	if (noted)
+		printf(" (%" PRIu64 " noted by the live symbolizer: the kernel gave none)", noted);
+	printf("\n");
 }
 
 static void print_procs(struct info *in, unsigned top)
@@ -489,6 +563,8 @@ out:
 	lpc_reader__free(rd);
 	free(in.procs);
 	free(in.meta_copy);
+	free(in.noid);
+	free(in.noted);
 	close(fd);
 	return rc;
 }

@@ -726,6 +726,29 @@ static void keep_dwarf(struct obj_load *ld)
 }
 
 /*
+ * Live, on a kernel that gave no build-id for o's file (no PROCMAP_QUERY):
+ * tells the collector the one read from the file, which is the mapped one
+ * (checked by device and inode), so that a capture of the run can find it
+ * again elsewhere (lowprof/files.h, LPFB). No answer; a note lost costs
+ * only that.
+ */
+static void note_build_id(struct symb_state *s, const struct symb_obj *o, const void *id,
+			  size_t len)
+{
+	struct lp_file_buildid n = {.magic = LP_FILE_BUILDID_MAGIC,
+				    .len = (uint32_t)len,
+				    .dev_major = o->dev_major,
+				    .dev_minor = o->dev_minor,
+				    .inode = o->inode};
+
+	if (!s->have_files || len > sizeof(n.id))
+		return;
+	memcpy(n.id, id, len);
+	if (lp_send_msg(s->files_fd, &n, sizeof(n), NULL, 0) == 0)
+		s->n.build_ids_noted++;
+}
+
+/*
  * The object's file, opened and checked (its build-id the mapped one);
  * ld->bin.probe set. Returns false when there is nothing to load.
  */
@@ -778,6 +801,8 @@ static bool open_binary(struct obj_load *ld)
 		o->not_found = true;
 		return false;
 	}
+	if (!s->replay && !o->want_id_len && idlen > 0 && idlen <= LPS_MAX_BUILD_ID)
+		note_build_id(s, o, id, (size_t)idlen);
 	return true;
 }
 

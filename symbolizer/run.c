@@ -588,6 +588,53 @@ static int open_capture(const struct symb_opts *o)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * Replay of a capture from a kernel without PROCMAP_QUERY (meta fallback
+ * no-procmap-query): its buildid records, the live symbolizer's notes, come
+ * after the samples that needed their files, so they are read first, in a
+ * pass of their own over the file; objects then take them when the stream
+ * creates them (symb_state_note_build_id). Other captures hold none: the
+ * pass stops at the meta record. Damage is the main pass's to report.
+ */
+static void read_noted_build_ids(int fd, struct symb_state *s)
+{
+	struct lpc_reader *rd;
+	bool first = true;
+	uint64_t n = 0;
+
+	if (lpc_reader__open_fd(fd, &rd, NULL))
+		return;
+	for (;;) {
+		struct lps_record r;
+		const void *rec;
+		uint32_t len, type;
+
+		if (lpc_reader__next(rd, &rec, &len) || lps_peek_type(rec, len, &type))
+			break;
+		if (first) {
+			bool wanted = false;
+			struct lps_str f;
+
+			first = false;
+			if (type != LPS_META || lps_decode(rec, len, &r))
+				break;
+			for (uint32_t i = 0; i < r.meta.nfallbacks; i++)
+				wanted |= !lps_meta_fallback(&r.meta, i, &f) && f.len == 16 &&
+					  !memcmp(f.ptr, "no-procmap-query", 16);
+			if (!wanted)
+				break;
+			continue;
+		}
+		if (type == LPS_BUILDID && !lps_decode(rec, len, &r) &&
+		    !symb_state_note_build_id(s, &r.buildid))
+			n++;
+	}
+	lpc_reader__free(rd);
+	if (n)
+		lp_debug("capture: %llu build-ids the live symbolizer noted (the kernel gave none)",
+			 (unsigned long long)n);
+}
+
 static int start_replay(const struct symb_opts *o, int fd, struct lpc_reader **rd)
 {
 	const char *name = o->capture_path ? o->capture_path : "file";
@@ -670,6 +717,7 @@ int symb_run(const struct symb_opts *o)
 			goto out;
 		if (!o->no_sandbox && symb_sandbox_enter())
 			goto out;
+		read_noted_build_ids(cap_fd, &s);
 		lpc_reader__stats(rd, &st);
 		err = consume_capture(rd, &s, st.file_bytes, o->progress);
 	} else {

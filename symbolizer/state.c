@@ -65,7 +65,71 @@ void symb_state_free(struct symb_state *s)
 	free(s->agg_index);
 	free(s->frames);
 	free(s->delta_memo);
+	free(s->noted_ids);
 	memset(s, 0, sizeof(*s));
+}
+
+/* ---- build-ids a live symbolizer noted (replay) ------------------------- */
+
+static struct symb_noted_id *noted_slot(struct symb_noted_id *t, uint32_t cap, uint32_t major,
+					uint32_t minor, uint64_t inode)
+{
+	uint64_t h = symb_mix64(inode ^ ((uint64_t)major << 44) ^ ((uint64_t)minor << 24));
+
+	for (uint32_t i = (uint32_t)h & (cap - 1);; i = (i + 1) & (cap - 1))
+		if (!t[i].len ||
+		    (t[i].inode == inode && t[i].dev_major == major && t[i].dev_minor == minor))
+			return &t[i];
+}
+
+int symb_state_note_build_id(struct symb_state *s, const struct lps_buildid *b)
+{
+	struct symb_noted_id *n;
+
+	if (!b->build_id.len || b->build_id.len > LPS_MAX_BUILD_ID)
+		return -EINVAL;
+	if ((s->nnoted_ids + 1) * 2 > s->cap_noted_ids) {
+		uint32_t cap = s->cap_noted_ids ? s->cap_noted_ids * 2 : 256;
+		struct symb_noted_id *t;
+
+		if (s->nnoted_ids >= SYMB_MAX_NOTED_IDS)
+			return -ENOSPC;
+		t = calloc(cap, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < s->cap_noted_ids; i++)
+			if (s->noted_ids[i].len)
+				*noted_slot(t, cap, s->noted_ids[i].dev_major,
+					    s->noted_ids[i].dev_minor, s->noted_ids[i].inode) =
+					s->noted_ids[i];
+		free(s->noted_ids);
+		s->noted_ids = t;
+		s->cap_noted_ids = cap;
+	}
+	n = noted_slot(s->noted_ids, s->cap_noted_ids, b->dev_major, b->dev_minor, b->inode);
+	if (!n->len)
+		s->nnoted_ids++;
+	n->inode = b->inode;
+	n->dev_major = b->dev_major;
+	n->dev_minor = b->dev_minor;
+	n->len = b->build_id.len;
+	memcpy(n->id, b->build_id.ptr, b->build_id.len);
+	return 0;
+}
+
+/* The noted build-id of o's file, when the kernel gave it none. */
+static void obj_take_noted_id(struct symb_state *s, struct symb_obj *o)
+{
+	const struct symb_noted_id *n;
+
+	if (o->want_id_len || !s->nnoted_ids || o->loaded)
+		return;
+	n = noted_slot(s->noted_ids, s->cap_noted_ids, o->dev_major, o->dev_minor, o->inode);
+	if (!n->len)
+		return;
+	memcpy(o->want_id, n->id, n->len);
+	o->want_id_len = n->len;
+	o->id_noted = true;
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -280,6 +344,7 @@ static int obj_intern(struct symb_state *s, const struct lps_mapping *m, uint32_
 		memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
 		o->want_id_len = m->build_id.len;
 	}
+	obj_take_noted_id(s, o);
 	s->obj_path_bytes += m->path.len;
 	s->obj_index[j] = s->nobjs + 1;
 	*idx = s->nobjs++;

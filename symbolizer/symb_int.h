@@ -93,10 +93,19 @@ struct symb_obj {
 	/* the build-id the collector saw mapped (schema 1.3); 0 bytes: unknown */
 	uint8_t want_id[LPS_MAX_BUILD_ID];
 	uint32_t want_id_len;
-	bool not_found;	    /* no file with that build-id: frames are named path+0xoffset */
+	bool id_noted;	/* want_id is a live symbolizer's note (buildid record), not the kernel's */
+	bool not_found; /* no file with that build-id: frames are named path+0xoffset */
 	uint32_t mapping;   /* index into the profile being built's mappings */
 	uint8_t used_kinds; /* 1 << kind for each symb_kind with a frame in it */
 	bool lines_loaded;  /* build.c: the cache was asked for its DWARF results */
+};
+
+/* A buildid record's claim (symb_state_note_build_id). */
+struct symb_noted_id {
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t len; /* 0: empty slot */
+	uint8_t id[LPS_MAX_BUILD_ID];
 };
 
 struct symb_map {
@@ -165,6 +174,7 @@ struct symb_counters {
 	uint64_t over_limit_mappings; /* mappings kept as anonymous, or dropped */
 	uint64_t over_limit_samples;  /* samples dropped (processes, stacks) */
 	uint64_t over_limit_ksyms;    /* kernel symbols dropped */
+	uint64_t build_ids_noted;     /* live: build-ids told the collector (no PROCMAP_QUERY) */
 	uint64_t over_limit_frames;   /* frames named "[too many frames]" */
 	uint64_t exec, exit;
 	/* user stacks unwound from the stack copy, and why each walk ended */
@@ -216,6 +226,13 @@ struct symb_state {
 	 */
 	bool have_files;
 	int files_fd;
+	/*
+	 * Replay of a capture from a kernel without PROCMAP_QUERY: the live
+	 * symbolizer's build-id notes (buildid records, read first), by file;
+	 * objects without a kernel build-id take theirs (state.c)
+	 */
+	struct symb_noted_id *noted_ids;
+	uint32_t cap_noted_ids, nnoted_ids;
 	uint32_t files_next_id;
 	struct {
 		uint64_t asked, received, refused, timeouts;
@@ -318,6 +335,15 @@ void symb_state_free(struct symb_state *s);
  * stream, or -ENOMEM.
  */
 int symb_state_feed(struct symb_state *s, const void *buf, size_t len);
+
+/*
+ * Replay: a buildid record's claim for a file (read before the stream, the
+ * records coming after the samples that need the files): an object of that
+ * device and inode without a build-id from the kernel takes it, to find
+ * the file by (id_noted). 0, -ENOSPC beyond SYMB_MAX_NOTED_IDS, -ENOMEM.
+ */
+#define SYMB_MAX_NOTED_IDS 65536
+int symb_state_note_build_id(struct symb_state *s, const struct lps_buildid *b);
 const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr);
 
 /* objects.c: symbols, stack deltas and DWARF of an object, loaded once. */

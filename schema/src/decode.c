@@ -652,6 +652,20 @@ static int dec_buildid(struct cur *c, uint32_t n, struct lps_buildid *b)
 	return skip_rest(c, 7, n);
 }
 
+int lps_peek_type(const void *buf, size_t len, uint32_t *type)
+{
+	struct cur c;
+	uint32_t n;
+
+	if (!buf || len > LPS_MAX_RECORD)
+		return -EBADMSG;
+	c = (struct cur){buf, (const uint8_t *)buf + len};
+	TRY(rd_array(&c, &n));
+	if (n < 1)
+		return -EBADMSG;
+	return rd_u32(&c, type);
+}
+
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 {
 	struct cur c;

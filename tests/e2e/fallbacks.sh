@@ -21,8 +21,18 @@ for fb in none no-task-btf no-task-storage no-task-pt-regs no-switch-state no-pr
 	env=()
 	[[ $fb != none ]] && env=(LOWPROF_FALLBACKS=$fb)
 	env "${env[@]}" "$BIN/lowprof" record -d 2 -F 499 -p "$WPID" -p "$DD" -o "$TMP/$fb" \
-		--off-cpu --off-cpu-period-us 1000 >"$TMP/$fb.txt" 2>&1
+		--off-cpu --off-cpu-period-us 1000 --capture "$TMP/$fb.lpcap" >"$TMP/$fb.txt" 2>&1
 	check "$fb: record exits 0" test $? -eq 0
+	# the capture replays to the same stacks
+	"$BIN/lowprof" replay "$TMP/$fb.lpcap" -o "$TMP/$fb-replay" >/dev/null 2>&1
+	check "$fb: the replay's cpu.folded equals the live one" \
+		cmp -s "$TMP/$fb/cpu.folded" "$TMP/$fb-replay/cpu.folded"
+	if [[ $fb == no-procmap-query || $fb == all ]]; then
+		"$BIN/lowprof" capture-info "$TMP/$fb.lpcap" >"$TMP/$fb.info" 2>&1
+		check "$fb: the capture's build-ids are the live symbolizer's notes" \
+			grep -Eq '^binaries .* with a build-id \([1-9][0-9]* noted by the live symbolizer' \
+			"$TMP/$fb.info"
+	fi
 	if [[ $fb == none ]]; then
 		check "$fb: no fallback named" bash -c "! grep -q '^  fallback' '$TMP/$fb.txt'"
 	else

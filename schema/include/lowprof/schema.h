@@ -61,6 +61,7 @@ enum lps_type {
 	LPS_LOSS = 7,	 /* loss counters, cumulative since the run began */
 	LPS_END = 8,	 /* the stream is complete */
 	LPS_BUILDID = 9, /* since 1.4: a mapped file's build-id the kernel did not give */
+	LPS__TYPES,	 /* one past the last type this reader knows */
 };
 
 enum lps_sample_kind {
@@ -266,6 +267,12 @@ struct lps_record {
  * Never allocates.
  */
 int lps_decode(const void *buf, size_t len, struct lps_record *rec);
+
+/*
+ * The type of the record in buf[0..len) without decoding the rest of it
+ * (a reader looking for one kind): 0, or -EBADMSG.
+ */
+int lps_peek_type(const void *buf, size_t len, uint32_t *type);
 
 /* Next entry of a maps/ksyms record: 1 = got one, 0 = done, -EBADMSG. */
 int lps_maps_next(struct lps_maps *m, struct lps_mapping *out);
