@@ -10,7 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 require_root
 
-"$WL/secrets" "$TMP/secrets" 1 0 300 &
+"$WL/secrets" "$TMP/secrets" 1 0 "$(scaled 300)" &
 WPID=$!
 KIDS+=("$WPID")
 start_bg dd if=/dev/zero of=/dev/null bs=64 count=20000000000

@@ -15,7 +15,7 @@ require_root
 export HOME=$TMP
 
 MARK=LPSECRET$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-env LP_MARKER="$MARK" "$WL/secrets" "$TMP/secrets" 8 2 120 &
+env LP_MARKER="$MARK" "$WL/secrets" "$TMP/secrets" 8 2 "$(scaled 120)" &
 WPID=$!
 KIDS+=("$WPID")
 for i in $(seq 50); do [[ -s "$TMP/secrets" ]] && break; sleep 0.1; done
