@@ -11,6 +11,7 @@
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
+#include "lowprof/user.h"
 #include "symbolizer.h"
 
 static const char usage[] =
@@ -54,7 +55,8 @@ static const char usage[] =
 	"                         A,B,C,D,E,F, D-F for the off-CPU profile\n"
 	"      --off-cpu          the collector records off-CPU samples: write them\n"
 	"                         as a second profile (otherwise they are ignored)\n"
-	"  -u, --user USER        user to run as when started as root (default nobody)\n"
+	"  -u, --user USER        user to run as when started as root (default\n"
+	"                         " LP_USER_DEFAULT ", a system user of its own)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --no-summary       do not print the summary\n"
 	"      --cache PATH       SQLite cache of symbol and stack-delta tables, by the\n"
@@ -175,7 +177,7 @@ int main(int argc, char **argv)
 		.capture_fd = -1,
 		.out_fds = {-1, -1, -1},
 		.offcpu_fds = {-1, -1, -1},
-		.user = "nobody",
+		.user = LP_USER_DEFAULT,
 	};
 	static const char *debug_dirs[SYMB_MAX_DEBUG_DIRS + 1];
 	enum lp_log_level level = LP_LOG_INFO;
@@ -295,6 +297,9 @@ int main(int argc, char **argv)
 		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
+	/* as root it becomes --user: a missing one is said before anything is made */
+	if (geteuid() == 0 && lp_user_lookup(o.user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
+		return 1;
 	if (o.check_sandbox)
 		return symb_run(&o);
 	if ((o.ring_fd >= 0) + !!o.ring_path + !!o.capture_path + (o.capture_fd >= 0) != 1) {

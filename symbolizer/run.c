@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <malloc.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +28,7 @@
 #include "cache.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
+#include "lowprof/user.h"
 #include "profile.h"
 #include "sandbox.h"
 #include "symb_int.h"
@@ -65,25 +66,19 @@ static void sleep_ms(unsigned ms)
  */
 static int drop_privileges(const char *user)
 {
-	struct passwd *pw;
+	uid_t uid;
+	gid_t gid;
 	int err = 0;
 
 	if (geteuid() != 0)
 		return lp_caps_limit(0); /* already unprivileged: give up what we were handed */
-	pw = getpwnam(user);
-	if (!pw) {
-		lp_err("--user %s: no such user", user);
-		return -ENOENT;
-	}
-	if (pw->pw_uid == 0) {
-		lp_err("--user %s: refusing to run the symbolizer as root", user);
-		return -EPERM;
-	}
+	err = lp_user_lookup(user, "--user", LP_USER_NOT_ROOT, &uid, &gid);
+	if (err)
+		return err;
 	err = lp_caps_bound(0);
 	if (err)
 		return err;
-	if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
-	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
 		err = -errno;
 		lp_err("privileges: becoming %s: %m", user);
 		return err;

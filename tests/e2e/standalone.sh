@@ -13,8 +13,8 @@ start_bg "$BIN/lowprof-collector" --ring "$SOCK" -d 4 -p "$WPID"
 COL=$BGPID
 for i in $(seq 50); do [[ -S $SOCK ]] && break; sleep 0.1; done
 check "the collector listens on $SOCK" test -S "$SOCK"
-check "the socket belongs to nobody, mode 0600" \
-	test "$(stat -c '%U %a' "$SOCK")" = "nobody 600"
+check "the socket belongs to lowprof (the default --ring-owner), mode 0600" \
+	test "$(stat -c '%U %a' "$SOCK")" = "lowprof 600"
 
 # a symbolizer of another user is refused and the collector keeps waiting
 out=$(timeout 20 "$BIN/lowprof-symbolizer" --ring "$SOCK" --user daemon -o "$TMP/wrong" 2>&1)
