@@ -75,9 +75,10 @@ check "the new symbolizer's profile has the run since it came ($n samples, >= 30
 check "with the whole chain ($pct% >= 90%)" test "${pct:-0}" -ge 90
 
 # As deployed (deploy/systemd, deploy/kubernetes): the collector limited to
-# its bounding set, the symbolizer started directly as uid 65534 with no
-# capabilities (not by root), owner given as a number; a binary only its
-# owner (daemon) can read is still symbolized, through the collector.
+# its bounding set, the symbolizer started directly as the manifest's uid
+# 60101 (no passwd entry names it) with no capabilities (not by root),
+# owner given as that number; a binary only its owner (daemon) can read is
+# still symbolized, through the collector.
 BASE=$(mktemp -d /tmp/lowprof-standalone.XXXXXX)
 chmod 711 "$BASE"
 mkdir -m 700 "$BASE/priv"
@@ -86,24 +87,24 @@ chown -R daemon: "$BASE/priv"
 trap 'cleanup; rm -rf "$BASE"' EXIT
 start_bg setpriv --reuid=daemon --regid=daemon --clear-groups "$BASE/priv/chain-daemon" 60
 DPID=$BGPID
-mkdir -m 700 "$TMP/out65534" && chown 65534:65534 "$TMP/out65534"
+mkdir -m 700 "$TMP/out60101" && chown 60101:60101 "$TMP/out60101"
 start_bg setpriv --bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+dac_read_search,+syslog,+chown,+setpcap \
-	"$BIN/lowprof-collector" --ring "$SOCK" --ring-owner 65534 -d 4 -p "$DPID"
+	"$BIN/lowprof-collector" --ring "$SOCK" --ring-owner 60101 -d 4 -p "$DPID"
 COL=$BGPID
-setpriv --reuid=65534 --regid=65534 --clear-groups --bounding-set=-all --no-new-privs \
-	"$BIN/lowprof-symbolizer" --ring "$SOCK" -o "$TMP/out65534" --no-cache -v > "$TMP/s65534" 2>&1
+setpriv --reuid=60101 --regid=60101 --clear-groups --bounding-set=-all --no-new-privs \
+	"$BIN/lowprof-symbolizer" --ring "$SOCK" -o "$TMP/out60101" --no-cache -v > "$TMP/s60101" 2>&1
 rc=$?
-grep -E 'files:|summary|samples  ' "$TMP/s65534"
-check "deployed layout: the symbolizer (uid 65534, no capabilities) exits 0 (got $rc)" test "$rc" -eq 0
+grep -E 'files:|summary|samples  ' "$TMP/s60101"
+check "deployed layout: the symbolizer (uid 60101, no capabilities) exits 0 (got $rc)" test "$rc" -eq 0
 # a symbolizer that failed leaves the collector waiting: say why, stop it
-[[ $rc -eq 0 ]] || { sed 's/^/  /' "$TMP/s65534"; kill "$COL"; }
+[[ $rc -eq 0 ]] || { sed 's/^/  /' "$TMP/s60101"; kill "$COL"; }
 wait "$COL"; crc=$?
 check "deployed layout: the collector (bounded capabilities) exits 0 (got $crc)" test "$crc" -eq 0
-pct=$(share "$TMP/out65534/cpu.folded" '^chain-daemon;.*main;chain_one;chain_two;chain_three;chain_leaf$')
+pct=$(share "$TMP/out60101/cpu.folded" '^chain-daemon;.*main;chain_one;chain_two;chain_three;chain_leaf$')
 check "deployed layout: $pct% of samples show daemon's unreadable binary's chain (>= 90%)" \
 	test "$pct" -ge 90
 check "deployed layout: the symbolizer got that binary from the collector" \
-	grep -Eq 'files: asked the collector for [0-9]+ files: [1-9][0-9]* received' "$TMP/s65534"
+	grep -Eq 'files: asked the collector for [0-9]+ files: [1-9][0-9]* received' "$TMP/s60101"
 kill "$DPID"
 
 kill "$WPID"
