@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,6 +189,92 @@ out:
 }
 
 /*
+ * What --check-sandbox tries to change: a directory of this user's with
+ * two files of its own in it, made before the filter goes on. Its path is
+ * in dir (PATH_MAX bytes); 0 or -1 (said why).
+ */
+static int check_dir_make(char *dir)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *const files[] = {SYMB_CHECK_VICTIM, SYMB_CHECK_VICTIM2};
+	char p[PATH_MAX + 16];
+
+	snprintf(dir, PATH_MAX, "%s/lowprof-check.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		lp_err("check-sandbox: a directory to try files in: %s: %m", dir);
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			lp_err("check-sandbox: %s: %m", p);
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* Removes what check_dir_make made and the checks may have made. */
+static void check_dir_remove(const char *dir)
+{
+	const char *const made[] = SYMB_CHECK_MADE;
+	const char *const files[] = {SYMB_CHECK_VICTIM, SYMB_CHECK_VICTIM2};
+	char p[PATH_MAX + 16];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	for (int i = 0; made[i]; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, made[i]);
+		if (unlink(p) && errno == EISDIR)
+			rmdir(p);
+	}
+	rmdir(dir);
+}
+
+/*
+ * Runs sandbox.c's checks in a child, which enters the sandbox; this
+ * process, of the same user and outside it, is the one the child tries to
+ * signal (SIGUSR1, ignored here) and cleans up what it may have made.
+ * Returns the child's verdict: 0 when everything was denied.
+ */
+static int check_in_child(void *mem, size_t size, int data_fd)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	char dir[PATH_MAX];
+	pid_t self = getpid(), kid;
+	int status = 0;
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGUSR1, &ign, NULL);
+	if (check_dir_make(dir)) {
+		check_dir_remove(dir);
+		return 1;
+	}
+	fflush(stdout);
+	kid = fork();
+	if (kid == 0) {
+		int bad = symb_sandbox_check(mem, size, data_fd, dir, self);
+
+		fflush(stdout);
+		_exit(bad ? 1 : 0);
+	}
+	while (kid > 0 && waitpid(kid, &status, 0) < 0 && errno == EINTR)
+		;
+	check_dir_remove(dir);
+	if (kid < 0) {
+		lp_err("check-sandbox: fork: %m");
+		return 1;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/*
  * --check-sandbox: the checks of sandbox.c on a real ring, the one given
  * (--ring-fd, --ring) or else one made here as the collector makes it
  * (sealed, handed over read-only) before privileges are dropped.
@@ -221,7 +308,7 @@ static int check_sandbox(const struct symb_opts *o)
 	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd, &resumed)) {
 		goto out;
 	}
-	rc = symb_sandbox_check(mem, size, data_fd);
+	rc = check_in_child(mem, size, data_fd);
 out:
 	lp_ring__free(ring);
 	if (mem)
@@ -548,22 +635,17 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 	return rc;
 }
 
-/* A capture's off-CPU outputs are made when it turns out to have off-CPU data. */
-static void remove_unused_offcpu(const struct symb_opts *o, int fds[NOUT])
+/*
+ * A capture's off-CPU outputs are written when it turns out to have
+ * off-CPU data. Otherwise they stay empty: the sandbox removes no file
+ * (lowprof replay removes them; with -o DIR they are left, empty).
+ */
+static void close_unused_offcpu(int fds[NOUT])
 {
 	for (int i = 3; i < NOUT; i++) {
-		if (fds[i] < 0)
-			continue;
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 		fds[i] = -1;
-		/* possible only where this user may write; lowprof replay cleans up too */
-		if (o->out_dir) {
-			char path[4096];
-
-			if (snprintf(path, sizeof(path), "%s/%s", o->out_dir, out_names[i]) <
-			    (int)sizeof(path))
-				unlink(path);
-		}
 	}
 }
 
@@ -701,6 +783,9 @@ int symb_run(const struct symb_opts *o)
 		if (err) /* cache.c said why */
 			lp_warn("cache: running without the symbol cache (give --cache PATH in "
 				"a directory this user can write, or --no-cache)");
+		/* its files are open: from here on it makes none (the sandbox) */
+		if (!o->no_sandbox)
+			symb_cache__seal(cache);
 		s.cache = cache;
 	}
 	s.debug_dirs = o->debug_dirs;
@@ -737,7 +822,7 @@ int symb_run(const struct symb_opts *o)
 	if (!s.have_meta)
 		lp_warn("the stream had no metadata record; times and rates are unknown");
 	if (replay && !s.offcpu_meta.on && !s.n.offcpu_samples) {
-		remove_unused_offcpu(o, fds);
+		close_unused_offcpu(fds);
 		off_cpu = s.off_cpu = false;
 	}
 	/* a corrupt ring or no memory: what was read is written, but the run failed */
