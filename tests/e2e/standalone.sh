@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The two programs run on their own: the collector hands its sealed ring to
-# the symbolizer over a Unix socket, only to the ring's owner; and run as
-# deployed, each with only its privileges.
+# the symbolizer over a Unix socket, only to the ring's owner, and each
+# symbolizer a consumer page of its own; and run as deployed, each with
+# only its privileges.
 source "$(dirname "$0")/lib.sh"
 require_root
 
 SOCK=$TMP/ring.sock
-start_bg "$WL/chain-fp" 60
+start_bg "$WL/chain-fp" 180
 WPID=$BGPID
 
 start_bg "$BIN/lowprof-collector" --ring "$SOCK" -d 4 -p "$WPID"
@@ -73,6 +74,64 @@ pct=$(share "$TMP/outB/cpu.folded" '^chain-fp;.*main;chain_one;chain_two;chain_t
 check "the new symbolizer's profile has the run since it came ($n samples, >= 300)" \
 	test "${n:-0}" -ge 300
 check "with the whole chain ($pct% >= 90%)" test "${pct:-0}" -ge 90
+
+# A consumer that left keeps its consumer page mapped and, once the next
+# symbolizer is attached, writes garbage positions there: that page is no
+# longer the ring's (each consumer gets a fresh one), so the collector sees
+# no bad position and the new symbolizer gets every record. While it is
+# attached it consumes whatever is written, as a symbolizer would.
+start_bg "$BIN/lowprof-collector" --ring "$SOCK" -d 8 -p "$WPID" 2>"$TMP/col-stale.log"
+COL=$BGPID
+for i in $(seq 50); do [[ -S $SOCK ]] && break; sleep 0.1; done
+cat >"$TMP/stale-consumer.py" <<'PY'
+import mmap, os, socket, struct, sys, time
+sock, seconds, started, attached = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sock)
+_, fds, _, _ = socket.recv_fds(s, 16, 2)
+hdr = mmap.mmap(fds[0], 4096, mmap.MAP_SHARED, mmap.PROT_READ)
+page = mmap.mmap(fds[1], 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+for fd in fds:
+    os.close(fd)
+while not os.path.exists(started):  # consume everything: prod_pos is at 64
+    page[0:8] = hdr[64:72]
+    time.sleep(0.001)
+s.close()  # gone, as far as the collector can tell; the page stays mapped
+while not os.path.exists(attached):
+    time.sleep(0.01)
+end = time.time() + seconds
+while time.time() < end:
+    for v in (0xFFFFFFFFFFFFFFF8, 0, 3, 1 << 62):
+        page[0:8] = struct.pack("<Q", v)
+        time.sleep(0.0005)
+PY
+start_bg setpriv --reuid=lowprof --regid=lowprof --clear-groups /usr/bin/python3 \
+	"$TMP/stale-consumer.py" "$SOCK" 10 "$TMP/started" "$TMP/attached"
+STALE=$BGPID
+for i in $(seq 100); do grep -q '^lowprof-collector: profiling' "$TMP/col-stale.log" && break; sleep 0.1; done
+touch "$TMP/started"
+for i in $(seq 100); do grep -q 'symbolizer is gone' "$TMP/col-stale.log" && break; sleep 0.1; done
+check "the collector saw the first consumer leave" grep -q 'symbolizer is gone' "$TMP/col-stale.log"
+start_bg "$BIN/lowprof-symbolizer" --ring "$SOCK" -o "$TMP/outS" > "$TMP/sS" 2>&1
+SYMS=$BGPID
+for i in $(seq 100); do grep -q 'new symbolizer attached' "$TMP/col-stale.log" && break; sleep 0.1; done
+touch "$TMP/attached"
+wait "$SYMS"
+rc=$?
+grep -E 'resum|samples |losses' "$TMP/sS"
+check "the next symbolizer exits 0 (got $rc)" test "$rc" -eq 0
+wait "$COL"; crc=$?
+check "the collector exits 0 (got $crc)" test "$crc" -eq 0
+check "the first consumer was still writing its old page all along" kill -0 "$STALE"
+check "the collector saw no invalid consumer position" \
+	bash -c "! grep -q 'invalid consumer position' '$TMP/col-stale.log'"
+check "the symbolizer's summary counts no invalid ring position" \
+	bash -c "! grep -q 'invalid ring positions' '$TMP/sS'"
+n=$(awk '{s += $NF} END {print s + 0}' "$TMP/outS/cpu.folded" 2>/dev/null)
+pct=$(share "$TMP/outS/cpu.folded" '^chain-fp;.*main;chain_one;chain_two;chain_three;chain_leaf$')
+check "it has the run since it came ($n samples, >= 300), the whole chain ($pct% >= 90%)" \
+	test "${n:-0}" -ge 300 -a "${pct:-0}" -ge 90
+kill "$STALE"
 
 # As deployed (deploy/systemd, deploy/kubernetes): the collector limited to
 # its bounding set, the symbolizer started directly as the manifest's uid
