@@ -39,7 +39,11 @@ static const char usage[] =
 	"Options:\n"
 	"      --ring PATH        receive the ring from the collector's Unix socket\n"
 	"                         PATH (lowprof-collector --ring PATH); the connection\n"
-	"                         is then the file channel\n"
+	"                         is then the file channel. The socket must be served\n"
+	"                         by root or --collector-uid (SO_PEERCRED), or nothing\n"
+	"                         it sends is used\n"
+	"      --collector-uid USER  the user the collector runs as, if not root (a\n"
+	"                         name or a uid; default: root only)\n"
 	"      --ring-fd DATA,CONS  attach to an inherited ring: its data (read-only)\n"
 	"                         and its consumer page (lowprof record)\n"
 	"      --files-fd FD      ask the collector for mapped files on this inherited\n"
@@ -156,6 +160,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, 'r'},
+		{"collector-uid", required_argument, NULL, 'U'},
 		{"ring-fd", required_argument, NULL, 'R'},
 		{"files-fd", required_argument, NULL, 'f'},
 		{"capture", required_argument, NULL, 'c'},
@@ -203,6 +208,11 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'r':
 			o.ring_path = optarg;
+			break;
+		case 'U':
+			if (lp_user_lookup(optarg, "--collector-uid", LP_USER_NUMERIC,
+					   &o.collector_uid, NULL))
+				return 2;
 			break;
 		case 'R': {
 			int rfds[2];

@@ -88,13 +88,43 @@ static int drop_privileges(const char *user)
 }
 
 /*
- * --ring PATH: connect to the collector's Unix socket (waiting for it to
- * appear) and receive the ring: a read-only descriptor of its header and
- * data, and its consumer page. The connection stays open as the file
- * channel (*sock). *resumed: the ring is in use (we replace a symbolizer
- * that died).
+ * The peer of a connected --ring socket is the collector only if it runs
+ * as root or as --collector-uid: anyone who can create a socket at PATH
+ * (the ring's own user too, where the directory lets it) could serve a
+ * ring of their making, with mappings and file descriptors it chose.
+ * SO_PEERCRED gives the credentials the listener had when it called
+ * listen(), which its process cannot change. 0 or -EPERM (said why).
  */
-static int receive_ring(const char *path, int fds[2], int *sock, bool *resumed)
+static int check_collector(int s, const char *path, uid_t collector_uid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		lp_err("ring: %s: who serves the socket: %m", path);
+		return -EPERM;
+	}
+	if (cred.uid == 0 || cred.uid == collector_uid)
+		return 0;
+	if (collector_uid)
+		lp_err("ring: %s is served by uid %u (pid %d), not by the collector (root or "
+		       "--collector-uid %u): refusing it",
+		       path, (unsigned int)cred.uid, (int)cred.pid, (unsigned int)collector_uid);
+	else
+		lp_err("ring: %s is served by uid %u (pid %d), not by the collector (root): "
+		       "refusing it; give --collector-uid if the collector runs as that user",
+		       path, (unsigned int)cred.uid, (int)cred.pid);
+	return -EPERM;
+}
+
+/*
+ * --ring PATH: connect to the collector's Unix socket (waiting for it to
+ * appear), check who serves it, and receive the ring: a read-only
+ * descriptor of its header and data, and its consumer page. The
+ * connection stays open as the file channel (*sock). *resumed: the ring is
+ * in use (we replace a symbolizer that died).
+ */
+static int receive_ring(const char *path, uid_t collector_uid, int fds[2], int *sock, bool *resumed)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int err = 0;
@@ -112,8 +142,15 @@ static int receive_ring(const char *path, int fds[2], int *sock, bool *resumed)
 		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
 			char how = 0;
 			int nfds = 0;
-			ssize_t n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
+			ssize_t n;
 
+			/* before anything is read from it */
+			err = check_collector(s, path, collector_uid);
+			if (err) {
+				close(s);
+				return err;
+			}
+			n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
 			err = n < 0 ? (int)n : 0;
 			if (!err && (n != 1 || nfds != 2 || (how != 'F' && how != 'R'))) {
 				while (nfds > 0)
@@ -158,7 +195,7 @@ static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, stru
 	*files_fd = o->files_fd;
 	*resumed = false;
 	if (fds[0] < 0) {
-		err = receive_ring(o->ring_path, fds, files_fd, resumed);
+		err = receive_ring(o->ring_path, o->collector_uid, fds, files_fd, resumed);
 		if (err)
 			return err;
 	}

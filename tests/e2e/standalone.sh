@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The two programs run on their own: the collector hands its sealed ring to
 # the symbolizer over a Unix socket, only to the ring's owner, and each
-# symbolizer a consumer page of its own; and run as deployed, each with
-# only its privileges.
+# symbolizer a consumer page of its own; the symbolizer takes a ring only
+# from a socket served by root (or --collector-uid); and run as deployed,
+# each with only its privileges.
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -74,6 +75,53 @@ pct=$(share "$TMP/outB/cpu.folded" '^chain-fp;.*main;chain_one;chain_two;chain_t
 check "the new symbolizer's profile has the run since it came ($n samples, >= 300)" \
 	test "${n:-0}" -ge 300
 check "with the whole chain ($pct% >= 90%)" test "${pct:-0}" -ge 90
+
+# A "collector" that is not one: a socket served by daemon, handing over a
+# well-formed (empty, closed) ring. A symbolizer running as daemon itself
+# refuses it before reading anything, as it would a socket served by its
+# own user; told the collector runs as daemon (--collector-uid) it takes
+# the same ring: the uid alone made the difference.
+mkdir -m 700 "$TMP/fake" && chown daemon: "$TMP/fake"
+FAKE=$TMP/fake/ring.sock
+cat >"$TMP/fake-collector.py" <<'PY'
+import fcntl, os, socket, struct, sys
+def sealed(name, size, head=b""):
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    os.pwrite(fd, head, 0)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+    return fd
+# lp_ring_hdr: magic, version 2, hdr_size, data_size; closed (offset 96) = 1
+hdr = struct.pack("<QIIQ", 0x474E52504C, 2, 4096, 4096).ljust(96, b"\0") + struct.pack("<I", 1)
+data, cons = sealed("lowprof-ring", 8192, hdr), sealed("lowprof-ring-consumer", 4096)
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+srv.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); srv.listen(4)
+while True:
+    c, _ = srv.accept()
+    try:
+        socket.send_fds(c, [b"F"], [data, cons])
+        c.recv(1)  # until the symbolizer hangs up
+    except OSError:
+        pass
+    c.close()
+PY
+start_bg setpriv --reuid=daemon --regid=daemon --clear-groups /usr/bin/python3 "$TMP/fake-collector.py" "$FAKE"
+FAKEPID=$BGPID
+for i in $(seq 50); do [[ -S $FAKE ]] && break; sleep 0.1; done
+check "the fake collector (daemon) listens" test -S "$FAKE"
+chmod 711 "$TMP/fake"
+out=$(timeout 20 "$BIN/lowprof-symbolizer" --ring "$FAKE" --user daemon -o "$TMP/fakeout" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/  /'
+check "a symbolizer refuses a ring from a socket served by daemon (rc $rc)" test "$rc" -ne 0
+check "it says who serves the socket and how to allow it" \
+	grep -q "served by uid $(id -u daemon).*not by the collector.*--collector-uid" <<<"$out"
+check "it wrote no profile" test ! -s "$TMP/fakeout/cpu.pb.gz"
+out=$(timeout 20 "$BIN/lowprof-symbolizer" --ring "$FAKE" --user daemon --collector-uid daemon \
+	-o "$TMP/fakeout2" --no-cache 2>&1)
+rc=$?
+check "with --collector-uid daemon the same ring is taken (rc $rc)" test "$rc" -eq 0
+kill "$FAKEPID"
 
 # A consumer that left keeps its consumer page mapped and, once the next
 # symbolizer is attached, writes garbage positions there: that page is no
