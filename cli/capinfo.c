@@ -2,10 +2,10 @@
 /*
  * lowprof capture-info: what a capture file holds, read with the validating
  * capture reader and record decoder. Started as root it first becomes
- * nobody (after opening the file), and it gives up every capability:
- * reading an untrusted file needs no privileges, and if they cannot be
- * given up the file is not read. Every string from the file is printed
- * sanitized (lp_sanitize).
+ * --user (default lowprof; after opening the file), and it gives up every
+ * capability: reading an untrusted file needs no privileges, and if they
+ * cannot be given up the file is not read. Every string from the file is
+ * printed sanitized (lp_sanitize).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,13 +25,14 @@
 #include "lowprof/log.h"
 #include "lowprof/schema.h"
 #include "lowprof/text.h"
+#include "lowprof/user.h"
 #include "record.h"
 
 #define TOP_PROCS 10
 #define MAX_PROCS (1u << 20)
 
 const char lp_capture_info_usage[] =
-	"Usage: lowprof capture-info FILE [--processes N]\n"
+	"Usage: lowprof capture-info FILE [--processes N] [--user USER]\n"
 	"\n"
 	"Prints what a capture file (lowprof record --capture) holds: its format,\n"
 	"whether it is complete, the run's metadata (host, kernel, clock, rates,\n"
@@ -42,6 +43,8 @@ const char lp_capture_info_usage[] =
 	"\n"
 	"Options:\n"
 	"      --processes N   list the N processes with the most samples (default 10)\n"
+	"  -u, --user USER     as root: read the file as USER, once it is open\n"
+	"                      (default " LP_USER_DEFAULT ")\n"
 	"  -h, --help          this help\n"
 	"\n"
 	"Exit status: 0 when the file was read (damage is reported, not an error),\n"
@@ -446,12 +449,13 @@ static void warn_cb(void *ctx, const char *msg)
 }
 
 /*
- * Reading a file needs no privileges: once it is open, root becomes nobody
- * (groups, gid, uid: the uid change from 0 clears the capability sets) and
- * anyone gives up what capabilities it has, with no_new_privs. Fails
- * closed: 0, or -errno (said why) and the file is not read.
+ * Reading a file needs no privileges: once it is open, root becomes user
+ * (groups, gid, uid: the uid change from 0 clears the capability sets;
+ * the caller looked it up) and anyone gives up what capabilities it has,
+ * with no_new_privs. Fails closed: 0, or -errno (said why) and the file is
+ * not read.
  */
-static int drop_privileges(void)
+static int drop_privileges(const char *user)
 {
 	struct passwd *pw;
 	uid_t r, e, su;
@@ -459,20 +463,20 @@ static int drop_privileges(void)
 
 	if (geteuid() == 0 || getuid() == 0) {
 		errno = 0;
-		pw = getpwnam("nobody");
+		pw = getpwnam(user);
 		if (!pw || pw->pw_uid == 0) {
-			lp_err("capture-info: there is no user nobody to read the file as");
+			lp_err("capture-info: there is no user %s to read the file as", user);
 			return -ENOENT;
 		}
 		if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
 		    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
 			err = -errno;
-			lp_err("capture-info: could not become nobody: %s", strerror(-err));
+			lp_err("capture-info: could not become %s: %s", user, strerror(-err));
 			return err;
 		}
 		/* all three ids: nothing left to switch back to */
 		if (getresuid(&r, &e, &su) || r != pw->pw_uid || e != r || su != r) {
-			lp_err("capture-info: could not become nobody: still uid %u/%u/%u", r, e,
+			lp_err("capture-info: could not become %s: still uid %u/%u/%u", user, r, e,
 			       su);
 			return -EPERM;
 		}
@@ -487,6 +491,7 @@ int lp_cmd_capture_info(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"processes", required_argument, NULL, 'n'},
+		{"user", required_argument, NULL, 'u'},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
@@ -495,10 +500,10 @@ int lp_cmd_capture_info(int argc, char **argv)
 	struct info in = {0};
 	unsigned top = TOP_PROCS;
 	char name[PATH_MAX];
-	const char *file;
+	const char *file, *user = LP_USER_DEFAULT;
 	int opt, fd, err, rc = 1;
 
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "u:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'n': {
 			char *end;
@@ -511,6 +516,9 @@ int lp_cmd_capture_info(int argc, char **argv)
 			top = (unsigned)v;
 			break;
 		}
+		case 'u':
+			user = optarg;
+			break;
 		case 'h':
 			fputs(lp_capture_info_usage, stdout);
 			return 0;
@@ -523,6 +531,10 @@ int lp_cmd_capture_info(int argc, char **argv)
 		lp_err("give one capture file (see lowprof capture-info --help)");
 		return 2;
 	}
+	/* as root it reads as --user: a missing one is said before anything */
+	if ((geteuid() == 0 || getuid() == 0) &&
+	    lp_user_lookup(user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
+		return 1;
 	/* the name may come from a glob: printed sanitized too */
 	file = lp_sanitize(name, sizeof(name), argv[optind], strlen(argv[optind]));
 	fd = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -530,7 +542,7 @@ int lp_cmd_capture_info(int argc, char **argv)
 		lp_err("%s: %m", file);
 		return 1;
 	}
-	if (drop_privileges())
+	if (drop_privileges(user))
 		goto out;
 	err = lpc_reader__open_fd(fd, &rd, &h);
 	if (err) {

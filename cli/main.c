@@ -9,6 +9,7 @@
 #include "lowprof/log.h"
 #include "cli_int.h"
 #include "lowprof/parse.h"
+#include "lowprof/user.h"
 #include "record.h"
 
 #ifndef LOWPROF_VERSION
@@ -58,7 +59,9 @@ static const char record_usage[] =
 	"                          they show where kernel and user code is loaded;\n"
 	"                          0644 lets every local user read them); directories\n"
 	"                          made for them get x where r (0700, 0755)\n"
-	"  -u, --user USER         the symbolizer's user (default nobody)\n"
+	"  -u, --user USER         the symbolizer's user, who owns the ring and the\n"
+	"                          cache (default " LP_USER_DEFAULT ", a system user of its own:\n"
+	"                          deploy/install-deps.sh creates it)\n"
 	"      --stack-bytes N     user stack bytes copied per sample for unwinding\n"
 	"                          code without frame pointers (default 16384, max\n"
 	"                          65536, multiple of 8; 0: frame pointers only)\n"
@@ -134,7 +137,7 @@ static int cmd_record(int argc, char **argv)
 				   .freq_hz = 99,
 				   .pids = pids,
 				   .out_dir = "lowprof-out",
-				   .user = "nobody",
+				   .user = LP_USER_DEFAULT,
 				   .stack_bytes = 16384,
 				   .cache_path = LP_RECORD_DEFAULT_CACHE};
 	static const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];

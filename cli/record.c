@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sys/capability.h>
@@ -38,6 +39,7 @@
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
+#include "lowprof/user.h"
 #include "cli_int.h"
 #include "record.h"
 
@@ -511,6 +513,42 @@ void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
 }
 
 /*
+ * The default cache directory changes hands (from nobody, the default
+ * before lowprof had a user of its own, or from a --user given before):
+ * what the previous owner left in it is not trusted, and the symbolizer
+ * would refuse it anyway (cache.c opens only files of its own uid). Every
+ * entry that is not a directory and not the new owner's is removed; the
+ * cache is rebuilt as binaries are seen again.
+ */
+static void drop_foreign_cache_files(int dfd, const char *dir, uid_t owner)
+{
+	struct dirent *e;
+	unsigned n = 0;
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode) ||
+		    st.st_uid == owner)
+			continue;
+		if (unlinkat(dfd, e->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	if (n)
+		lp_warn("cache: %s belonged to another user: removed the %u files it held "
+			"(the cache is rebuilt)",
+			dir, n);
+}
+
+/*
  * The symbol cache lives in a directory only the symbolizer's user can
  * write (it opens the database after dropping privileges). The default
  * directory is created for it; a directory the user does not own is only
@@ -553,6 +591,8 @@ int cli_prepare_cache_dir(const char *cache_path, const char *user)
 		/* ours to manage: hand it to the symbolizer's user, private */
 		if (fchown(dfd, pw->pw_uid, pw->pw_gid) || fchmod(dfd, 0700))
 			err = -errno;
+		else
+			drop_foreign_cache_files(dfd, dir, pw->pw_uid);
 	}
 	close(dfd);
 	if (!err)
@@ -614,6 +654,9 @@ int lp_record(const struct lp_record_opts *o)
 	int ncpus, err;
 
 	if (check_privileges())
+		return 1;
+	/* the symbolizer's user, before anything starts: it owns the ring */
+	if (nout && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return 1;
 	for (size_t i = 0; i < o->npids; i++) {
 		char proc[32];

@@ -24,6 +24,7 @@
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
+#include "lowprof/user.h"
 #include "record.h"
 
 const char lp_replay_usage[] =
@@ -55,7 +56,7 @@ const char lp_replay_usage[] =
 	"      --cache-size SIZE   its size budget (default 512M)\n"
 	"      --no-cache          parse every binary, store nothing\n"
 	"  -u, --user USER         as root: the user the symbolizer runs as (default\n"
-	"                          nobody; it must be able to read the binaries)\n"
+	"                          " LP_USER_DEFAULT "; it must be able to read the binaries)\n"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -156,6 +157,9 @@ static int run_replay(struct replay_opts *o)
 				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
 	int fds[7] = {-1, -1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1, dirfd = -1;
 
+	/* as root the symbolizer becomes --user: say now if there is none */
+	if (geteuid() == 0 && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
+		return 1;
 	fds[0] = open_capture(o->file);
 	if (fds[0] < 0)
 		return 1;
@@ -221,7 +225,7 @@ int lp_cmd_replay(int argc, char **argv)
 		{},
 	};
 	struct replay_opts o = {
-		.out_dir = "lowprof-out", .user = "nobody", .output_mode = LP_OUTPUT_MODE};
+		.out_dir = "lowprof-out", .user = LP_USER_DEFAULT, .output_mode = LP_OUTPUT_MODE};
 	uint64_t size;
 	int opt;
 

@@ -633,15 +633,42 @@ static void files_channel_init(struct coll *c)
 }
 
 /*
- * The consumer's descriptors: the ring read-only, the consumer page; the
- * byte is 'R' when the ring is already in use (the symbolizer resumes).
+ * --ring PATH: the ring's consumer position is read from a page no one
+ * had before (lp_ring__new_consumer_page), for each symbolizer that
+ * attaches and as soon as one leaves: nothing a symbolizer that left (or
+ * anyone it gave its page to) writes there is read again, neither while
+ * none is attached nor once the next one reads. 0 or -errno.
+ */
+static int fresh_consumer_page(struct coll *c)
+{
+	int fd = lp_ring__new_consumer_page(c->ring);
+
+	if (fd < 0)
+		return fd;
+	/* ours: --ring PATH never inherits the consumer page */
+	if (c->ring_cons_fd >= 0)
+		close(c->ring_cons_fd);
+	c->ring_cons_fd = fd;
+	return 0;
+}
+
+/*
+ * The consumer's descriptors: the ring read-only, and a consumer page of
+ * its own; the byte is 'R' when the ring is already in use (the
+ * symbolizer resumes).
  */
 static int send_ring(struct coll *c, int sock, bool resumed)
 {
-	int fds[2] = {lp_ring_reader_fd(c->ring_fd), c->ring_cons_fd}, err;
+	int fds[2] = {lp_ring_reader_fd(c->ring_fd), -1}, err;
 
 	if (fds[0] < 0)
 		return fds[0];
+	err = fresh_consumer_page(c);
+	if (err) {
+		close(fds[0]);
+		return err;
+	}
+	fds[1] = c->ring_cons_fd;
 	err = lp_send_msg(sock, resumed ? "R" : "F", 1, fds, 2);
 	close(fds[0]);
 	return err;
@@ -1653,11 +1680,19 @@ static void nap_serving(struct coll *c, uint32_t ms)
 				coll_broker__detach(c->broker);
 				close(c->files_fd);
 				c->files_fd = -1;
-				if (c->listen_fd >= 0)
+				if (c->listen_fd >= 0) {
+					int err = fresh_consumer_page(c);
+
+					if (err)
+						lp_warn("ring: a fresh consumer page: %s; the one "
+							"that left can still move the consumer "
+							"position until the next one attaches",
+							strerror(-err));
 					lp_warn("ring: the symbolizer is gone; waiting for another "
 						"on %s (meanwhile what the ring cannot hold is "
 						"dropped and counted)",
 						c->o->ring_path);
+				}
 			}
 		}
 		/* a new symbolizer in place of one that died: it resumes */

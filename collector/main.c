@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include "collector.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
+#include "lowprof/user.h"
 
 static const char usage[] =
 	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD,FD | --ring PATH | --capture FILE)\n"
@@ -43,7 +43,9 @@ static const char usage[] =
 	"                         takes over (the socket is removed at exit)\n"
 	"      --ring-owner USER  the symbolizer's user (a name or a uid): owns the\n"
 	"                         socket, the only uid besides root the ring is handed\n"
-	"                         to and files are opened for (default nobody)\n"
+	"                         to and files are opened for (default " LP_USER_DEFAULT ", a\n"
+	"                         system user of its own; deploy/install-deps.sh\n"
+	"                         creates it)\n"
 	"      --ring-size BYTES  ring data size for --ring, a power of two\n"
 	"                         (default: sized from online CPUs and -F, 4-64 MiB)\n"
 	"      --ring-fd DATA,CONS  produce into an inherited, sealed ring: its data and\n"
@@ -152,6 +154,7 @@ int main(int argc, char **argv)
 			      .pids = pids};
 	bool off_cpu_opts = false; /* an --off-cpu-* option was given */
 	bool mode_given = false, rate_given = false, period_given = false;
+	const char *ring_owner = NULL;
 	enum lp_log_level level = LP_LOG_INFO;
 	unsigned long long v;
 	char *end;
@@ -163,11 +166,6 @@ int main(int argc, char **argv)
 		const char *e = getenv("LOWPROF_FULL_BTF");
 
 		o.full_btf = e && *e && strcmp(e, "0");
-	}
-	{
-		struct passwd *nobody = getpwnam("nobody");
-
-		o.ring_uid = nobody ? nobody->pw_uid : 0;
 	}
 	while ((opt = getopt_long(argc, argv, "F:d:p:vh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -199,20 +197,9 @@ int main(int argc, char **argv)
 		case 'r':
 			o.ring_path = optarg;
 			break;
-		case 'O': {
-			struct passwd *pw = getpwnam(optarg);
-
-			/* a number where no passwd names it (containers) */
-			if (pw)
-				o.ring_uid = pw->pw_uid;
-			else if (!parse_uint(optarg, 0xfffffffe, &v))
-				o.ring_uid = (uid_t)v;
-			else {
-				lp_err("--ring-owner %s: no such user", optarg);
-				return 2;
-			}
+		case 'O':
+			ring_owner = optarg;
 			break;
-		}
 		case 'S':
 			if (parse_uint(optarg, 1ull << 32, &v))
 				goto bad_value;
@@ -343,6 +330,14 @@ int main(int argc, char **argv)
 		       "--help)");
 		return 2;
 	}
+	/*
+	 * The ring's owner, only where there is a ring to hand over or a file
+	 * channel to serve; a number where no passwd entry names it (containers).
+	 */
+	if ((ring_owner || o.ring_path || o.files_fd >= 0) &&
+	    lp_user_lookup(ring_owner ? ring_owner : LP_USER_DEFAULT, "--ring-owner",
+			   LP_USER_NUMERIC, &o.ring_uid, NULL))
+		return ring_owner ? 2 : 1;
 	return coll_run(&o);
 bad_value:
 	for (const struct option *lo = longopts; lo->name; lo++)

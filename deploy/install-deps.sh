@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lowprof needs to build and run (and, with
-# --test, to run its whole test suite). Idempotent; needs root.
+# --test, to run its whole test suite), and creates the system user the
+# unprivileged side runs as. Idempotent; needs root.
 set -euo pipefail
 
 build_pkgs=(
@@ -35,15 +36,31 @@ if [[ $(id -u) -ne 0 ]]; then
 	exit 1
 fi
 
+# The symbolizer's user (lowprof record --user, lowprof-collector
+# --ring-owner, the owner of /var/cache/lowprof): a system user of its own,
+# never nobody, whom every daemon and container that wants "no one" shares.
+# Its own group; no login shell; its home is /nonexistent, never created,
+# so it owns no directory but the cache lowprof hands it. The same command
+# is printed by lowprof when the user is missing (common/include/lowprof/user.h).
+make_user() {
+	if getent passwd lowprof >/dev/null; then
+		echo "install-deps: user lowprof exists ($(getent passwd lowprof | cut -d: -f3))"
+		return
+	fi
+	useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin lowprof
+	echo "install-deps: created the system user lowprof ($(id -u lowprof))"
+}
+
 missing=()
 for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
 	echo "install-deps: all ${#want[@]} packages already installed"
-	exit 0
+else
+	echo "install-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+make_user

@@ -63,6 +63,9 @@ extern const char symb_cache_sql[];
 #define CACHE_WAL_LIMIT "67108864"
 #define CACHE_BOOT_ID	"/proc/sys/kernel/random/boot_id"
 
+/* user_version of a file found damaged when it could not be moved aside (cache_give_up) */
+#define CACHE_DAMAGED_VERSION 0x44414d47 /* "DAMG" */
+
 enum cache_stmt {
 	ST_GET,
 	ST_TOUCH,
@@ -115,6 +118,7 @@ struct symb_cache {
 	dev_t dev; /* the file opened, so that recovery never moves another one */
 	ino_t ino;
 	struct symb_cache_stats st;
+	bool sealed;   /* symb_cache__seal: no file may be made or renamed any more */
 	char msg[256]; /* SQLite's message for a failed open, kept past the ROLLBACK */
 	int64_t touch[CACHE_TOUCH_BATCH]; /* rows hit since the last flush, in hit order */
 	unsigned ntouch;
@@ -431,6 +435,25 @@ static int cache_check(struct symb_cache *c, const char **cause)
 }
 
 /*
+ * After the connection is set up the symbolizer's sandbox lets SQLite make
+ * and remove no file, so it must need none: its -wal and -shm are opened
+ * by the first transaction (cache_setup runs several) and, with
+ * PERSIST_WAL, kept (emptied) when the last connection closes instead of
+ * removed and made again at the next open; temporary tables, indices,
+ * sorts and statement journals (a put's deletes) stay in memory, not in
+ * files made and unlinked in /var/tmp. Returns the SQLite rc.
+ */
+static int cache_no_new_files(struct symb_cache *c)
+{
+	int persist = 1;
+	int rc = sqlite3_file_control(c->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	return sqlite3_exec(c->db, "PRAGMA temp_store = MEMORY", NULL, NULL, NULL);
+}
+
+/*
  * Sets up the connection on a file cache_open_file accepted: pragmas, the
  * schema if new, the identity and health checks, the statements. Returns
  * the SQLite rc; *cause is set when the file is damaged (rc CORRUPT).
@@ -444,6 +467,9 @@ static int cache_setup(struct symb_cache *c, const char **cause)
 	rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
+	rc = cache_no_new_files(c);
+	if (rc != SQLITE_OK)
+		return rc;
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, CACHE_BUSY_MS);
 	/* The first read parses the header: a file of garbage fails here (NOTADB). */
@@ -452,7 +478,8 @@ static int cache_setup(struct symb_cache *c, const char **cause)
 		return rc;
 	if ((appid || ver) && (appid != CACHE_APPLICATION_ID || ver != CACHE_SCHEMA_VERSION)) {
 		/* an older schema's rows can all be computed again: start over */
-		*cause = appid == CACHE_APPLICATION_ID && ver < CACHE_SCHEMA_VERSION
+		*cause = ver == CACHE_DAMAGED_VERSION ? "a symbolizer found it damaged"
+			 : appid == CACHE_APPLICATION_ID && ver < CACHE_SCHEMA_VERSION
 				 ? "a lowprof cache of an older schema version"
 				 : "not a lowprof cache of this schema version";
 		return SQLITE_CORRUPT;
@@ -625,6 +652,24 @@ static int cache_connect(struct symb_cache *c)
 }
 
 /*
+ * Damage found once sealed: the file cannot be moved aside nor a new one
+ * made now. It is marked (user_version, a write to the header page alone,
+ * best effort) so that the next open moves it aside, and this object is
+ * done with it: every call fails from here on, a miss to its callers.
+ */
+static void cache_give_up(struct symb_cache *c, const char *cause)
+{
+	char sql[48];
+
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", CACHE_DAMAGED_VERSION);
+	sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	lp_warn("cache: %s is damaged (%s); not used for the rest of this run, and moved "
+		"aside at the next start",
+		c->path, cause);
+	cache_disconnect(c);
+}
+
+/*
  * Handles a failed SQLite call: corruption moves the file aside and
  * reconnects (the object then works on the new file); other errors are
  * counted. msg is SQLite's message (NULL: the connection's last one).
@@ -642,6 +687,10 @@ static int cache_fail(struct symb_cache *c, int rc, const char *what, const char
 		return cache_errno(rc);
 	}
 	snprintf(cause, sizeof(cause), "%s: %s", what, msg);
+	if (c->sealed) {
+		cache_give_up(c, cause);
+		return -EBADMSG;
+	}
 	if (cache_move_aside(c, cause) == 0)
 		cache_connect(c);
 	return -EBADMSG;
@@ -1011,6 +1060,12 @@ int symb_cache__put(struct symb_cache *c, const char *key, enum symb_cache_kind 
 			return err;
 	}
 	return -EBADMSG;
+}
+
+void symb_cache__seal(struct symb_cache *c)
+{
+	if (c)
+		c->sealed = true;
 }
 
 void symb_cache__stats(const struct symb_cache *c, struct symb_cache_stats *st)

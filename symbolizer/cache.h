@@ -95,6 +95,15 @@ int symb_cache__get(struct symb_cache *c, const char *key, enum symb_cache_kind 
 int symb_cache__put(struct symb_cache *c, const char *key, enum symb_cache_kind kind,
 		    uint32_t version, const void *blob, size_t len);
 
+/*
+ * From here on the object makes, renames and removes no file (the
+ * symbolizer's sandbox would refuse it; SQLite's own files are open and
+ * stay, see cache.c): a file found damaged is no longer moved aside and
+ * replaced but marked for the next open to do so, and the object then
+ * answers every call with an error (a miss). Call before the sandbox.
+ */
+void symb_cache__seal(struct symb_cache *c);
+
 void symb_cache__stats(const struct symb_cache *c, struct symb_cache_stats *st);
 
 /*

@@ -11,6 +11,7 @@
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
+#include "lowprof/user.h"
 #include "symbolizer.h"
 
 static const char usage[] =
@@ -26,8 +27,10 @@ static const char usage[] =
 	"with --off-cpu also DIR/offcpu.{pb.gz,folded,html}, weighted by the time\n"
 	"threads were blocked, and prints a summary. Started as root, it first\n"
 	"becomes --user (no capabilities in any set, no_new_privs); once its files\n"
-	"are open a seccomp filter leaves it only file, memory and time calls\n"
-	"(ptrace, bpf, perf_event_open, exec and new sockets fail). It maps the\n"
+	"are open a seccomp filter leaves it reading and writing what it has open,\n"
+	"opening files to read, memory that is never executable, signals to\n"
+	"itself only, and time (ptrace, bpf, perf_event_open, exec, new sockets,\n"
+	"making, changing or removing files fail). It maps the\n"
 	"ring's data read-only; binaries it cannot open itself (another user's,\n"
 	"another mount namespace's) the collector opens for it, read-only, after\n"
 	"checking they are the ones mapped. 'lowprof record' starts it for you;\n"
@@ -36,7 +39,11 @@ static const char usage[] =
 	"Options:\n"
 	"      --ring PATH        receive the ring from the collector's Unix socket\n"
 	"                         PATH (lowprof-collector --ring PATH); the connection\n"
-	"                         is then the file channel\n"
+	"                         is then the file channel. The socket must be served\n"
+	"                         by root or --collector-uid (SO_PEERCRED), or nothing\n"
+	"                         it sends is used\n"
+	"      --collector-uid USER  the user the collector runs as, if not root (a\n"
+	"                         name or a uid; default: root only)\n"
 	"      --ring-fd DATA,CONS  attach to an inherited ring: its data (read-only)\n"
 	"                         and its consumer page (lowprof record)\n"
 	"      --files-fd FD      ask the collector for mapped files on this inherited\n"
@@ -45,6 +52,8 @@ static const char usage[] =
 	"                         instead: binaries are found by build-id, at their\n"
 	"                         path or as DIR/.build-id/xx/rest under a --debug-dir;\n"
 	"                         off-CPU outputs are written if it has off-CPU data\n"
+	"                         (else, with -o, they are left empty: the sandbox\n"
+	"                         removes no file; lowprof replay removes them)\n"
 	"      --capture-fd FD    the same from an inherited file (lowprof replay)\n"
 	"      --progress         replaying, show progress on stderr (default: when it\n"
 	"                         is a terminal)\n"
@@ -54,7 +63,8 @@ static const char usage[] =
 	"                         A,B,C,D,E,F, D-F for the off-CPU profile\n"
 	"      --off-cpu          the collector records off-CPU samples: write them\n"
 	"                         as a second profile (otherwise they are ignored)\n"
-	"  -u, --user USER        user to run as when started as root (default nobody)\n"
+	"  -u, --user USER        user to run as when started as root (default\n"
+	"                         " LP_USER_DEFAULT ", a system user of its own)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --no-summary       do not print the summary\n"
 	"      --cache PATH       SQLite cache of symbol and stack-delta tables, by the\n"
@@ -76,10 +86,15 @@ static const char usage[] =
 	"                         the collector's metadata comes again\n"
 	"      --check-sandbox    become --user, enter the sandbox, try what it must\n"
 	"                         stop (ptrace, bpf, perf_event_open, sockets,\n"
-	"                         /proc/1/mem, execve, writing the ring's data: the\n"
-	"                         --ring/--ring-fd given, else one made as the\n"
-	"                         collector makes it), print each result and exit\n"
-	"                         0 if all failed, 1 if not\n"
+	"                         /proc/1/mem, execve; in a directory of its own under\n"
+	"                         $TMPDIR or /tmp: making a file, directory or link,\n"
+	"                         opening its file to write or truncate, fchmod,\n"
+	"                         rename, unlink; kill, tgkill, tkill, rt_sigqueueinfo\n"
+	"                         to another process of its user; PROT_EXEC by mmap,\n"
+	"                         mprotect, pkey_mprotect, READ_IMPLIES_EXEC; writing\n"
+	"                         the ring's data: the --ring/--ring-fd given, else\n"
+	"                         one made as the collector makes it), print each\n"
+	"                         result and exit 0 if all failed, 1 if not\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -145,6 +160,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, 'r'},
+		{"collector-uid", required_argument, NULL, 'U'},
 		{"ring-fd", required_argument, NULL, 'R'},
 		{"files-fd", required_argument, NULL, 'f'},
 		{"capture", required_argument, NULL, 'c'},
@@ -175,7 +191,7 @@ int main(int argc, char **argv)
 		.capture_fd = -1,
 		.out_fds = {-1, -1, -1},
 		.offcpu_fds = {-1, -1, -1},
-		.user = "nobody",
+		.user = LP_USER_DEFAULT,
 	};
 	static const char *debug_dirs[SYMB_MAX_DEBUG_DIRS + 1];
 	enum lp_log_level level = LP_LOG_INFO;
@@ -192,6 +208,11 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'r':
 			o.ring_path = optarg;
+			break;
+		case 'U':
+			if (lp_user_lookup(optarg, "--collector-uid", LP_USER_NUMERIC,
+					   &o.collector_uid, NULL))
+				return 2;
 			break;
 		case 'R': {
 			int rfds[2];
@@ -295,6 +316,9 @@ int main(int argc, char **argv)
 		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
+	/* as root it becomes --user: a missing one is said before anything is made */
+	if (geteuid() == 0 && lp_user_lookup(o.user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
+		return 1;
 	if (o.check_sandbox)
 		return symb_run(&o);
 	if ((o.ring_fd >= 0) + !!o.ring_path + !!o.capture_path + (o.capture_fd >= 0) != 1) {

@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <malloc.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
 #include "cache.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
+#include "lowprof/user.h"
 #include "profile.h"
 #include "sandbox.h"
 #include "symb_int.h"
@@ -65,25 +67,19 @@ static void sleep_ms(unsigned ms)
  */
 static int drop_privileges(const char *user)
 {
-	struct passwd *pw;
+	uid_t uid;
+	gid_t gid;
 	int err = 0;
 
 	if (geteuid() != 0)
 		return lp_caps_limit(0); /* already unprivileged: give up what we were handed */
-	pw = getpwnam(user);
-	if (!pw) {
-		lp_err("--user %s: no such user", user);
-		return -ENOENT;
-	}
-	if (pw->pw_uid == 0) {
-		lp_err("--user %s: refusing to run the symbolizer as root", user);
-		return -EPERM;
-	}
+	err = lp_user_lookup(user, "--user", LP_USER_NOT_ROOT, &uid, &gid);
+	if (err)
+		return err;
 	err = lp_caps_bound(0);
 	if (err)
 		return err;
-	if (setgroups(0, NULL) || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) ||
-	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid)) {
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
 		err = -errno;
 		lp_err("privileges: becoming %s: %m", user);
 		return err;
@@ -92,13 +88,43 @@ static int drop_privileges(const char *user)
 }
 
 /*
- * --ring PATH: connect to the collector's Unix socket (waiting for it to
- * appear) and receive the ring: a read-only descriptor of its header and
- * data, and its consumer page. The connection stays open as the file
- * channel (*sock). *resumed: the ring is in use (we replace a symbolizer
- * that died).
+ * The peer of a connected --ring socket is the collector only if it runs
+ * as root or as --collector-uid: anyone who can create a socket at PATH
+ * (the ring's own user too, where the directory lets it) could serve a
+ * ring of their making, with mappings and file descriptors it chose.
+ * SO_PEERCRED gives the credentials the listener had when it called
+ * listen(), which its process cannot change. 0 or -EPERM (said why).
  */
-static int receive_ring(const char *path, int fds[2], int *sock, bool *resumed)
+static int check_collector(int s, const char *path, uid_t collector_uid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		lp_err("ring: %s: who serves the socket: %m", path);
+		return -EPERM;
+	}
+	if (cred.uid == 0 || cred.uid == collector_uid)
+		return 0;
+	if (collector_uid)
+		lp_err("ring: %s is served by uid %u (pid %d), not by the collector (root or "
+		       "--collector-uid %u): refusing it",
+		       path, (unsigned int)cred.uid, (int)cred.pid, (unsigned int)collector_uid);
+	else
+		lp_err("ring: %s is served by uid %u (pid %d), not by the collector (root): "
+		       "refusing it; give --collector-uid if the collector runs as that user",
+		       path, (unsigned int)cred.uid, (int)cred.pid);
+	return -EPERM;
+}
+
+/*
+ * --ring PATH: connect to the collector's Unix socket (waiting for it to
+ * appear), check who serves it, and receive the ring: a read-only
+ * descriptor of its header and data, and its consumer page. The
+ * connection stays open as the file channel (*sock). *resumed: the ring is
+ * in use (we replace a symbolizer that died).
+ */
+static int receive_ring(const char *path, uid_t collector_uid, int fds[2], int *sock, bool *resumed)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int err = 0;
@@ -116,8 +142,15 @@ static int receive_ring(const char *path, int fds[2], int *sock, bool *resumed)
 		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
 			char how = 0;
 			int nfds = 0;
-			ssize_t n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
+			ssize_t n;
 
+			/* before anything is read from it */
+			err = check_collector(s, path, collector_uid);
+			if (err) {
+				close(s);
+				return err;
+			}
+			n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
 			err = n < 0 ? (int)n : 0;
 			if (!err && (n != 1 || nfds != 2 || (how != 'F' && how != 'R'))) {
 				while (nfds > 0)
@@ -162,7 +195,7 @@ static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, stru
 	*files_fd = o->files_fd;
 	*resumed = false;
 	if (fds[0] < 0) {
-		err = receive_ring(o->ring_path, fds, files_fd, resumed);
+		err = receive_ring(o->ring_path, o->collector_uid, fds, files_fd, resumed);
 		if (err)
 			return err;
 	}
@@ -190,6 +223,92 @@ out:
 		if (fds[i] >= 0 && fds[i] != (i ? o->ring_cons_fd : o->ring_fd))
 			close(fds[i]);
 	return err;
+}
+
+/*
+ * What --check-sandbox tries to change: a directory of this user's with
+ * two files of its own in it, made before the filter goes on. Its path is
+ * in dir (PATH_MAX bytes); 0 or -1 (said why).
+ */
+static int check_dir_make(char *dir)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *const files[] = {SYMB_CHECK_VICTIM, SYMB_CHECK_VICTIM2};
+	char p[PATH_MAX + 16];
+
+	snprintf(dir, PATH_MAX, "%s/lowprof-check.XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		lp_err("check-sandbox: a directory to try files in: %s: %m", dir);
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			lp_err("check-sandbox: %s: %m", p);
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* Removes what check_dir_make made and the checks may have made. */
+static void check_dir_remove(const char *dir)
+{
+	const char *const made[] = SYMB_CHECK_MADE;
+	const char *const files[] = {SYMB_CHECK_VICTIM, SYMB_CHECK_VICTIM2};
+	char p[PATH_MAX + 16];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	for (int i = 0; made[i]; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, made[i]);
+		if (unlink(p) && errno == EISDIR)
+			rmdir(p);
+	}
+	rmdir(dir);
+}
+
+/*
+ * Runs sandbox.c's checks in a child, which enters the sandbox; this
+ * process, of the same user and outside it, is the one the child tries to
+ * signal (SIGUSR1, ignored here) and cleans up what it may have made.
+ * Returns the child's verdict: 0 when everything was denied.
+ */
+static int check_in_child(void *mem, size_t size, int data_fd)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	char dir[PATH_MAX];
+	pid_t self = getpid(), kid;
+	int status = 0;
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGUSR1, &ign, NULL);
+	if (check_dir_make(dir)) {
+		check_dir_remove(dir);
+		return 1;
+	}
+	fflush(stdout);
+	kid = fork();
+	if (kid == 0) {
+		int bad = symb_sandbox_check(mem, size, data_fd, dir, self);
+
+		fflush(stdout);
+		_exit(bad ? 1 : 0);
+	}
+	while (kid > 0 && waitpid(kid, &status, 0) < 0 && errno == EINTR)
+		;
+	check_dir_remove(dir);
+	if (kid < 0) {
+		lp_err("check-sandbox: fork: %m");
+		return 1;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 /*
@@ -226,7 +345,7 @@ static int check_sandbox(const struct symb_opts *o)
 	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd, &resumed)) {
 		goto out;
 	}
-	rc = symb_sandbox_check(mem, size, data_fd);
+	rc = check_in_child(mem, size, data_fd);
 out:
 	lp_ring__free(ring);
 	if (mem)
@@ -553,22 +672,17 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 	return rc;
 }
 
-/* A capture's off-CPU outputs are made when it turns out to have off-CPU data. */
-static void remove_unused_offcpu(const struct symb_opts *o, int fds[NOUT])
+/*
+ * A capture's off-CPU outputs are written when it turns out to have
+ * off-CPU data. Otherwise they stay empty: the sandbox removes no file
+ * (lowprof replay removes them; with -o DIR they are left, empty).
+ */
+static void close_unused_offcpu(int fds[NOUT])
 {
 	for (int i = 3; i < NOUT; i++) {
-		if (fds[i] < 0)
-			continue;
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 		fds[i] = -1;
-		/* possible only where this user may write; lowprof replay cleans up too */
-		if (o->out_dir) {
-			char path[4096];
-
-			if (snprintf(path, sizeof(path), "%s/%s", o->out_dir, out_names[i]) <
-			    (int)sizeof(path))
-				unlink(path);
-		}
 	}
 }
 
@@ -706,6 +820,9 @@ int symb_run(const struct symb_opts *o)
 		if (err) /* cache.c said why */
 			lp_warn("cache: running without the symbol cache (give --cache PATH in "
 				"a directory this user can write, or --no-cache)");
+		/* its files are open: from here on it makes none (the sandbox) */
+		if (!o->no_sandbox)
+			symb_cache__seal(cache);
 		s.cache = cache;
 	}
 	s.debug_dirs = o->debug_dirs;
@@ -742,7 +859,7 @@ int symb_run(const struct symb_opts *o)
 	if (!s.have_meta)
 		lp_warn("the stream had no metadata record; times and rates are unknown");
 	if (replay && !s.offcpu_meta.on && !s.n.offcpu_samples) {
-		remove_unused_offcpu(o, fds);
+		close_unused_offcpu(fds);
 		off_cpu = s.off_cpu = false;
 	}
 	/* a corrupt ring or no memory: what was read is written, but the run failed */

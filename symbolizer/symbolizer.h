@@ -19,6 +19,7 @@ struct symb_opts {
 	int ring_fd;	       /* inherited ring (read-only is enough), or -1 */
 	int ring_cons_fd;      /* and its consumer page */
 	const char *ring_path; /* or: receive the ring on this Unix socket */
+	uid_t collector_uid;   /* whose socket ring_path may be, besides root's */
 	int files_fd;	       /* the file channel to the collector (--ring PATH: the socket) */
 	const char *out_dir;   /* write DIR/cpu.{pb.gz,folded,html} (and DIR/offcpu.*) */
 	int out_fds[3];	       /* or: pprof, folded, html fds given by lowprof record */

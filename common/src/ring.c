@@ -78,6 +78,7 @@ _Static_assert(sizeof(struct lp_ring_rec) == LP_RING_REC_HDR, "record header siz
 struct lp_ring {
 	struct lp_ring_hdr *hdr;
 	struct lp_ring_cons *cpage; /* the consumer page */
+	bool own_cpage;		    /* cpage was mapped here (lp_ring__new_consumer_page) */
 	uint8_t *data;
 	uint64_t data_size; /* validated at attach; never re-read */
 	bool producer;
@@ -263,6 +264,8 @@ void lp_ring__free(struct lp_ring *r)
 		copy_unpoison(r->copy, r->copy_cap);
 		free(r->copy);
 	}
+	if (r->own_cpage)
+		munmap(r->cpage, LP_RING_CONS_SIZE);
 	free(r);
 }
 
@@ -721,6 +724,40 @@ err_out:
 		if (fds[i] >= 0)
 			close(fds[i]);
 	fds[0] = fds[1] = -1;
+	return err;
+}
+
+int lp_ring__new_consumer_page(struct lp_ring *r)
+{
+	const struct lp_ring_cons start = {.cons_pos = r ? r->prod : 0};
+	struct lp_ring_cons *page;
+	ssize_t n;
+	int fd, err;
+
+	if (!r || !r->producer)
+		return -EINVAL;
+	fd = sealed_memfd("lowprof-ring-consumer", LP_RING_CONS_SIZE);
+	if (fd < 0)
+		return fd;
+	/* the position first: the page never shows the producer anything else */
+	n = pwrite(fd, &start, sizeof(start), 0);
+	if (n != (ssize_t)sizeof(start)) {
+		err = n < 0 ? -errno : -EIO;
+		goto err_out;
+	}
+	page = mmap(NULL, LP_RING_CONS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (page == MAP_FAILED) {
+		err = -errno;
+		goto err_out;
+	}
+	/* the first page is the caller's mapping's; the ones after are ours */
+	if (r->own_cpage)
+		munmap(r->cpage, LP_RING_CONS_SIZE);
+	r->cpage = page;
+	r->own_cpage = true;
+	return fd;
+err_out:
+	close(fd);
 	return err;
 }
 

@@ -141,10 +141,10 @@ command -v bpftool >/dev/null && have_bpftool=1
 
 mkdir -p "$out" || die "cannot create $out"
 tmp=$(mktemp -d /tmp/lowprof-bench.XXXXXX) || die "mktemp failed"
-# the warm-cache run's cache: a directory the symbolizer's user (nobody) owns
+# the warm-cache run's cache: a directory the symbolizer's user (lowprof) owns
 cachedir=$(mktemp -d /tmp/lowprof-bench-cache.XXXXXX) || die "mktemp failed"
-chown nobody: "$cachedir" 2>/dev/null || chown nobody "$cachedir"
-# the workload's binary: where the symbolizer (nobody) can read it, as it
+chown lowprof: "$cachedir" 2>/dev/null || chown lowprof "$cachedir"
+# the workload's binary: where the symbolizer (lowprof) can read it, as it
 # can a real program's ($tmp is root's alone)
 bindir=$(mktemp -d /tmp/lowprof-bench-bin.XXXXXX) || die "mktemp failed"
 chmod 755 "$bindir"
@@ -997,12 +997,12 @@ timed() {
 	) 2>"$tmp/time.$key"
 }
 # replay KEY ARGS...: lowprof-symbolizer replaying the capture (or
-# $replay_cap) as nobody, outputs written, no summary
+# $replay_cap) as lowprof, outputs written, no summary
 replay() {
 	local key=$1
 	shift
 	rm -rf "$tmp/replay.$key"
-	timed "$key" "$build/lowprof-symbolizer" --capture "${replay_cap:-$cap}" -o "$tmp/replay.$key" -u nobody --no-summary "$@" &&
+	timed "$key" "$build/lowprof-symbolizer" --capture "${replay_cap:-$cap}" -o "$tmp/replay.$key" -u lowprof --no-summary "$@" &&
 		[[ -s "$tmp/replay.$key/cpu.folded" ]]
 }
 # keep KIND KEY: adds a finished run's CPU and wall seconds to KIND's lists
@@ -1036,7 +1036,7 @@ busy_s() {
 symb_round() { # ROUND
 	local r=$1 db="$cachedir/replay-$1.db" t0 t1 b0 b1 a b ok=1
 	wait_ci
-	rm -f "$db" "$db-wal" "$db-shm" "$db-journal" # cachedir: nobody's, so nobody can create it
+	rm -f "$db" "$db-wal" "$db-shm" "$db-journal" # cachedir: lowprof's, so lowprof can create it
 	kept replay cold --cache "$db"
 	kept replay warm --cache "$db"
 	[[ -n "${S[half_samples]:-}" ]] && replay_cap=$halfcap kept replay warmhalf --cache "$db"
@@ -1128,7 +1128,7 @@ symb_rows() {
 		read -r pc pw c w <<<"$(symb_rate "$kind" "$n")"
 		case $kind in
 		cold) label="lowprof replay, cold cache"
-			how="lowprof-symbolizer --capture FILE -o DIR -u nobody --no-summary --cache NEW (a new, empty cache file in a directory nobody owns: every binary parsed and stored)"
+			how="lowprof-symbolizer --capture FILE -o DIR -u lowprof --no-summary --cache NEW (a new, empty cache file in a directory lowprof owns: every binary parsed and stored)"
 			load=" (binaries loaded in ${S[cold.load]:-?} ms)" ;;
 		warm) label="lowprof replay, warm cache"
 			how="as the cold row, on the cache the round's cold run just filled (every table found in it)"
@@ -1146,7 +1146,7 @@ symb_rows() {
 			goal=">= 1000000 samples/CPU-s"
 			st=$(awk -v v="$pc" 'BEGIN {print (v >= 1e6 ? "PASS" : "MISS")}')
 		fi
-		[[ $kind == cold ]] && how+="; $n samples / user+sys of the symbolizer (bash time; it stays one process after becoming nobody), and / its wall time, start to exit: reading and decompressing the capture, loading binaries, unwinding, symbolizing, writing cpu.pb.gz, cpu.folded and cpu.html; $rounds_txt. Binaries loaded in: the summary's wall time for loading them, from one lowprof replay with a new cache, and again on that cache for the warm row, before the rounds"
+		[[ $kind == cold ]] && how+="; $n samples / user+sys of the symbolizer (bash time; it stays one process after becoming lowprof), and / its wall time, start to exit: reading and decompressing the capture, loading binaries, unwinding, symbolizing, writing cpu.pb.gz, cpu.folded and cpu.html; $rounds_txt. Binaries loaded in: the summary's wall time for loading them, from one lowprof replay with a new cache, and again on that cache for the warm row, before the rounds"
 		add_row "$sec" "$label" "$(fmt %.0f "$pc") samples/CPU-s, $(fmt %.0f "$pw") samples/s wall (CPU $(fmt %.3f "$c") s, wall $(fmt %.3f "$w") s)$load" "$goal" "$st" "$how"
 	done
 	symb_marginal_row "$sec" "$n"

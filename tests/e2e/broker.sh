@@ -3,7 +3,7 @@
 #
 # 1. A program runs from a FUSE file system (lp-hangfs) whose daemon serves
 #    the exec's open and then never answers another open: the symbolizer
-#    (nobody, refused by FUSE) asks the collector for the binary, and the
+#    (lowprof, refused by FUSE) asks the collector for the binary, and the
 #    collector's open of it hangs in the kernel, uninterruptibly. Recorded
 #    together with a normal program (-p both, 999 Hz), the normal one keeps
 #    all its samples (nothing lost in the BPF ring or the shared ring), the

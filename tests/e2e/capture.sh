@@ -9,14 +9,14 @@
 # file now at its path) when it is not there; a capture cut short or with
 # flipped bytes replays what is whole and says what was lost, never crashes;
 # capture-info prints a hostile capture's strings sanitized, and does not
-# read it as root when it cannot become nobody.
+# read it as root when it cannot become its --user (lowprof).
 source "$(dirname "$0")/lib.sh"
 require_root
 export HOME=$TMP # go tool pprof's cache
 
 CACHE_DIR="$TMP/cache"
 mkdir -p "$CACHE_DIR"
-chown nobody "$CACHE_DIR"
+chown lowprof "$CACHE_DIR"
 CACHE="$CACHE_DIR/symbols.db"
 
 # VARIANT: a different build at the same path (another build-id)
@@ -439,23 +439,25 @@ check "the output is valid UTF-8" iconv -f UTF-8 -t UTF-8 "$TMP/hostile.out" -o 
 check "the strings are there, their escapes replaced" \
 	bash -c "grep -qF '?]0;owned?host?[2J' '$TMP/hostile.out' && grep -qF '?[2J?[Hdone' '$TMP/hostile.out' &&
 		 grep -qF '?[1;31mEVIL' '$TMP/hostile.out' && grep -qF 'hostile?[2J.lpcap' '$TMP/hostile.out'"
-# root that cannot become nobody does not read the file: in a user namespace
-# where only root is mapped (setgroups denied, nobody's uid unmapped)
+# root that cannot become lowprof does not read the file: in a user namespace
+# where only root is mapped (setgroups denied, lowprof's uid unmapped)
 out=$(unshare --user --map-root-user "$BIN/lowprof" capture-info "$H" 2>&1)
 rc=$?
-echo "--- as root that cannot become nobody"; echo "$out" | cat -v | head -3
+echo "--- as root that cannot become lowprof"; echo "$out" | cat -v | head -3
 check "capture-info that cannot drop privileges exits 1 (got $rc)" test "$rc" -eq 1
-check "it says why" grep -q 'could not become nobody' <<<"$out"
+check "it says why" grep -q 'could not become lowprof' <<<"$out"
 check "and prints nothing of the file" bash -c "! grep -q 'owned' <<<\"\$1\"" _ "$out"
-# nor where there is no nobody to become (only in files: systemd's NSS
-# module would make one up)
-grep -v '^nobody:' /etc/passwd >"$TMP/passwd"
+# nor where there is no lowprof to become (users only from files, as
+# systemd's NSS module makes some up): said with how to make it
+grep -v '^lowprof:' /etc/passwd >"$TMP/passwd"
 sed 's/^passwd:.*/passwd: files/' /etc/nsswitch.conf >"$TMP/nsswitch.conf"
 out=$(unshare -m bash -c "mount --bind '$TMP/passwd' /etc/passwd &&
 	mount --bind '$TMP/nsswitch.conf' /etc/nsswitch.conf && exec '$BIN/lowprof' capture-info '$H'" 2>&1)
 rc=$?
-check "capture-info with no user nobody exits 1 (got $rc)" test "$rc" -eq 1
-check "it says why" grep -q 'no user nobody' <<<"$out"
+check "capture-info with no user lowprof exits 1 (got $rc)" test "$rc" -eq 1
+check "it says why, and how to make it" \
+	grep -q -- '--user lowprof: no such user; create it with' <<<"$out"
+check "and prints nothing of the file" bash -c "! grep -q 'owned' <<<\"\$1\"" _ "$out"
 
 # ---- 7. nothing left behind
 left=$(leftovers)

@@ -3,15 +3,23 @@
 # (main -> chain_one -> chain_two -> chain_three -> chain_leaf, -O2
 # -fno-omit-frame-pointer): the chain in cpu.folded, the leaf first in
 # go tool pprof -top, the leaf visible in the HTML rendered by Chromium,
-# and the privilege split visible in /proc while it runs.
+# the privilege split visible in /proc while it runs, the sandbox refusing
+# what it must (--check-sandbox), and the symbol cache working inside it:
+# the record fills a new cache, a replay of its capture hits it.
 source "$(dirname "$0")/lib.sh"
 require_root
+
+# the cache's directory is the symbolizer's user's (lowprof record only
+# prepares the default one)
+mkdir -m 700 "$TMP/cache" && chown lowprof: "$TMP/cache"
+CACHE=$TMP/cache/symbols.db
 
 # (under emulation the checks below take seconds: the recording lasts longer)
 start_bg "$WL/chain-fp" "$(scaled 30)"
 WPID=$BGPID
 sleep 0.3
-start_bg "$BIN/lowprof" record -d "$(scaled 5)" -p "$WPID" -o "$TMP/out"
+start_bg "$BIN/lowprof" record -d "$(scaled 5)" -p "$WPID" -o "$TMP/out" --cache "$CACHE" \
+	--capture "$TMP/chain.lpcap" >"$TMP/rec.out" 2>&1
 REC=$BGPID
 
 # while it runs: the symbolizer is unprivileged, the collector keeps one capability
@@ -54,9 +62,13 @@ else
 fi
 
 wait "$REC"; rc=$?
-# from inside the sandbox, as nobody: ptrace, bpf, perf_event_open, sockets,
-# /proc/1/mem and execve all fail
-out=$("$BIN/lowprof-symbolizer" --check-sandbox 2>&1); src=$?
+cat "$TMP/rec.out"
+# from inside the sandbox, as lowprof: ptrace, bpf, perf_event_open, sockets,
+# /proc/1/mem and execve all fail; so do making, changing or removing a
+# file in a directory it may write, signalling another process of its own,
+# and executable memory
+mkdir -m 700 "$TMP/chk" && chown lowprof: "$TMP/chk"
+out=$(TMPDIR=$TMP/chk "$BIN/lowprof-symbolizer" --check-sandbox 2>&1); src=$?
 echo "$out"
 check "symbolizer --check-sandbox: everything it tries is denied (exit $src)" test "$src" -eq 0
 check "symbolizer --check-sandbox tried bpf and execve" \
@@ -68,6 +80,20 @@ for what in 'mprotect(ring data, PROT_WRITE)' 'mmap(ring fd, PROT_WRITE' 'pwrite
 	check "from the sandbox, writing the ring's data fails: $what" \
 		grep -qF "$what" <<<"$(grep denied <<<"$out")"
 done
+# what its uid would allow, the filter refuses (ENOSYS, not EACCES or EPERM)
+for what in 'open(O_CREAT, a new file)' 'open(its own file, O_WRONLY)' \
+	'open(its own file, O_TRUNC)' 'mkdir' 'symlink' 'link(its own file)' \
+	'fchmod(its own file)' 'rename(its own file)' 'unlink(its own file)' \
+	'kill(another process)' 'tgkill(another process)' 'tkill(another process)' \
+	'rt_sigqueueinfo(another process)' 'mmap(PROT_EXEC)' 'mprotect(PROT_EXEC)' \
+	'pkey_mprotect(PROT_EXEC)' 'personality(READ_IMPLIES_EXEC)'; do
+	check "from the sandbox, $what is denied by the filter (ENOSYS)" \
+		awk -v w="$what" 'index($0, w " ") == 1 && /denied \(Function not implemented\)$/ { f = 1 }
+			END { exit !f }' <<<"$out"
+done
+check "from the sandbox, it can still signal itself (abort)" \
+	grep -Eq '^tgkill\(itself, 0\) +allowed$' <<<"$out"
+check "the check's own files are gone from its directory" test -z "$(ls -A "$TMP/chk")"
 check "lowprof record exits 0 (got $rc)" test "$rc" -eq 0
 F="$TMP/out/cpu.folded"
 check "cpu.folded is not empty" test -s "$F"
@@ -87,6 +113,30 @@ first=$(echo "$top" | awk '/flat%/ {getline; print $NF; exit}')
 check "go tool pprof -top lists chain_leaf first (got '$first')" test "$first" = chain_leaf
 check "pprof labels samples with pid and comm" \
 	bash -c "go tool pprof -traces '$TMP/out/cpu.pb.gz' 2>/dev/null | grep -Eq 'pid: +$WPID'"
+
+# the symbol cache, inside the sandbox: the record made it and stored the
+# tables it parsed; SQLite made nothing but its three files (no journal, no
+# temporary file: the sandbox would refuse them); a replay of the capture
+# takes the tables from it and writes the same stacks
+loaded() { # loaded FILE FIELD: from the summary's "binaries" line
+	sed -nE "s/^ +binaries +loaded in .*: ([0-9]+) tables from the cache, ([0-9]+) parsed.*, ([0-9]+) stored.*/\\$2/p" "$1"
+}
+grep -E '^ +binaries' "$TMP/rec.out"
+check "the record stored the tables it parsed ($(loaded "$TMP/rec.out" 3) stored)" \
+	test "$(loaded "$TMP/rec.out" 3)" -gt 0
+size1=$(stat -c %s "$CACHE" 2>/dev/null || echo 0)
+check "the cache file grew from nothing to $size1 bytes" test "$size1" -gt 0
+check "its directory holds the database, its WAL and -shm, nothing else" \
+	test "$(ls -A "$TMP/cache" | tr '\n' ' ')" = "symbols.db symbols.db-shm symbols.db-wal "
+"$BIN/lowprof" replay "$TMP/chain.lpcap" -o "$TMP/replay" --cache "$CACHE" >"$TMP/replay.out" 2>&1
+rrc=$?
+grep -E '^ +binaries' "$TMP/replay.out"
+check "lowprof replay with the cache exits 0 (got $rrc)" test "$rrc" -eq 0
+check "the replay took $(loaded "$TMP/replay.out" 1) tables from the cache and parsed none" \
+	test "$(loaded "$TMP/replay.out" 1)" -gt 0 -a "$(loaded "$TMP/replay.out" 2)" -eq 0
+check "the replay's cpu.folded is the record's" cmp -s "$F" "$TMP/replay/cpu.folded"
+check "still only the three files" \
+	test "$(ls -A "$TMP/cache" | tr '\n' ' ')" = "symbols.db symbols.db-shm symbols.db-wal "
 
 dom=$(chromium_dom "$TMP/out/cpu.html")
 check "cpu.html renders in Chromium with chain_leaf visible" \

@@ -2,6 +2,10 @@
 # deploy/systemd and deploy/kubernetes: the units pass `systemd-analyze verify` (with ExecStart
 # pointed at the binaries just built), the collector's bounding set is the
 # documented one, and the symbolizer's unit gives it no capability at all.
+# The unprivileged side runs as a user of its own, never nobody: the
+# systemd units as the system user lowprof that their sysusers.d file makes
+# (and deploy/install-deps.sh, with the command the binaries print when it
+# is missing), the DaemonSet as a uid of its own.
 source "$(dirname "$0")/lib.sh"
 
 UNITS="$(cd "$(dirname "$0")/../../deploy/systemd" && pwd)"
@@ -27,7 +31,27 @@ check "collector: bounding set is BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG 
 	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHOWN CAP_SETPCAP' "$C"
 check "collector: no ambient capabilities" grep -qx 'AmbientCapabilities=' "$C"
 check "collector: no network" grep -qx 'PrivateNetwork=yes' "$C"
-check "symbolizer: dynamic user" grep -qx 'DynamicUser=yes' "$S"
+check "symbolizer: the system user lowprof, not a dynamic one" \
+	bash -c "grep -qx 'User=lowprof' '$S' && grep -qx 'Group=lowprof' '$S' && ! grep -q '^DynamicUser' '$S'"
+check "collector: hands the ring to that user" grep -q -- '--ring-owner lowprof ' "$C"
+# the sysusers.d file makes it: a system user, its own group, no shell, no home
+mkdir -p "$TMP/root/etc"
+check "systemd-sysusers makes the user from lowprof.sysusers.conf" \
+	systemd-sysusers --root="$TMP/root" "$UNITS/lowprof.sysusers.conf"
+IFS=: read -r name _ uid gid _ home shell < <(grep '^lowprof:' "$TMP/root/etc/passwd")
+check "  lowprof, a system uid ($uid < 1000), home /nonexistent, shell nologin" \
+	test "$name" = lowprof -a "${uid:-1000}" -lt 1000 -a "$home" = /nonexistent -a "$shell" = /usr/sbin/nologin
+check "  with a group of its own" grep -q "^lowprof:x:$gid:$" "$TMP/root/etc/group"
+# install-deps.sh makes the same user with the command lowprof prints when it is missing
+DEPS="$(dirname "$UNITS")/install-deps.sh"
+want=$("$BIN/lowprof-symbolizer" --user lp-no-such-user --check-sandbox 2>&1 |
+	sed -n 's/.*error:  *\(useradd .*\) lp-no-such-user$/\1 lowprof/p')
+check "install-deps.sh runs what the binaries print: '$want'" grep -qF -- "$want" "$DEPS"
+check "install-deps.sh makes it only when it is missing" grep -q 'getent passwd lowprof' "$DEPS"
+IFS=: read -r name _ uid _ _ home shell < <(getent passwd lowprof)
+check "this host's lowprof (made by install-deps.sh): system uid $uid, no shell, no home" \
+	test "${uid:-1000}" -lt 1000 -a "$shell" = /usr/sbin/nologin -a "$home" = /nonexistent \
+	-a ! -e /nonexistent
 check "symbolizer: empty bounding set" grep -qx 'CapabilityBoundingSet=' "$S"
 check "symbolizer: no network" grep -qx 'PrivateNetwork=yes' "$S"
 check "symbolizer: no_new_privs" grep -qx 'NoNewPrivileges=yes' "$S"
@@ -61,8 +85,14 @@ ok("collector drops ALL and adds exactly BPF PERFMON SYS_PTRACE DAC_READ_SEARCH 
    cs["capabilities"]["drop"] == ["ALL"] and sorted(cs["capabilities"]["add"]) ==
    sorted(["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG", "CHOWN", "SETPCAP"]))
 ok("collector: no privilege escalation", cs.get("allowPrivilegeEscalation") is False)
-ok("symbolizer is non-root (runAsNonRoot, uid 65534)",
-   ss.get("runAsNonRoot") is True and ss.get("runAsUser") == 65534)
+ok("symbolizer is non-root (runAsNonRoot) with a uid of its own, 60101 (not nobody's 65534)",
+   ss.get("runAsNonRoot") is True and ss.get("runAsUser") == 60101
+   and ss.get("runAsGroup") == 60101)
+init = {x["name"]: x for x in pod["initContainers"]}["prepare-dirs"]
+script = " ".join(init["command"])
+ok("the init container gives the node's directories to that uid, dropping others' cache files",
+   "install -d -o 60101 -g 60101 -m 0700 /out /cache" in script
+   and "find /cache -mindepth 1 -maxdepth 1 ! -type d ! -user 60101 -delete" in script)
 ok("symbolizer drops ALL and adds nothing",
    ss["capabilities"]["drop"] == ["ALL"] and not ss["capabilities"].get("add"))
 ok("symbolizer: no privilege escalation, read-only root, RuntimeDefault seccomp",

@@ -47,6 +47,34 @@ expect_error 1 'this kernel has no BTF.*CONFIG_DEBUG_INFO_BTF' -- \
 expect_error 1 "unknown fallback 'no-such-thing'" -- \
 	env LOWPROF_FALLBACKS=no-such-thing "$BIN/lowprof" record -d 1 -o "$TMP/out-nofb"
 
+# The symbolizer's user missing (a private mount namespace whose
+# /etc/passwd has no lowprof): each command that would run as it stops
+# before starting anything, with the command that creates it and the
+# option that names another.
+grep -v '^lowprof:' /etc/passwd >"$TMP/passwd"
+no_lowprof() { # no_lowprof CMD...: CMD where user lowprof does not exist
+	unshare -m --propagation private sh -c 'mount --bind "$0" /etc/passwd && exec "$@"' \
+		"$TMP/passwd" "$@"
+}
+create='useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin lowprof'
+expect_error 1 "$create" -- no_lowprof "$BIN/lowprof" record -d 1 -o "$TMP/out-nouser"
+check "it says to name another user with --user" grep -q 'name another user with --user USER' <<<"$out"
+check "nothing was made (no output directory)" test ! -e "$TMP/out-nouser"
+expect_error 1 "$create" -- no_lowprof "$BIN/lowprof" replay "$TMP/no.lpcap" -o "$TMP/out-nouser"
+check "replay made nothing" test ! -e "$TMP/out-nouser"
+expect_error 1 "$create" -- no_lowprof "$BIN/lowprof" capture-info "$TMP/no.lpcap"
+expect_error 1 "$create" -- no_lowprof "$BIN/lowprof-symbolizer" --ring "$TMP/no.sock" \
+	-o "$TMP/out-nouser"
+check "the symbolizer made nothing" test ! -e "$TMP/out-nouser"
+expect_error 1 "--ring-owner lowprof: no such user" -- no_lowprof \
+	"$BIN/lowprof-collector" --ring "$TMP/nouser.sock" -d 1
+check "it says how to create it" grep -q "$create" <<<"$out"
+check "the collector made no socket" test ! -e "$TMP/nouser.sock"
+expect_error 1 '--user lp-no-such-user: no such user' -- \
+	"$BIN/lowprof" record -d 1 --user lp-no-such-user -o "$TMP/out-nouser"
+check "and for another name, the command that creates that one" \
+	grep -q 'useradd --system .* lp-no-such-user' <<<"$out"
+
 expect_error 2 '-F 0' -- "$BIN/lowprof" record -F 0 -d 1 -o "$TMP/out-f0"
 expect_error 2 '-d x' -- "$BIN/lowprof" record -d x -o "$TMP/out-dx"
 expect_error 2 'unknown command' -- "$BIN/lowprof" frobnicate

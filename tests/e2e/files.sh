@@ -3,7 +3,7 @@
 # one only its owner (daemon) can read, in a directory only it can enter,
 # and one that exists only in another mount namespace (a private tmpfs).
 # The collector opens them for the symbolizer over the file channel after
-# checking they are the mapped files; the symbolizer (nobody) is shown to
+# checking they are the mapped files; the symbolizer (lowprof) is shown to
 # be unable to open either path on its own.
 # Then the files lowprof writes as root: outputs and the directories made
 # for them are private (0600, 0700) unless --output-mode says otherwise,
@@ -35,13 +35,13 @@ sleep 0.5
 check "chain-other runs as daemon" test "$(stat -c %U /proc/$P_OTHER)" = daemon
 check "chain-ns runs in another mount namespace" \
 	test "$(readlink /proc/$P_NS/ns/mnt)" != "$(readlink /proc/self/ns/mnt)"
-check "nobody cannot read chain-other's binary" \
-	bash -c "! setpriv --reuid=nobody --regid=nogroup --clear-groups cat '$BASE/priv/chain-other' >/dev/null 2>&1"
-check "nobody cannot reach chain-other's binary through /proc/PID/root either" \
-	bash -c "! setpriv --reuid=nobody --regid=nogroup --clear-groups cat /proc/$P_OTHER/root$BASE/priv/chain-other >/dev/null 2>&1"
+check "lowprof cannot read chain-other's binary" \
+	bash -c "! setpriv --reuid=lowprof --regid=lowprof --clear-groups cat '$BASE/priv/chain-other' >/dev/null 2>&1"
+check "lowprof cannot reach chain-other's binary through /proc/PID/root either" \
+	bash -c "! setpriv --reuid=lowprof --regid=lowprof --clear-groups cat /proc/$P_OTHER/root$BASE/priv/chain-other >/dev/null 2>&1"
 check "chain-ns's binary is not in the host's mount namespace" test ! -e "$BASE/ns/chain-ns"
-check "nobody cannot reach it through /proc/PID/root" \
-	bash -c "! setpriv --reuid=nobody --regid=nogroup --clear-groups cat /proc/$P_NS/root$BASE/ns/chain-ns >/dev/null 2>&1"
+check "lowprof cannot reach it through /proc/PID/root" \
+	bash -c "! setpriv --reuid=lowprof --regid=lowprof --clear-groups cat /proc/$P_NS/root$BASE/ns/chain-ns >/dev/null 2>&1"
 
 "$BIN/lowprof" record -d 4 -p "$P_OTHER" -p "$P_NS" -o "$TMP/made/out" \
 	--capture "$TMP/run.lpcap" > "$TMP/log" 2>&1

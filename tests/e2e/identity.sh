@@ -16,7 +16,7 @@ require_root
 
 CACHE_DIR="$TMP/cache"
 mkdir -p "$CACHE_DIR"
-chown nobody "$CACHE_DIR"
+chown lowprof "$CACHE_DIR"
 CACHE="$CACHE_DIR/symbols.db"
 
 # the qsort program: tests/workloads/sorter.c; the forged one: the chain

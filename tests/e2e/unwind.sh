@@ -15,7 +15,7 @@ require_root
 
 CACHE_DIR="$TMP/cache"
 mkdir -p "$CACHE_DIR"
-chown nobody "$CACHE_DIR"
+chown lowprof "$CACHE_DIR"
 CACHE="$CACHE_DIR/symbols.db"
 
 cat >"$TMP/walk.c" <<'C'

@@ -219,6 +219,24 @@ bool lp_ring__deepens(struct lp_ring *r, uint32_t len);
  * included, the tails skipped by WRAP markers not (prod_pos counts them).
  */
 uint64_t lp_ring__written(const struct lp_ring *r);
+/*
+ * Producer, before handing the ring to a new consumer (lowprof-collector
+ * --ring: each symbolizer that connects): gives it a consumer page of its
+ * own. The producer maps a new memfd (sealed, mode 0600, as
+ * lp_ring_create_memfds makes them) and reads the position only there
+ * from then on, so nothing a consumer before writes, not even one that
+ * kept its mapping after it left, is read again (the old page stays
+ * mapped, unread, until the caller unmaps its mapping; lp_ring__free
+ * unmaps the pages mapped here). The new page starts at the producer's
+ * position, a record boundary the producer knows, never at one a consumer
+ * wrote: the new consumer reads what comes next; what the one before left
+ * unread is not handed over (a symbolizer taking over skips what comes
+ * before the metadata sent again anyway). Returns the new page's fd
+ * (close-on-exec) for the consumer, or a negative errno with the old page
+ * still the one read.
+ */
+int lp_ring__new_consumer_page(struct lp_ring *r);
+
 /* Marks the stream complete; the consumer gets -EPIPE once it has read all. */
 void lp_ring__close(struct lp_ring *r);
 

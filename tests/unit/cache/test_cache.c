@@ -542,17 +542,22 @@ static void test_short_garbage_file(void **state)
 	expect_recovered(f, NULL);
 }
 
-/* A healthy cache with a few rows, closed (so the WAL is checkpointed and gone). */
+/*
+ * A healthy cache with a few rows, closed (so the WAL is checkpointed and
+ * empty: it stays, as SQLite's files must for a sandboxed symbolizer).
+ */
 static void make_cache(struct fx *f)
 {
 	struct symb_cache *c;
+	struct stat st;
 
 	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
 	put_n(c, "b:1", 200000, 1);
 	put_n(c, "b:2", 300000, 2);
 	put_n(c, "b:3", 50, 3);
 	symb_cache__close(c);
-	assert_int_equal(access(side(f, "-wal"), F_OK), -1);
+	assert_int_equal(stat(side(f, "-wal"), &st), 0);
+	assert_int_equal(st.st_size, 0);
 }
 
 static void test_truncated_database(void **state)
@@ -690,25 +695,17 @@ static void test_bad_rows(void **state)
 }
 
 /*
- * A zeroed page inside a blob's overflow chain passes the start-up check
- * (which does not walk overflow chains) and SQLite reports SQLITE_CORRUPT
- * when the blob is read: the file is moved aside and the object goes on
- * with a fresh one.
+ * Makes a cache whose row "b:big" (len bytes of 0xab) has a zeroed
+ * next-page number inside its overflow chain, beside a healthy "b:small".
  */
-static void test_corrupt_overflow_chain(void **state)
+static void make_broken_chain(struct fx *f, const uint8_t *blob, size_t len)
 {
-	struct fx *f = *state;
-	struct symb_cache_stats st;
 	struct symb_cache *c;
-	uint8_t *blob, *file;
-	const char *out;
-	size_t len = 1 << 20, flen, i, run = 0, at = 0, pgsz;
+	uint8_t *file;
+	size_t flen, i, run = 0, at = 0, pgsz;
 	struct stat sb;
 	int fd;
 
-	blob = malloc(len);
-	assert_non_null(blob);
-	memset(blob, 0xab, len);
 	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
 	assert_int_equal(symb_cache__put(c, "b:big", SYMB_CACHE_SYMBOLS, 1, blob, len), 0);
 	put_n(c, "b:small", 10, 1);
@@ -742,7 +739,26 @@ static void test_corrupt_overflow_chain(void **state)
 	assert_int_equal(pwrite(fd, file, 4, at), 4);
 	close(fd);
 	free(file);
+}
 
+/*
+ * A zeroed page inside a blob's overflow chain passes the start-up check
+ * (which does not walk overflow chains) and SQLite reports SQLITE_CORRUPT
+ * when the blob is read: the file is moved aside and the object goes on
+ * with a fresh one.
+ */
+static void test_corrupt_overflow_chain(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache_stats st;
+	struct symb_cache *c;
+	size_t len = 1 << 20;
+	uint8_t *blob = malloc(len);
+	const char *out;
+
+	assert_non_null(blob);
+	memset(blob, 0xab, len);
+	make_broken_chain(f, blob, len);
 	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
 	capture_start(f);
 	expect_miss(c, "b:big");
@@ -755,6 +771,41 @@ static void test_corrupt_overflow_chain(void **state)
 	symb_cache__stats(c, &st);
 	assert_int_equal(st.errors, 1);
 	symb_cache__close(c);
+	free(blob);
+}
+
+/*
+ * The same damage found by a sealed object (the symbolizer in its
+ * sandbox, where no file can be renamed or made): nothing is moved aside
+ * or created, the object gives up on the file (every call fails, a miss),
+ * and the next open, unsealed, moves it aside as marked.
+ */
+static void test_corrupt_while_sealed(void **state)
+{
+	struct fx *f = *state;
+	struct symb_cache *c;
+	size_t len = 1 << 20;
+	uint8_t *blob = malloc(len), *got = NULL;
+	const char *out;
+	size_t n;
+
+	assert_non_null(blob);
+	memset(blob, 0xab, len);
+	make_broken_chain(f, blob, len);
+	assert_int_equal(symb_cache__open(f->path, 0, &c), 0);
+	symb_cache__seal(c);
+	expect_blob(c, "b:small", 10, 1);
+	capture_start(f);
+	expect_miss(c, "b:big");
+	out = capture_end(f);
+	assert_non_null(strstr(out, "moved aside at the next start"));
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), -1);
+	/* done with the file: no call reaches it, none fails loudly */
+	assert_int_equal(symb_cache__get(c, "b:small", SYMB_CACHE_SYMBOLS, 1, &got, &n), -EIO);
+	assert_int_equal(symb_cache__put(c, "b:new", SYMB_CACHE_SYMBOLS, 1, blob, 10), -EIO);
+	symb_cache__close(c);
+	assert_int_equal(access(side(f, ".corrupt"), F_OK), -1);
+	expect_recovered(f, "a symbolizer found it damaged");
 	free(blob);
 }
 
@@ -1111,6 +1162,7 @@ int main(void)
 		T(test_bad_byte_total),
 		T(test_bad_rows),
 		T(test_corrupt_overflow_chain),
+		T(test_corrupt_while_sealed),
 		T(test_readonly_directory),
 		T(test_full_disk),
 		T(test_bad_paths),

@@ -4,7 +4,8 @@
  * validation, round trips, wrap-around (at the end and early), drop-newest
  * accounting, close, a
  * hostile consumer position seen by the producer, corrupt records seen by
- * the consumer, and the producer's wakeups of a waiting consumer. The two-process test is test_ring_stress.c.
+ * the consumer, the producer's wakeups of a waiting consumer, and a fresh
+ * consumer page for each consumer. The two-process test is test_ring_stress.c.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -14,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -982,6 +986,91 @@ static void test_wait_notify(void **state)
 	fix_fini(&f);
 }
 
+/*
+ * lowprof-collector --ring gives each consumer a fresh consumer page: one
+ * that left but kept its page mapped writes what it likes there, and the
+ * producer, reading only the new consumer's page, neither counts it nor
+ * overwrites what the new one has not read.
+ */
+static void test_new_consumer_page(void **state)
+{
+	const uint64_t size = 1 << 16;
+	struct lp_ring *p, *a, *b;
+	struct lp_ring_stats st;
+	struct lp_ring_cons *old;
+	void *pmem, *amem, *bmem;
+	size_t psize, asize, bsize;
+	int fds[2], rd, page;
+	uint64_t seq = 0, next_b;
+	struct stat sb;
+
+	(void)state;
+	assert_int_equal(lp_ring_create_memfds(size, fds), 0);
+	pmem = lp_ring_map_fds(fds[LP_RING_FD_DATA], fds[LP_RING_FD_CONS], true, &psize);
+	assert_non_null(pmem);
+	p = lp_ring__producer(pmem, psize);
+	assert_non_null(p);
+	rd = lp_ring_reader_fd(fds[LP_RING_FD_DATA]);
+	assert_true(rd >= 0);
+	amem = lp_ring_map_fds(rd, fds[LP_RING_FD_CONS], false, &asize);
+	a = lp_ring__consumer(amem, asize);
+	assert_non_null(a);
+	for (; seq < 10; seq++)
+		assert_int_equal(write_seq(p, seq, 100), 0);
+	for (uint64_t i = 0; i < 5; i++)
+		expect_rec(a, i, 100);
+
+	/* the next consumer's page: sealed, private, starting where the producer is */
+	page = lp_ring__new_consumer_page(p);
+	assert_true(page >= 0);
+	assert_int_equal(lp_ring_check_sealed(page), 0);
+	assert_int_equal(fstat(page, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	bmem = lp_ring_map_fds(rd, page, false, &bsize);
+	b = lp_ring__consumer(bmem, bsize);
+	assert_non_null(b);
+	next_b = seq;
+
+	/* the one before writes garbage, then a position that frees everything */
+	old = amem;
+	old->cons_pos = UINT64_MAX - 7;
+	for (int i = 0; i < 3; i++, seq++)
+		assert_int_equal(write_seq(p, seq, 100), 0);
+	lp_ring__stats(p, &st);
+	assert_int_equal(st.bad_consumer_pos, 0);
+	old->cons_pos = ((struct lp_ring_hdr *)((uint8_t *)pmem + LP_RING_CONS_SIZE))->prod_pos;
+	/* the ring fills up to what b has not read, and no further */
+	while (write_seq(p, seq, 100) == 0)
+		seq++;
+	lp_ring__stats(p, &st);
+	assert_int_equal(st.bad_consumer_pos, 0);
+	assert_true(st.dropped_records >= 1);
+	assert_true((seq - next_b) * 108 <= size);
+	/* b reads every record after it came, whole and in order */
+	while (next_b < seq)
+		expect_rec(b, next_b++, 100);
+	{
+		const void *data;
+		uint32_t len;
+
+		assert_int_equal(lp_ring__peek(b, &data, &len), -EAGAIN);
+	}
+	lp_ring__stats(p, &st);
+	assert_int_equal(st.cons_pos, st.prod_pos);
+	assert_int_equal(st.bad_consumer_pos, 0);
+
+	lp_ring__free(a);
+	lp_ring__free(b);
+	lp_ring__free(p);
+	munmap(amem, asize);
+	munmap(bmem, bsize);
+	munmap(pmem, psize);
+	close(page);
+	close(rd);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1000,6 +1089,7 @@ int main(void)
 		cmocka_unit_test(test_reserve_commit_short),
 		cmocka_unit_test(test_max_record),
 		cmocka_unit_test(test_wait_notify),
+		cmocka_unit_test(test_new_consumer_page),
 	};
 
 	/* attach failures warn by design; keep the test output readable */
