@@ -36,6 +36,7 @@
 #include "lowprof/capture.h"
 #include "lowprof/cpus.h"
 #include "lowprof/files.h"
+#include "lowprof/kernel.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
@@ -653,7 +654,7 @@ int lp_record(const struct lp_record_opts *o)
 	uint32_t cpus[LP_MAX_CPUS];
 	int ncpus, err;
 
-	if (check_privileges())
+	if (check_privileges() || lp_check_kernel_btf())
 		return 1;
 	/* the symbolizer's user, before anything starts: it owns the ring */
 	if (nout && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))

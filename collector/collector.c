@@ -39,6 +39,7 @@
 #include "collector_int.h"
 #include "lowprof/cpus.h"
 #include "lowprof/files.h"
+#include "lowprof/kernel.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
@@ -1324,13 +1325,8 @@ static int load_bpf(struct coll *c)
 	const struct coll_opts *o = c->o;
 	int err;
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		lp_err("bpf: this kernel has no BTF (/sys/kernel/btf/vmlinux: %m): lowprof needs "
-		       "a kernel built with CONFIG_DEBUG_INFO_BTF=y (the default of Debian 11 and "
-		       "later, Ubuntu 20.10 and later, RHEL 8.2 and later, Amazon Linux 2 5.10 and "
-		       "2023); install such a kernel or enable the option and rebuild");
-		return -ENOENT;
-	}
+	if ((err = lp_check_kernel_btf()))
+		return err;
 	err = coll_features__probe(&c->feat);
 	if (err)
 		return err;

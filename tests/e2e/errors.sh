@@ -43,6 +43,8 @@ expect_error 1 'not a directory' -- "$BIN/lowprof" record -d 1 -o "$TMP/a-file"
 expect_error 1 'this kernel has no BTF.*CONFIG_DEBUG_INFO_BTF' -- \
 	unshare -m sh -c 'mount -t tmpfs none /sys/kernel/btf && exec "$@"' sh \
 	"$BIN/lowprof" record -d 1 -o "$TMP/out-nobtf"
+check "without BTF nothing started: no output directory, no summary" \
+	bash -c "test ! -e '$TMP/out-nobtf' && ! grep -q 'lowprof summary' <<<\"\$1\"" _ "$out"
 # a fallback name the collector does not know (LOWPROF_FALLBACKS, for tests)
 expect_error 1 "unknown fallback 'no-such-thing'" -- \
 	env LOWPROF_FALLBACKS=no-such-thing "$BIN/lowprof" record -d 1 -o "$TMP/out-nofb"
