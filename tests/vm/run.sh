@@ -460,7 +460,15 @@ fi
 virtiofsd_start
 T0=$SECONDS
 log "booting $PKG $VER ($KVER) under $ACCEL, $CPUS CPUs, $MEM MiB$([[ $MODE == tests ]] && echo ", $NTESTS tests")"
-extra="lpvm.job=$JOB"
+# the source and build trees stay visible where the guest puts fresh tmpfs
+# (a clean clone under /tmp, as CI may make)
+for d in "$SRC" "$BUILD"; do
+	if [[ "$d" =~ [[:space:],] ]]; then
+		echo "vm: the path $d has a space or a comma; the guest cannot be told it" >&2
+		exit 2
+	fi
+done
+extra="lpvm.job=$JOB lpvm.keep=$SRC,$BUILD"
 [[ ${LOWPROF_VM_OVERLAY:-0} == 1 ]] && extra+=" lpvm.overlay=1"
 [[ $MODE == shell ]] && extra="lpvm.shell=1"
 qemu_start "$ACCEL" "$extra" "$JOB/vm"
