@@ -711,14 +711,21 @@ static int accept_consumer(struct coll *c, bool resumed)
 		close(cfd);
 		return 0;
 	}
+	/*
+	 * the file channel's credentials on before the ring goes: a request
+	 * sent as soon as the ring arrives must carry them
+	 */
+	c->files_fd = cfd;
+	files_channel_init(c);
+	if (c->files_fd < 0)
+		return 0; /* closed, and said why */
 	err = send_ring(c, cfd, resumed);
 	if (err) {
 		close(cfd);
+		c->files_fd = -1;
 		lp_warn("ring: handing the ring to pid %d: %s", cred.pid, strerror(-err));
 		return 0;
 	}
-	c->files_fd = cfd;
-	files_channel_init(c);
 	return 1;
 }
 
