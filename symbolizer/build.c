@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "dwarf.h"
+#include "debuginfo.h"
 #include "lowprof/log.h"
 #include "lowprof/text.h"
 #include "symb_int.h"
@@ -39,10 +39,10 @@ struct loc_slot {
 };
 
 struct symb_built {
-	struct symb_profile p;
-	struct symb_mapping *mappings;
-	struct symb_location *locations;
-	struct symb_stack *stacks;
+	struct lpw_profile p;
+	struct lpw_mapping *mappings;
+	struct lpw_location *locations;
+	struct lpw_stack *stacks;
 	uint32_t *locs; /* all stacks' location lists */
 	char **names;	/* owned strings, one per location */
 	const char *comments[4];
@@ -215,11 +215,11 @@ static void lines_store(struct symb_state *s)
  * lives as long as the state (the built profile is freed first). 0 or
  * -ENOMEM.
  */
-static int add_lines(struct symb_state *s, struct symb_location *l, const struct symb_frame *f)
+static int add_lines(struct symb_state *s, struct lpw_location *l, const struct symb_frame *f)
 {
 	struct symb_srcline src[SYMB_MAX_INLINE];
 	struct symb_obj *o = &s->objs[f->obj];
-	struct symb_line *lines;
+	struct lpw_line *lines;
 	uint64_t vaddr;
 	int n;
 
@@ -234,7 +234,7 @@ static int add_lines(struct symb_state *s, struct symb_location *l, const struct
 	if (!lines)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++)
-		lines[i] = (struct symb_line){src[i].function, src[i].file, src[i].line};
+		lines[i] = (struct lpw_line){src[i].function, src[i].file, src[i].line};
 	l->lines = lines;
 	l->nlines = (uint32_t)n;
 	/* the containing function, as DWARF names it */
@@ -246,11 +246,11 @@ static int add_lines(struct symb_state *s, struct symb_location *l, const struct
 static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nloc,
 			 const struct symb_frame *f)
 {
-	struct symb_location *l = &b->locations[nloc];
+	struct lpw_location *l = &b->locations[nloc];
 	bool resolved = false;
 
 	memset(l, 0, sizeof(*l));
-	l->mapping = SYMB_NO_MAPPING;
+	l->mapping = LPW_NO_MAPPING;
 	if (!f) {
 		b->names[nloc] = strdup("[too many frames]");
 	} else {
@@ -273,7 +273,7 @@ static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nl
 		} else if (f->kind == SYMB_F_USER) {
 			s->n.bad_offsets++; /* state.c never makes these */
 		}
-		if (resolved && l->mapping != SYMB_NO_MAPPING)
+		if (resolved && l->mapping != LPW_NO_MAPPING)
 			b->mappings[l->mapping].has_functions = true;
 	}
 	if (!b->names[nloc])
@@ -363,9 +363,9 @@ static int build_mappings(struct symb_state *s, struct symb_built *b, enum symb_
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nobjs; i++) {
 		struct symb_obj *o = &s->objs[i];
-		struct symb_mapping *m = &b->mappings[n];
+		struct lpw_mapping *m = &b->mappings[n];
 
-		o->mapping = SYMB_NO_MAPPING;
+		o->mapping = LPW_NO_MAPPING;
 		if (!(o->used_kinds & 1u << kind))
 			continue;
 		symb_obj_load(s, o);
@@ -459,10 +459,10 @@ static void describe(const struct symb_state *s, struct symb_built *b, enum symb
 	const struct lps_loss *l = &s->n.loss;
 	char set[160];
 
-	b->p.value_types[0] = (struct symb_value_type){"samples", "count"};
+	b->p.value_types[0] = (struct lpw_value_type){"samples", "count"};
 	if (kind == SYMB_KIND_OFFCPU) {
-		b->p.value_types[1] = (struct symb_value_type){"off_cpu", "nanoseconds"};
-		b->p.period_type = (struct symb_value_type){"off_cpu", "nanoseconds"};
+		b->p.value_types[1] = (struct lpw_value_type){"off_cpu", "nanoseconds"};
+		b->p.period_type = (struct lpw_value_type){"off_cpu", "nanoseconds"};
 		/* time mode: a block of the period or longer is always sampled */
 		b->p.period = strcmp(s->offcpu_meta.mode, "time") == 0 &&
 					      s->offcpu_meta.period_ns <= INT64_MAX
@@ -484,8 +484,8 @@ static void describe(const struct symb_state *s, struct symb_built *b, enum symb
 			     l->off_cpu_lost) >= 0)
 			b->comments[b->p.ncomments++] = b->comment_buf[1];
 	} else {
-		b->p.value_types[1] = (struct symb_value_type){"cpu", "nanoseconds"};
-		b->p.period_type = (struct symb_value_type){"cpu", "nanoseconds"};
+		b->p.value_types[1] = (struct lpw_value_type){"cpu", "nanoseconds"};
+		b->p.period_type = (struct lpw_value_type){"cpu", "nanoseconds"};
 		b->p.period = s->freq_hz ? 1000000000 / s->freq_hz : 0;
 		b->p.folded_value = 0;
 		snprintf(b->title, sizeof(b->title), "lowprof cpu: %s (%s)", host,
@@ -547,7 +547,7 @@ struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind)
 	 */
 	for (uint32_t i = 0; i < naggs; i++) {
 		const struct symb_agg *a = aggs[i];
-		struct symb_stack *st = &b->stacks[i];
+		struct lpw_stack *st = &b->stacks[i];
 
 		st->pid = a->pid;
 		st->comm = a->comm;
@@ -572,7 +572,7 @@ struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind)
 	return b;
 }
 
-const struct symb_profile *symb_built_profile(const struct symb_built *b)
+const struct lpw_profile *symb_built_profile(const struct symb_built *b)
 {
 	return &b->p;
 }
@@ -769,7 +769,7 @@ static void print_objects(const struct symb_state *s, int fd)
 }
 
 /* Top functions of the on-CPU profile, by self and by total samples. */
-static void print_top_functions(const struct symb_state *s, const struct symb_profile *p, int fd)
+static void print_top_functions(const struct symb_state *s, const struct lpw_profile *p, int fd)
 {
 	struct fn_total *fns = NULL;
 	uint32_t *fn_of_loc = NULL;
@@ -802,7 +802,7 @@ static void print_top_functions(const struct symb_state *s, const struct symb_pr
 		free(sorted);
 	}
 	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct symb_stack *st = &p->stacks[i];
+		const struct lpw_stack *st = &p->stacks[i];
 		uint64_t v = (uint64_t)st->values[0];
 
 		if (!st->nlocs)
@@ -865,7 +865,7 @@ static bool is_switch_frame(const char *name)
 	return false;
 }
 
-static void block_of(const struct symb_profile *p, const struct symb_stack *st,
+static void block_of(const struct lpw_profile *p, const struct lpw_stack *st,
 		     struct block_total *out)
 {
 	uint32_t j = 0;
@@ -928,7 +928,7 @@ static void print_block(int fd, const struct block_total *t, uint64_t all)
 }
 
 /* The stacks that were blocked longest (merged as block_total says). */
-static void print_top_blocking(const struct symb_state *s, const struct symb_profile *p, int fd)
+static void print_top_blocking(const struct symb_state *s, const struct lpw_profile *p, int fd)
 {
 	struct block_total *t;
 	size_t n = 0;
@@ -984,7 +984,7 @@ static void print_offcpu(const struct symb_state *s, int fd)
 void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu,
 			const struct symb_built *offcpu, int fd)
 {
-	const struct symb_profile *p = cpu ? &cpu->p : offcpu ? &offcpu->p : NULL;
+	const struct lpw_profile *p = cpu ? &cpu->p : offcpu ? &offcpu->p : NULL;
 	double secs = p ? p->duration_nanos / 1e9 : 0;
 	const struct lps_loss *l = &s->n.loss;
 

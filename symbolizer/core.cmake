@@ -1,5 +1,5 @@
 # Needs the ELF and output pieces, and is only built with the whole project.
-if(NOT TARGET lp_symb_elf OR NOT TARGET lp_symb_out OR NOT TARGET lp_symb_unwind
+if(NOT TARGET lp_symb_elf OR NOT TARGET lp_writers OR NOT TARGET lp_symb_unwind
    OR NOT TARGET lp_symb_dwarf OR NOT TARGET lp_symb_cache OR NOT "cli" IN_LIST LOWPROF_COMPONENTS)
 	return()
 endif()
@@ -9,7 +9,7 @@ endif()
 add_library(lp_symb STATIC ${CMAKE_CURRENT_SOURCE_DIR}/state.c ${CMAKE_CURRENT_SOURCE_DIR}/build.c
 	    ${CMAKE_CURRENT_SOURCE_DIR}/objects.c)
 target_include_directories(lp_symb PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(lp_symb PUBLIC lp_symb_elf lp_symb_out lp_symb_unwind lp_symb_dwarf
+target_link_libraries(lp_symb PUBLIC lp_symb_elf lp_writers lp_symb_unwind lp_symb_dwarf
 		      lp_symb_cache lp_schema lp_common)
 
 pkg_check_modules(LIBSECCOMP REQUIRED IMPORTED_TARGET libseccomp)

@@ -27,7 +27,7 @@
 
 #include "cache.h"
 #include "cfi.h"
-#include "dwarf.h"
+#include "debuginfo.h"
 #include "ident.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"

@@ -30,7 +30,7 @@
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "lowprof/user.h"
-#include "profile.h"
+#include "lowprof/writers.h"
 #include "sandbox.h"
 #include "symb_int.h"
 #include "symbolizer.h"
@@ -611,7 +611,7 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 					int *rc)
 {
 	const char *what = kind == SYMB_KIND_OFFCPU ? "off-CPU" : "on-CPU";
-	const struct symb_profile *p;
+	const struct lpw_profile *p;
 	struct symb_built *b;
 	int err;
 
@@ -625,8 +625,8 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 	}
 	p = symb_built_profile(b);
 	/* '|': each writer runs even when another failed */
-	if ((symb_write_pprof(p, fds[0]) | symb_write_folded(p, fds[1]) |
-	     symb_write_flamegraph(p, fds[2])) &&
+	if ((lpw_write_pprof(p, fds[0]) | lpw_write_folded(p, fds[1]) |
+	     lpw_write_flamegraph(p, fds[2])) &&
 	    !*rc)
 		*rc = -EIO;
 	return b;

@@ -18,7 +18,7 @@
 #include "cfi.h"
 #include "elfsym.h"
 #include "lowprof/schema.h"
-#include "profile.h"
+#include "lowprof/writers.h"
 #include "unwind.h"
 
 struct symb_cache;
@@ -360,7 +360,7 @@ struct symb_built;
  * freed. Destructor: symb_built_free.
  */
 struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind);
-const struct symb_profile *symb_built_profile(const struct symb_built *b);
+const struct lpw_profile *symb_built_profile(const struct symb_built *b);
 void symb_built_free(struct symb_built *b);
 /*
  * The end-of-run summary. cpu is the on-CPU profile, offcpu the off-CPU

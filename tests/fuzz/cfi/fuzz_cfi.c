@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for symbolizer/cfi.c. Input (all little-endian):
+ * libFuzzer target for symbolizer/unwind/cfi.c. Input (all little-endian):
  *   u8 flags   bit 0: .eh_frame, bit 1: .eh_frame_hdr, bit 2: .debug_frame,
  *              bit 7: blob mode (below)
  *   u64 eh_frame vaddr, u32 eh_frame size, u32 hdr size, u64 hdr vaddr
@@ -40,7 +40,7 @@ static uint64_t get_le(const uint8_t *p, unsigned n)
 	return v;
 }
 
-/* Must match blob_hash in symbolizer/cfi.c (else blob mode only finds hash mismatches). */
+/* Must match blob_hash in symbolizer/unwind/cfi.c (else blob mode only finds hash mismatches). */
 static uint64_t blob_hash(const uint8_t *p, size_t len)
 {
 	const uint64_t k = 0x9e3779b97f4a7c15ull;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for symbolizer/dwarf.c and demangle.c: the input is an
+ * libFuzzer target for symbolizer/dwarf/dwarf.c and demangle.c: the input is an
  * ELF image (elf_memory) whose DWARF is opened and looked up at the values
  * of its symbols and at 64-bit values taken from the input, so addresses
  * the mutator keeps inside the units' ranges get walked; then the input,
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf.h"
+#include "debuginfo.h"
 
 /* Lookups per input: enough to reach every seed function, few enough to stay fast. */
 #define FUZZ_MAX_LOOKUPS 96

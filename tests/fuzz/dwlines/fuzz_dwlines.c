@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf.h"
+#include "debuginfo.h"
 
 static void same(struct symb_dwarf *a, struct symb_dwarf *b, uint64_t vaddr)
 {

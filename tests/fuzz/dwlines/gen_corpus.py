@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # Regenerates the synthetic seeds of corpus/ (ld-so.blob is a real cache row,
-# kept as it is): DWARF results blobs as symbolizer/dwarf.c encodes them.
+# kept as it is): DWARF results blobs as symbolizer/dwarf/dwarf.c encodes them.
 #   python3 gen_corpus.py
 import os
 import struct

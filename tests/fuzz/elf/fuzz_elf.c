@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for symbolizer/elfsym.c: any byte string goes to
+ * libFuzzer target for symbolizer/elf/elfsym.c: any byte string goes to
  * symb_elf__open_mem, and every accessor is then called with addresses and
  * offsets taken from the input, so symbol values and segment offsets the
  * mutator keeps get looked up. Besides memory errors (ASan/UBSan) it traps on

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dwarf.h"
+#include "debuginfo.h"
 #include "ident.h"
 
 static void check_ranges(const struct symb_image_range *r, int n, size_t size)

@@ -53,11 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int k = 0; k < SYMB_KIND__COUNT; k++) {
 		b[k] = symb_build(&s, (enum symb_kind)k);
 		if (b[k]) {
-			const struct symb_profile *p = symb_built_profile(b[k]);
+			const struct lpw_profile *p = symb_built_profile(b[k]);
 
-			symb_write_pprof(p, devnull);
-			symb_write_folded(p, devnull);
-			symb_write_flamegraph(p, devnull);
+			lpw_write_pprof(p, devnull);
+			lpw_write_folded(p, devnull);
+			lpw_write_flamegraph(p, devnull);
 		}
 	}
 	symb_print_summary(&s, b[SYMB_KIND_CPU], b[SYMB_KIND_OFFCPU], devnull);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for symbolizer/unwind.c: registers, a small delta table
+ * libFuzzer target for symbolizer/unwind/unwind.c: registers, a small delta table
  * and stack bytes from the input (layout in fuzz_unwind.h), walked with a
  * lookup over that table. Besides memory errors (ASan/UBSan) it traps on
  * broken contracts:

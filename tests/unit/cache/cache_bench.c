@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Not a test: measurements behind choices in symbolizer/cache.c and the
+ * Not a test: measurements behind choices in symbolizer/cache/cache.c and the
  * elfsym blob (see schema/README.md).
  *
  *   cache_bench quickcheck <dir> [MB]

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for symbolizer/cache.c: the get/put contract, LRU eviction,
+ * Unit tests for symbolizer/cache/cache.c: the get/put contract, LRU eviction,
  * persistence, several processes on one file, the file's mode and symlink
  * refusal, and recovery from damaged files (garbage, truncation, a wrong
  * schema version, a blob edited behind the checksum's back, a broken

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for symbolizer/ident.c: the content identity the cache is
+ * Unit tests for symbolizer/cache/ident.c: the content identity the cache is
  * keyed by, and the memo's rule.
  *
  *  - known answers: the identity is SHA-256 of the documented encoding;
@@ -34,7 +34,7 @@
 #include <cmocka.h>
 
 #include "cfi.h"
-#include "dwarf.h"
+#include "debuginfo.h"
 #include "elfsym.h"
 #include "ident.h"
 

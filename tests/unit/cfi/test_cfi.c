@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for symbolizer/cfi.c. Three kinds of check:
+ * Unit tests for symbolizer/unwind/cfi.c. Three kinds of check:
  *  - fixtures built from fixture.c (see CMakeLists.txt): rows of known
  *    prologues, checked against the instruction bytes found there (so a
  *    change of compiler cannot make them pass silently), the PLT, _start,

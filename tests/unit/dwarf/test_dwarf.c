@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of symbolizer/dwarf.c and demangle.c against fixtures built
+ * Unit tests of symbolizer/dwarf/dwarf.c and demangle.c against fixtures built
  * from dwarf_fixture.c and dwarf_fixture.cc (see CMakeLists.txt). Addresses
  * come from marker symbols the fixture defines inside inlined code; the
  * expected lines are the ones marked in dwarf_fixture.c.
@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "dwarf.h"
+#include "debuginfo.h"
 
 /* Lines of dwarf_fixture.c */
 #define LINE_LEAF_BODY	13 /* fx_mark_leaf, in fx_leaf */

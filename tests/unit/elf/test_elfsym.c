@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for symbolizer/elfsym.c against fixtures built from fixture.c
+ * Unit tests for symbolizer/elf/elfsym.c against fixtures built from fixture.c
  * (see its header for the pinned layout). Paths come from the build:
  *   ELF_FIXTURE           host, libc, non-PIE, -rdynamic, pinned build-id
  *   ELF_FIXTURE_STRIPPED  the same after objcopy --strip-all (.dynsym only)

@@ -8,7 +8,7 @@
 
 enum { L_MAIN, L_A, L_B, L_C, L_LEAF, L_SYSCALL, L_UNKNOWN };
 
-static const struct symb_mapping fix_mappings[] = {
+static const struct lpw_mapping fix_mappings[] = {
 	{.path = "/usr/bin/lp-demo",
 	 .build_id = "0123456789abcdef0123456789abcdef01234567",
 	 .start = 0x1000,
@@ -21,7 +21,7 @@ static const struct symb_mapping fix_mappings[] = {
 	 .has_functions = true},
 };
 
-static const struct symb_location fix_locations[] = {
+static const struct lpw_location fix_locations[] = {
 	[L_MAIN] = {.mapping = 0, .address = 0x1100, .function = "main", .resolved = true},
 	[L_A] = {.mapping = 0, .address = 0x1200, .function = "func_a", .resolved = true},
 	[L_B] = {.mapping = 0, .address = 0x1300, .function = "func_b", .resolved = true},
@@ -32,7 +32,7 @@ static const struct symb_location fix_locations[] = {
 		       .function = "do_syscall_64",
 		       .kernel = true,
 		       .resolved = true},
-	[L_UNKNOWN] = {.mapping = SYMB_NO_MAPPING,
+	[L_UNKNOWN] = {.mapping = LPW_NO_MAPPING,
 		       .address = 0x7f0000001234ull,
 		       .function = "[unknown]"},
 };
@@ -44,7 +44,7 @@ static const uint32_t fix_short_stack[] = {L_B, L_A, L_MAIN, L_UNKNOWN};
 
 #define STACK(s) .locs = s, .nlocs = sizeof(s) / sizeof(s[0])
 
-static const struct symb_stack fix_stacks[] = {
+static const struct lpw_stack fix_stacks[] = {
 	{.pid = 100, .comm = "demo", STACK(fix_leaf_stack), .values = {70, 70 * FIX_NS}},
 	{.pid = 101, .comm = "demo", STACK(fix_leaf_stack), .values = {10, 10 * FIX_NS}},
 	{.pid = 100, .comm = "demo", STACK(fix_kernel_stack), .values = {15, 15 * FIX_NS}},
@@ -53,7 +53,7 @@ static const struct symb_stack fix_stacks[] = {
 
 static const char *const fix_comments[] = {"lowprof test profile", "second comment"};
 
-static const struct symb_profile fix_profile = {
+static const struct lpw_profile fix_profile = {
 	.mappings = fix_mappings,
 	.nmappings = 2,
 	.locations = fix_locations,
@@ -71,22 +71,22 @@ static const struct symb_profile fix_profile = {
 	.ncomments = 2,
 };
 
-const struct symb_profile *fix_sample_profile(void)
+const struct lpw_profile *fix_sample_profile(void)
 {
 	return &fix_profile;
 }
 
-/* innermost first, as symb_location.lines wants them */
-static const struct symb_line fix_inl_deep[] = {
+/* innermost first, as lpw_location.lines wants them */
+static const struct lpw_line fix_inl_deep[] = {
 	{.function = "inner_fn", .file = "/src/inl.h", .line = 12},
 	{.function = "mid_fn", .file = "/src/inl.h", .line = 30},
 	{.function = "outer_fn", .file = "/src/main.c", .line = 77},
 };
-static const struct symb_line fix_inl_one[] = {
+static const struct lpw_line fix_inl_one[] = {
 	{.function = "inner_fn", .file = "/src/inl.h", .line = 14},
 	{.function = "outer_fn", .file = "/src/main.c", .line = 80},
 };
-static const struct symb_line fix_inl_main[] = {
+static const struct lpw_line fix_inl_main[] = {
 	{.function = "main", .file = "/src/main.c", .line = 5},
 };
 
@@ -94,7 +94,7 @@ static const struct symb_line fix_inl_main[] = {
 
 enum { LI_DEEP, LI_ONE, LI_MAIN, LI_PLAIN };
 
-static const struct symb_location fix_inl_locations[] = {
+static const struct lpw_location fix_inl_locations[] = {
 	[LI_DEEP] = {.mapping = 0,
 		     .address = 0x2100,
 		     .function = "outer_fn",
@@ -117,13 +117,13 @@ static const uint32_t fix_inl_deep_stack[] = {LI_DEEP, LI_MAIN};
 static const uint32_t fix_inl_one_stack[] = {LI_ONE, LI_MAIN};
 static const uint32_t fix_inl_plain_stack[] = {LI_PLAIN, LI_MAIN};
 
-static const struct symb_stack fix_inl_stacks[] = {
+static const struct lpw_stack fix_inl_stacks[] = {
 	{.pid = 200, .comm = "inl", STACK(fix_inl_deep_stack), .values = {60, 60 * FIX_NS}},
 	{.pid = 200, .comm = "inl", STACK(fix_inl_one_stack), .values = {30, 30 * FIX_NS}},
 	{.pid = 200, .comm = "inl", STACK(fix_inl_plain_stack), .values = {10, 10 * FIX_NS}},
 };
 
-static const struct symb_profile fix_inl_profile = {
+static const struct lpw_profile fix_inl_profile = {
 	.mappings = fix_mappings,
 	.nmappings = 1,
 	.locations = fix_inl_locations,
@@ -139,12 +139,12 @@ static const struct symb_profile fix_inl_profile = {
 	.title = "lowprof cpu: inline test",
 };
 
-const struct symb_profile *fix_inline_profile(void)
+const struct lpw_profile *fix_inline_profile(void)
 {
 	return &fix_inl_profile;
 }
 
-char *fix_capture(int (*writer)(const struct symb_profile *, int), const struct symb_profile *p,
+char *fix_capture(int (*writer)(const struct lpw_profile *, int), const struct lpw_profile *p,
 		  size_t *len, int *err)
 {
 	char *buf = NULL;

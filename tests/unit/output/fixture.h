@@ -14,14 +14,14 @@
 
 #include <stddef.h>
 
-#include "profile.h"
+#include "lowprof/writers.h"
 
 #define FIX_LEAF	 "leaf_compute"
 #define FIX_LEAF_SAMPLES 80
 #define FIX_TOTAL	 100
 #define FIX_NS		 10000000 /* per sample */
 
-const struct symb_profile *fix_sample_profile(void);
+const struct lpw_profile *fix_sample_profile(void);
 
 /*
  * A profile with source lines and inlined functions (pid 200, comm "inl",
@@ -33,14 +33,14 @@ const struct symb_profile *fix_sample_profile(void);
  * same file in both stacks (one pprof Function), at two different lines.
  */
 #define FIX_INL_TOTAL 100
-const struct symb_profile *fix_inline_profile(void);
+const struct lpw_profile *fix_inline_profile(void);
 
 /*
  * Runs writer on p with a memfd and returns what it wrote (NUL-terminated,
  * *len bytes without the NUL; free() it). *err gets the writer's return value;
  * the buffer is returned even when it failed.
  */
-char *fix_capture(int (*writer)(const struct symb_profile *, int), const struct symb_profile *p,
+char *fix_capture(int (*writer)(const struct lpw_profile *, int), const struct lpw_profile *p,
 		  size_t *len, int *err);
 
 #endif /* LOWPROF_TEST_OUTPUT_FIXTURE_H */

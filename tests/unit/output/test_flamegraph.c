@@ -18,10 +18,10 @@
 
 #define DATA_OPEN "<script id=\"fg-data\" type=\"application/json\">"
 
-static char *write_html(const struct symb_profile *p, size_t *len)
+static char *write_html(const struct lpw_profile *p, size_t *len)
 {
 	int err = 1;
-	char *html = fix_capture(symb_write_flamegraph, p, len, &err);
+	char *html = fix_capture(lpw_write_flamegraph, p, len, &err);
 
 	assert_non_null(html);
 	assert_int_equal(err, 0);
@@ -125,22 +125,22 @@ static void test_sample_profile(void **state)
 	free(html);
 }
 
-static const struct symb_location evil_locs[] = {
-	{.mapping = SYMB_NO_MAPPING,
+static const struct lpw_location evil_locs[] = {
+	{.mapping = LPW_NO_MAPPING,
 	 .function = "</script><script>alert(1)</script>",
 	 .resolved = true},
-	{.mapping = SYMB_NO_MAPPING, .function = "bad\xff\xfe utf8 \xc3", .resolved = true},
-	{.mapping = SYMB_NO_MAPPING,
+	{.mapping = LPW_NO_MAPPING, .function = "bad\xff\xfe utf8 \xc3", .resolved = true},
+	{.mapping = LPW_NO_MAPPING,
 	 .function = "sep\xe2\x80\xa8para\xe2\x80\xa9",
 	 .resolved = true},
-	{.mapping = SYMB_NO_MAPPING, .function = "q\"b\\s\x01<!--&", .resolved = true},
-	{.mapping = SYMB_NO_MAPPING,
+	{.mapping = LPW_NO_MAPPING, .function = "q\"b\\s\x01<!--&", .resolved = true},
+	{.mapping = LPW_NO_MAPPING,
 	 .function = "overlong\xc0\xaf surrogate\xed\xa0\x80",
 	 .resolved = true},
-	{.mapping = SYMB_NO_MAPPING, .function = "caf\xc3\xa9 \xf0\x9f\x94\xa5", .resolved = true},
+	{.mapping = LPW_NO_MAPPING, .function = "caf\xc3\xa9 \xf0\x9f\x94\xa5", .resolved = true},
 };
 static const uint32_t evil_stack[] = {5, 4, 3, 2, 1, 0};
-static const struct symb_stack evil_stacks[] = {
+static const struct lpw_stack evil_stacks[] = {
 	{.pid = 1,
 	 .comm = "</SCRIPT>",
 	 .locs = evil_stack,
@@ -150,7 +150,7 @@ static const struct symb_stack evil_stacks[] = {
 
 static void test_hostile_names(void **state)
 {
-	struct symb_profile p = {
+	struct lpw_profile p = {
 		.locations = evil_locs,
 		.nlocations = N(evil_locs),
 		.stacks = evil_stacks,
@@ -195,9 +195,9 @@ static void test_hostile_names(void **state)
 /* Stack order does not matter; zero-valued stacks are left out. */
 static void test_deterministic(void **state)
 {
-	const struct symb_profile *base = fix_sample_profile();
-	struct symb_stack st[8];
-	struct symb_profile p = *base;
+	const struct lpw_profile *base = fix_sample_profile();
+	struct lpw_stack st[8];
+	struct lpw_profile p = *base;
 	size_t i, l1, l2;
 	char *a, *b;
 
@@ -224,11 +224,11 @@ static void test_deterministic(void **state)
 static void test_many_nodes(void **state)
 {
 	enum { STACKS = 1500, NODES = 1 + 2 + 2 * STACKS };
-	static struct symb_location locs[2 * STACKS];
+	static struct lpw_location locs[2 * STACKS];
 	static char names[2 * STACKS][16];
 	static uint32_t ids[STACKS][2];
-	static struct symb_stack st[STACKS], rev[STACKS];
-	struct symb_profile p = {
+	static struct lpw_stack st[STACKS], rev[STACKS];
+	struct lpw_profile p = {
 		.value_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
 		.locations = locs,
 		.nlocations = 2 * STACKS,
@@ -240,12 +240,12 @@ static void test_many_nodes(void **state)
 
 	for (i = 0; i < 2 * STACKS; i++) {
 		snprintf(names[i], sizeof(names[i]), "f%zu", i);
-		locs[i] = (struct symb_location){.mapping = SYMB_NO_MAPPING, .function = names[i]};
+		locs[i] = (struct lpw_location){.mapping = LPW_NO_MAPPING, .function = names[i]};
 	}
 	for (i = 0; i < STACKS; i++) {
 		ids[i][0] = 2 * i + 1; /* leaf */
 		ids[i][1] = 2 * i;
-		st[i] = (struct symb_stack){.comm = i % 2 ? "b" : "a", .locs = ids[i], .nlocs = 2};
+		st[i] = (struct lpw_stack){.comm = i % 2 ? "b" : "a", .locs = ids[i], .nlocs = 2};
 		st[i].values[0] = (int64_t)i + 1;
 		rev[STACKS - 1 - i] = st[i];
 	}
@@ -269,7 +269,7 @@ static void test_many_nodes(void **state)
 
 static void test_empty(void **state)
 {
-	struct symb_profile p = {
+	struct lpw_profile p = {
 		.value_types = {{"samples", "count"}, {"cpu", "nanoseconds"}},
 	};
 	size_t len;
@@ -314,8 +314,8 @@ static void test_inline_frames(void **state)
 static void test_bad_input(void **state)
 {
 	static const uint32_t bad[] = {3};
-	struct symb_stack st = {.comm = "x", .locs = bad, .nlocs = 1, .values = {1, 1}};
-	struct symb_profile p = *fix_sample_profile();
+	struct lpw_stack st = {.comm = "x", .locs = bad, .nlocs = 1, .values = {1, 1}};
+	struct lpw_profile p = *fix_sample_profile();
 	size_t len = 0;
 	int err = 0;
 	char *got;
@@ -323,7 +323,7 @@ static void test_bad_input(void **state)
 	p.nlocations = 3;
 	p.stacks = &st;
 	p.nstacks = 1;
-	got = fix_capture(symb_write_flamegraph, &p, &len, &err);
+	got = fix_capture(lpw_write_flamegraph, &p, &len, &err);
 	assert_int_equal(err, -EINVAL);
 	assert_int_equal(len, 0);
 	free(got);

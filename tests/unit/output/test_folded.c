@@ -17,11 +17,11 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static void assert_folded(const struct symb_profile *p, const char *want)
+static void assert_folded(const struct lpw_profile *p, const char *want)
 {
 	size_t len = 0;
 	int err = 1;
-	char *got = fix_capture(symb_write_folded, p, &len, &err);
+	char *got = fix_capture(lpw_write_folded, p, &len, &err);
 
 	assert_non_null(got);
 	assert_int_equal(err, 0);
@@ -40,7 +40,7 @@ static void test_sample_profile(void **state)
 
 static void test_folded_value_index(void **state)
 {
-	struct symb_profile p = *fix_sample_profile();
+	struct lpw_profile p = *fix_sample_profile();
 
 	p.folded_value = 0;
 	assert_folded(&p, "demo;[unknown];main;func_a;func_b 5\n"
@@ -49,20 +49,20 @@ static void test_folded_value_index(void **state)
 }
 
 /* Names that would break the format, kernel frames, and merging across pids. */
-static const struct symb_location hostile_locs[] = {
-	{.mapping = SYMB_NO_MAPPING, .function = "std::vector<int>::push_back(int const&)"},
-	{.mapping = SYMB_NO_MAPPING, .function = "semi;colon"},
-	{.mapping = SYMB_NO_MAPPING, .function = "new\nline\ttab\x7f"},
-	{.mapping = SYMB_NO_MAPPING, .function = "with space", .kernel = true},
-	{.mapping = SYMB_NO_MAPPING, .function = "semi:colon"},
-	{.mapping = SYMB_NO_MAPPING, .function = "caf\xc3\xa9"},
+static const struct lpw_location hostile_locs[] = {
+	{.mapping = LPW_NO_MAPPING, .function = "std::vector<int>::push_back(int const&)"},
+	{.mapping = LPW_NO_MAPPING, .function = "semi;colon"},
+	{.mapping = LPW_NO_MAPPING, .function = "new\nline\ttab\x7f"},
+	{.mapping = LPW_NO_MAPPING, .function = "with space", .kernel = true},
+	{.mapping = LPW_NO_MAPPING, .function = "semi:colon"},
+	{.mapping = LPW_NO_MAPPING, .function = "caf\xc3\xa9"},
 };
 static const uint32_t hs0[] = {3, 2, 1, 0}; /* leaf first */
 static const uint32_t hs1[] = {4, 0};	    /* sanitizes to the same as 1, 0 */
 static const uint32_t hs2[] = {1, 0};
 static const uint32_t hs3[] = {5};
 
-static const struct symb_stack hostile_stacks[] = {
+static const struct lpw_stack hostile_stacks[] = {
 	{.pid = 1, .comm = "a;b\nc", .locs = hs0, .nlocs = N(hs0), .values = {1, 3}},
 	{.pid = 2, .comm = "a;b\nc", .locs = hs0, .nlocs = N(hs0), .values = {1, 4}},
 	{.pid = 3, .comm = "other", .locs = hs0, .nlocs = N(hs0), .values = {1, 5}},
@@ -72,9 +72,9 @@ static const struct symb_stack hostile_stacks[] = {
 	{.pid = 7, .comm = "empty", .locs = NULL, .nlocs = 0, .values = {1, 9}},
 };
 
-static struct symb_profile hostile_profile(void)
+static struct lpw_profile hostile_profile(void)
 {
-	struct symb_profile p = {
+	struct lpw_profile p = {
 		.locations = hostile_locs,
 		.nlocations = N(hostile_locs),
 		.stacks = hostile_stacks,
@@ -93,7 +93,7 @@ static const char hostile_want[] =
 
 static void test_sanitize_merge_kernel(void **state)
 {
-	struct symb_profile p = hostile_profile();
+	struct lpw_profile p = hostile_profile();
 
 	assert_folded(&p, hostile_want);
 }
@@ -101,8 +101,8 @@ static void test_sanitize_merge_kernel(void **state)
 /* Any order of the same stacks gives the same bytes. */
 static void test_deterministic(void **state)
 {
-	struct symb_stack rev[N(hostile_stacks)];
-	struct symb_profile p = hostile_profile();
+	struct lpw_stack rev[N(hostile_stacks)];
+	struct lpw_profile p = hostile_profile();
 	size_t i;
 
 	assert_folded(&p, hostile_want);
@@ -116,18 +116,18 @@ static void test_deterministic(void **state)
 /* Lines, not keys, are sorted: "x;a 1 3" < "x;a 9" although key "x;a" < "x;a 1". */
 static void test_lines_sorted_bytewise(void **state)
 {
-	static const struct symb_location locs[] = {
-		{.mapping = SYMB_NO_MAPPING, .function = "a"},
-		{.mapping = SYMB_NO_MAPPING, .function = "a 1"},
-		{.mapping = SYMB_NO_MAPPING, .function = "B"},
+	static const struct lpw_location locs[] = {
+		{.mapping = LPW_NO_MAPPING, .function = "a"},
+		{.mapping = LPW_NO_MAPPING, .function = "a 1"},
+		{.mapping = LPW_NO_MAPPING, .function = "B"},
 	};
 	static const uint32_t s0[] = {0}, s1[] = {1}, s2[] = {2};
-	static const struct symb_stack stacks[] = {
+	static const struct lpw_stack stacks[] = {
 		{.comm = "x", .locs = s0, .nlocs = 1, .values = {9, 0}},
 		{.comm = "x", .locs = s1, .nlocs = 1, .values = {3, 0}},
 		{.comm = "x", .locs = s2, .nlocs = 1, .values = {1, 0}},
 	};
-	struct symb_profile p = {
+	struct lpw_profile p = {
 		.locations = locs,
 		.nlocations = N(locs),
 		.stacks = stacks,
@@ -144,14 +144,14 @@ static void test_lines_sorted_bytewise(void **state)
  */
 static void test_lines_sorted_no_space(void **state)
 {
-	static const struct symb_location locs[] = {
-		{.mapping = SYMB_NO_MAPPING, .function = "a"},
-		{.mapping = SYMB_NO_MAPPING, .function = "a!"},
-		{.mapping = SYMB_NO_MAPPING, .function = "a;b"},
-		{.mapping = SYMB_NO_MAPPING, .function = "A"},
+	static const struct lpw_location locs[] = {
+		{.mapping = LPW_NO_MAPPING, .function = "a"},
+		{.mapping = LPW_NO_MAPPING, .function = "a!"},
+		{.mapping = LPW_NO_MAPPING, .function = "a;b"},
+		{.mapping = LPW_NO_MAPPING, .function = "A"},
 	};
 	static const uint32_t s0[] = {0}, s1[] = {1}, s2[] = {2}, s3[] = {3}, s01[] = {1, 0};
-	static const struct symb_stack stacks[] = {
+	static const struct lpw_stack stacks[] = {
 		{.comm = "x", .locs = s0, .nlocs = 1, .values = {0, 0}},
 		{.comm = "x", .locs = s1, .nlocs = 1, .values = {INT64_MIN, 0}},
 		{.comm = "x", .locs = s2, .nlocs = 1, .values = {-12, 0}},
@@ -159,7 +159,7 @@ static void test_lines_sorted_no_space(void **state)
 		{.comm = "x", .locs = s01, .nlocs = 2, .values = {10, 0}},
 		{.comm = "x", .locs = s0, .nlocs = 1, .values = {5, 0}},
 	};
-	struct symb_profile p = {
+	struct lpw_profile p = {
 		.locations = locs,
 		.nlocations = N(locs),
 		.stacks = stacks,
@@ -173,7 +173,7 @@ static void test_lines_sorted_no_space(void **state)
 
 static void test_empty(void **state)
 {
-	struct symb_profile p = {.folded_value = 1};
+	struct lpw_profile p = {.folded_value = 1};
 
 	assert_folded(&p, "");
 }
@@ -181,22 +181,22 @@ static void test_empty(void **state)
 static void test_bad_input(void **state)
 {
 	static const uint32_t bad[] = {7};
-	struct symb_stack st = {.comm = "x", .locs = bad, .nlocs = 1};
-	struct symb_profile p = hostile_profile();
+	struct lpw_stack st = {.comm = "x", .locs = bad, .nlocs = 1};
+	struct lpw_profile p = hostile_profile();
 	size_t len = 0;
 	int err = 0;
 	char *got;
 
 	p.stacks = &st;
 	p.nstacks = 1;
-	got = fix_capture(symb_write_folded, &p, &len, &err);
+	got = fix_capture(lpw_write_folded, &p, &len, &err);
 	assert_int_equal(err, -EINVAL);
 	assert_int_equal(len, 0);
 	free(got);
 
 	p = hostile_profile();
 	p.folded_value = 2;
-	got = fix_capture(symb_write_folded, &p, &len, &err);
+	got = fix_capture(lpw_write_folded, &p, &len, &err);
 	assert_int_equal(err, -EINVAL);
 	free(got);
 }
@@ -204,14 +204,14 @@ static void test_bad_input(void **state)
 /* nlines without a lines array is refused by every writer. */
 static void test_bad_lines(void **state)
 {
-	static const struct symb_location loc = {
-		.mapping = SYMB_NO_MAPPING, .function = "f", .nlines = 2};
+	static const struct lpw_location loc = {
+		.mapping = LPW_NO_MAPPING, .function = "f", .nlines = 2};
 	static const uint32_t idx[] = {0};
-	struct symb_stack st = {.comm = "c", .locs = idx, .nlocs = 1, .values = {1, 1}};
-	struct symb_profile p = {
+	struct lpw_stack st = {.comm = "c", .locs = idx, .nlocs = 1, .values = {1, 1}};
+	struct lpw_profile p = {
 		.locations = &loc, .nlocations = 1, .stacks = &st, .nstacks = 1, .folded_value = 1};
-	int (*writers[])(const struct symb_profile *, int) = {symb_write_folded, symb_write_pprof,
-							      symb_write_flamegraph};
+	int (*writers[])(const struct lpw_profile *, int) = {lpw_write_folded, lpw_write_pprof,
+							      lpw_write_flamegraph};
 	size_t i, len;
 	int err;
 	char *got;
@@ -240,12 +240,12 @@ static void test_inline_frames(void **state)
 /* Lines in a kernel location get the suffix each; ';' in them is replaced. */
 static void test_inline_kernel_sanitized(void **state)
 {
-	static const struct symb_line lines[] = {
+	static const struct lpw_line lines[] = {
 		{.function = "in;line"},
 		{.function = "outer"},
 	};
-	static const struct symb_location locs[] = {
-		{.mapping = SYMB_NO_MAPPING,
+	static const struct lpw_location locs[] = {
+		{.mapping = LPW_NO_MAPPING,
 		 .function = "outer",
 		 .kernel = true,
 		 .resolved = true,
@@ -253,8 +253,8 @@ static void test_inline_kernel_sanitized(void **state)
 		 .nlines = 2},
 	};
 	static const uint32_t idx[] = {0};
-	struct symb_stack st = {.comm = "k", .locs = idx, .nlocs = 1, .values = {1, 2}};
-	struct symb_profile p = {.locations = locs, .nlocations = 1, .stacks = &st, .nstacks = 1};
+	struct lpw_stack st = {.comm = "k", .locs = idx, .nlocs = 1, .values = {1, 2}};
+	struct lpw_profile p = {.locations = locs, .nlocations = 1, .stacks = &st, .nstacks = 1};
 
 	assert_folded(&p, "k;outer_[k];in:line_[k] 1\n");
 }
@@ -266,15 +266,15 @@ static void test_write_error(void **state)
 
 	if (fd < 0)
 		skip();
-	assert_int_equal(symb_write_folded(fix_sample_profile(), fd), -ENOSPC);
-	assert_int_equal(symb_write_pprof(fix_sample_profile(), fd), -ENOSPC);
-	assert_int_equal(symb_write_flamegraph(fix_sample_profile(), fd), -ENOSPC);
+	assert_int_equal(lpw_write_folded(fix_sample_profile(), fd), -ENOSPC);
+	assert_int_equal(lpw_write_pprof(fix_sample_profile(), fd), -ENOSPC);
+	assert_int_equal(lpw_write_flamegraph(fix_sample_profile(), fd), -ENOSPC);
 	close(fd);
-	assert_int_equal(symb_write_folded(fix_sample_profile(), fd), -EBADF);
+	assert_int_equal(lpw_write_folded(fix_sample_profile(), fd), -EBADF);
 }
 
 /* A key as the writer must render it: comm, then frames root first. */
-static size_t model_key(char *dst, const struct symb_profile *p, const struct symb_stack *st)
+static size_t model_key(char *dst, const struct lpw_profile *p, const struct lpw_stack *st)
 {
 	size_t n = 0;
 
@@ -301,17 +301,17 @@ static void test_random_against_model(void **state)
 					    "b", "a 9", "x y z", "A",  "a:", " ",  "a b c"};
 	static const char *const comms[] = {"c", "c 1", "c1", "c.", "c c"};
 	enum { NLOC = N(names), NSTACK = 400, MAXD = 6 };
-	struct symb_location locs[NLOC];
-	struct symb_stack stacks[NSTACK];
+	struct lpw_location locs[NLOC];
+	struct lpw_stack stacks[NSTACK];
 	uint32_t idx[NSTACK][MAXD];
 	char *keys[NSTACK], *want, *pos;
 	size_t i, j, nuniq = 0, wlen = 0;
 	uint64_t rnd = 0x9e3779b97f4a7c15ull;
 
 	for (i = 0; i < NLOC; i++)
-		locs[i] = (struct symb_location){.mapping = SYMB_NO_MAPPING, .function = names[i]};
+		locs[i] = (struct lpw_location){.mapping = LPW_NO_MAPPING, .function = names[i]};
 	for (int round = 0; round < 20; round++) {
-		struct symb_profile p = {.locations = locs,
+		struct lpw_profile p = {.locations = locs,
 					 .nlocations = NLOC,
 					 .stacks = stacks,
 					 .nstacks = NSTACK,
@@ -321,7 +321,7 @@ static void test_random_against_model(void **state)
 		for (i = 0; i < NSTACK; i++) {
 			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
 			stacks[i] =
-				(struct symb_stack){.comm = comms[(rnd >> 33) % N(comms)],
+				(struct lpw_stack){.comm = comms[(rnd >> 33) % N(comms)],
 						    .locs = idx[i],
 						    .nlocs = (uint32_t)((rnd >> 40) % (MAXD + 1))};
 			/* small and huge values, so that sums wrap and digits differ */

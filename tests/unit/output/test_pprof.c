@@ -49,14 +49,14 @@ static uint8_t *gunzip(const uint8_t *in, size_t len, size_t *out_len)
 }
 
 /* Writes p, checks the gzip wrapper, and returns the decoded message. */
-static pb_t *write_decode(const struct symb_profile *p)
+static pb_t *write_decode(const struct lpw_profile *p)
 {
 	size_t len = 0, plen;
 	uint8_t *gz, *raw;
 	int err = 1;
 	pb_t *m;
 
-	gz = (uint8_t *)fix_capture(symb_write_pprof, p, &len, &err);
+	gz = (uint8_t *)fix_capture(lpw_write_pprof, p, &len, &err);
 	assert_non_null(gz);
 	assert_int_equal(err, 0);
 	assert_true(len > 18);
@@ -115,7 +115,7 @@ static const Perftools__Profiles__Function *func(const pb_t *m, uint64_t id)
 
 static void test_header(void **state)
 {
-	const struct symb_profile *p = fix_sample_profile();
+	const struct lpw_profile *p = fix_sample_profile();
 	pb_t *m = write_decode(p);
 
 	assert_string_table_ok(m);
@@ -141,7 +141,7 @@ static void test_header(void **state)
 
 static void test_mappings_locations_functions(void **state)
 {
-	const struct symb_profile *p = fix_sample_profile();
+	const struct lpw_profile *p = fix_sample_profile();
 	pb_t *m = write_decode(p);
 	size_t i;
 
@@ -161,12 +161,12 @@ static void test_mappings_locations_functions(void **state)
 	assert_int_equal(m->n_location, p->nlocations);
 	for (i = 0; i < p->nlocations; i++) {
 		const Perftools__Profiles__Location *l = m->location[i];
-		const struct symb_location *sl = &p->locations[i];
+		const struct lpw_location *sl = &p->locations[i];
 		const Perftools__Profiles__Function *f;
 
 		assert_int_equal(l->id, i + 1);
 		assert_int_equal(l->mapping_id,
-				 sl->mapping == SYMB_NO_MAPPING ? 0 : sl->mapping + 1);
+				 sl->mapping == LPW_NO_MAPPING ? 0 : sl->mapping + 1);
 		assert_int_equal(l->address, sl->address);
 		assert_int_equal(l->n_line, 1);
 		f = func(m, l->line[0]->function_id);
@@ -179,14 +179,14 @@ static void test_mappings_locations_functions(void **state)
 
 static void test_samples(void **state)
 {
-	const struct symb_profile *p = fix_sample_profile();
+	const struct lpw_profile *p = fix_sample_profile();
 	pb_t *m = write_decode(p);
 	size_t i, j;
 
 	assert_int_equal(m->n_sample, p->nstacks);
 	for (i = 0; i < p->nstacks; i++) {
 		const Perftools__Profiles__Sample *s = m->sample[i];
-		const struct symb_stack *st = &p->stacks[i];
+		const struct lpw_stack *st = &p->stacks[i];
 
 		assert_int_equal(s->n_location_id, st->nlocs);
 		for (j = 0; j < st->nlocs; j++)
@@ -215,22 +215,22 @@ static void test_samples(void **state)
 /* One function per (name, mapping): same name in two binaries stays two. */
 static void test_function_dedup(void **state)
 {
-	static const struct symb_mapping maps[] = {
+	static const struct lpw_mapping maps[] = {
 		{.path = "/bin/x", .start = 0, .limit = 0x1000},
 		{.path = "/lib/y.so", .start = 0, .limit = 0x1000},
 	};
-	static const struct symb_location locs[] = {
+	static const struct lpw_location locs[] = {
 		{.mapping = 0, .address = 0x10, .function = "f", .resolved = true},
 		{.mapping = 0, .address = 0x20, .function = "f", .resolved = true},
 		{.mapping = 1, .address = 0x10, .function = "f", .resolved = true},
-		{.mapping = SYMB_NO_MAPPING, .address = 0x99, .function = "[unknown]"},
-		{.mapping = SYMB_NO_MAPPING, .address = 0x98, .function = "[unknown]"},
+		{.mapping = LPW_NO_MAPPING, .address = 0x99, .function = "[unknown]"},
+		{.mapping = LPW_NO_MAPPING, .address = 0x98, .function = "[unknown]"},
 	};
 	static const uint32_t s0[] = {0, 1, 2, 3, 4};
-	static const struct symb_stack stacks[] = {
+	static const struct lpw_stack stacks[] = {
 		{.pid = 1, .comm = "c", .locs = s0, .nlocs = N(s0), .values = {1, 2}},
 	};
-	struct symb_profile p = *fix_sample_profile();
+	struct lpw_profile p = *fix_sample_profile();
 	pb_t *m;
 
 	p.mappings = maps;
@@ -271,7 +271,7 @@ static void assert_line(const pb_t *m, const Perftools__Profiles__Line *ln, cons
  */
 static void test_inline_lines(void **state)
 {
-	const struct symb_profile *p = fix_inline_profile();
+	const struct lpw_profile *p = fix_inline_profile();
 	pb_t *m = write_decode(p);
 	const Perftools__Profiles__Location *deep, *one, *main_loc, *plain;
 
@@ -310,16 +310,16 @@ static void test_inline_lines(void **state)
 /* The same function name from two source files is two Functions. */
 static void test_inline_function_files(void **state)
 {
-	static const struct symb_line a[] = {{.function = "f", .file = "/a.c", .line = 1}};
-	static const struct symb_line b[] = {{.function = "f", .file = "/b.c", .line = 1}};
-	static const struct symb_line c[] = {{.function = "f", .file = "/a.c", .line = 2}};
-	static const struct symb_location locs[] = {
-		{.mapping = SYMB_NO_MAPPING, .function = "f", .lines = a, .nlines = 1},
-		{.mapping = SYMB_NO_MAPPING, .function = "f", .lines = b, .nlines = 1},
-		{.mapping = SYMB_NO_MAPPING, .function = "f", .lines = c, .nlines = 1},
-		{.mapping = SYMB_NO_MAPPING, .function = "f"},
+	static const struct lpw_line a[] = {{.function = "f", .file = "/a.c", .line = 1}};
+	static const struct lpw_line b[] = {{.function = "f", .file = "/b.c", .line = 1}};
+	static const struct lpw_line c[] = {{.function = "f", .file = "/a.c", .line = 2}};
+	static const struct lpw_location locs[] = {
+		{.mapping = LPW_NO_MAPPING, .function = "f", .lines = a, .nlines = 1},
+		{.mapping = LPW_NO_MAPPING, .function = "f", .lines = b, .nlines = 1},
+		{.mapping = LPW_NO_MAPPING, .function = "f", .lines = c, .nlines = 1},
+		{.mapping = LPW_NO_MAPPING, .function = "f"},
 	};
-	struct symb_profile p = {.locations = locs, .nlocations = N(locs)};
+	struct lpw_profile p = {.locations = locs, .nlocations = N(locs)};
 	pb_t *m = write_decode(&p);
 
 	assert_int_equal(m->n_function, 3);
@@ -336,8 +336,8 @@ static void test_deterministic(void **state)
 {
 	size_t l1 = 0, l2 = 0;
 	int e1 = 1, e2 = 1;
-	char *a = fix_capture(symb_write_pprof, fix_sample_profile(), &l1, &e1);
-	char *b = fix_capture(symb_write_pprof, fix_sample_profile(), &l2, &e2);
+	char *a = fix_capture(lpw_write_pprof, fix_sample_profile(), &l1, &e1);
+	char *b = fix_capture(lpw_write_pprof, fix_sample_profile(), &l2, &e2);
 
 	assert_non_null(a);
 	assert_non_null(b);
@@ -357,18 +357,18 @@ static void test_deterministic(void **state)
  */
 static void test_encoding_edges(void **state)
 {
-	static const struct symb_mapping maps[] = {{.path = "/bin/x", .start = 0, .limit = 0}};
-	static const struct symb_line lines[] = {
+	static const struct lpw_mapping maps[] = {{.path = "/bin/x", .start = 0, .limit = 0}};
+	static const struct lpw_line lines[] = {
 		{.function = NULL, .file = NULL, .line = 0},
 		{.function = "outer", .file = "x.c", .line = 4000000000u}};
-	static const struct symb_location locs[] = {
+	static const struct lpw_location locs[] = {
 		{.mapping = 0, .address = 0, .function = "f"},
-		{.mapping = SYMB_NO_MAPPING, .address = UINT64_MAX, .function = "g"},
+		{.mapping = LPW_NO_MAPPING, .address = UINT64_MAX, .function = "g"},
 		{.mapping = 0, .address = 0x10, .function = "outer", .lines = lines, .nlines = 2},
 	};
 	static uint32_t many[300];
 	static const uint32_t one[] = {2};
-	struct symb_stack stacks[] = {
+	struct lpw_stack stacks[] = {
 		{.pid = 0, .comm = "", .locs = NULL, .nlocs = 0, .values = {0, -1}},
 		{.pid = UINT32_MAX,
 		 .comm = "c",
@@ -377,7 +377,7 @@ static void test_encoding_edges(void **state)
 		 .values = {INT64_MIN, INT64_MAX}},
 		{.pid = 7, .comm = "many", .locs = many, .nlocs = 300, .values = {1, 2}},
 	};
-	struct symb_profile p = {
+	struct lpw_profile p = {
 		.mappings = maps,
 		.nmappings = 1,
 		.locations = locs,
@@ -409,7 +409,7 @@ static void test_encoding_edges(void **state)
 
 static void test_empty(void **state)
 {
-	struct symb_profile p = {
+	struct lpw_profile p = {
 		.value_types = {{"samples", "count"}, {"off_cpu", "nanoseconds"}},
 	};
 	pb_t *m = write_decode(&p);
@@ -427,17 +427,17 @@ static void test_empty(void **state)
 
 static void test_bad_input(void **state)
 {
-	static const struct symb_location bad_loc = {.mapping = 5, .function = "f"};
+	static const struct lpw_location bad_loc = {.mapping = 5, .function = "f"};
 	static const uint32_t bad_idx[] = {99};
-	struct symb_stack st = {.comm = "c", .locs = bad_idx, .nlocs = 1};
-	struct symb_profile p = *fix_sample_profile();
+	struct lpw_stack st = {.comm = "c", .locs = bad_idx, .nlocs = 1};
+	struct lpw_profile p = *fix_sample_profile();
 	size_t len = 0;
 	int err = 0;
 	char *got;
 
 	p.stacks = &st;
 	p.nstacks = 1;
-	got = fix_capture(symb_write_pprof, &p, &len, &err);
+	got = fix_capture(lpw_write_pprof, &p, &len, &err);
 	assert_int_equal(err, -EINVAL);
 	assert_int_equal(len, 0);
 	free(got);
@@ -446,7 +446,7 @@ static void test_bad_input(void **state)
 	p.locations = &bad_loc;
 	p.nlocations = 1;
 	p.nstacks = 0;
-	got = fix_capture(symb_write_pprof, &p, &len, &err);
+	got = fix_capture(lpw_write_pprof, &p, &len, &err);
 	assert_int_equal(err, -EINVAL);
 	free(got);
 }

@@ -13,8 +13,8 @@
 
 #include "fixture.h"
 
-static int write_one(const char *dir, const char *name, const struct symb_profile *p,
-		     int (*writer)(const struct symb_profile *, int))
+static int write_one(const char *dir, const char *name, const struct lpw_profile *p,
+		     int (*writer)(const struct lpw_profile *, int))
 {
 	char path[4096];
 	int fd, err;
@@ -41,10 +41,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: write_sample DIR\n");
 		return 2;
 	}
-	return write_one(argv[1], "profile.pb.gz", fix_sample_profile(), symb_write_pprof) |
-	       write_one(argv[1], "profile.folded", fix_sample_profile(), symb_write_folded) |
-	       write_one(argv[1], "profile.html", fix_sample_profile(), symb_write_flamegraph) |
-	       write_one(argv[1], "inline.pb.gz", fix_inline_profile(), symb_write_pprof) |
-	       write_one(argv[1], "inline.folded", fix_inline_profile(), symb_write_folded) |
-	       write_one(argv[1], "inline.html", fix_inline_profile(), symb_write_flamegraph);
+	return write_one(argv[1], "profile.pb.gz", fix_sample_profile(), lpw_write_pprof) |
+	       write_one(argv[1], "profile.folded", fix_sample_profile(), lpw_write_folded) |
+	       write_one(argv[1], "profile.html", fix_sample_profile(), lpw_write_flamegraph) |
+	       write_one(argv[1], "inline.pb.gz", fix_inline_profile(), lpw_write_pprof) |
+	       write_one(argv[1], "inline.folded", fix_inline_profile(), lpw_write_folded) |
+	       write_one(argv[1], "inline.html", fix_inline_profile(), lpw_write_flamegraph);
 }

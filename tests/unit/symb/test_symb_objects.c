@@ -32,7 +32,7 @@
 #include <sqlite3.h>
 
 #include "cache.h"
-#include "dwarf.h"
+#include "debuginfo.h"
 #include "ident.h"
 #include "lowprof/schema.h"
 #include "symb_int.h"

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "lowprof/schema.h"
-#include "profile.h"
+#include "lowprof/writers.h"
 #include "symb_int.h"
 
 #define S(lit) ((struct lps_str){lit, sizeof(lit) - 1})
@@ -129,20 +129,20 @@ static void feed_meta_relative(struct symb_state *s, struct lps_enc *e)
 	assert_true(s->kernel_relative);
 }
 
-static char *folded_of(const struct symb_profile *p)
+static char *folded_of(const struct lpw_profile *p)
 {
 	int fd = memfd_create("folded", 0);
 	char *buf = calloc(1, 65536);
 
 	assert_true(fd >= 0);
-	assert_int_equal(symb_write_folded(p, fd), 0);
+	assert_int_equal(lpw_write_folded(p, fd), 0);
 	assert_true(pread(fd, buf, 65535, 0) >= 0);
 	close(fd);
 	return buf;
 }
 
 /* What a writer puts out for p, NUL-terminated. */
-static char *output_of(const struct symb_profile *p, int (*write)(const struct symb_profile *, int))
+static char *output_of(const struct lpw_profile *p, int (*write)(const struct lpw_profile *, int))
 {
 	int fd = memfd_create("output", 0);
 	char *buf = calloc(1, 1 << 20);
@@ -238,7 +238,7 @@ static void test_stream_to_profile(void **state)
 				.producer = S("test")};
 	struct symb_state s;
 	struct symb_built *b;
-	const struct symb_profile *p;
+	const struct lpw_profile *p;
 	struct lps_enc e;
 	char *folded;
 
@@ -600,7 +600,7 @@ static void test_bad_offsets(void **state)
 	struct lps_mapping m;
 	struct symb_state s;
 	struct symb_built *b;
-	const struct symb_profile *p;
+	const struct lpw_profile *p;
 	struct lps_enc e;
 	char *folded;
 
@@ -624,9 +624,9 @@ static void test_bad_offsets(void **state)
 	folded = folded_of(p);
 	assert_non_null(strstr(folded, "y;[unknown] 1\n"));
 	for (size_t i = 0; i < p->nlocations; i++) {
-		const struct symb_location *l = &p->locations[i];
+		const struct lpw_location *l = &p->locations[i];
 
-		if (l->mapping != SYMB_NO_MAPPING)
+		if (l->mapping != LPW_NO_MAPPING)
 			assert_true(l->address >= p->mappings[l->mapping].start &&
 				    l->address < p->mappings[l->mapping].limit);
 	}
@@ -771,7 +771,7 @@ static void test_offcpu_profile(void **state)
 		"worker;symb_test_leaf;do_syscall_64_[k];futex_wait_queue_[k];schedule_[k];"
 		"__schedule_[k] 1500000\n";
 	struct symb_built *cpu, *offcpu;
-	const struct symb_profile *p;
+	const struct lpw_profile *p;
 	struct symb_state s;
 	struct lps_enc e;
 	int64_t count = 0, ns = 0;
@@ -835,7 +835,7 @@ static void test_offcpu_profile(void **state)
 	assert_string_equal(out, want_offcpu);
 	free(out);
 	/* the flame graph shows time: the page formats nanoseconds as such */
-	out = output_of(p, symb_write_flamegraph);
+	out = output_of(p, lpw_write_flamegraph);
 	assert_non_null(
 		strstr(out, "\"type\":\"off_cpu\",\"unit\":\"nanoseconds\",\"total\":8000000,"));
 	free(out);
@@ -1070,7 +1070,7 @@ static void test_kernel_addresses_relative(void **state)
 					.clock = S("CLOCK_MONOTONIC"),
 					.producer = S("test"),
 					.kernel_base = mode ? (struct lps_str){0} : S("_text")};
-		const struct symb_profile *p;
+		const struct lpw_profile *p;
 		struct symb_built *b;
 		struct symb_state s;
 		struct lps_enc e;
@@ -1093,7 +1093,7 @@ static void test_kernel_addresses_relative(void **state)
 		assert_non_null(b);
 		p = symb_built_profile(b);
 		for (uint32_t i = 0; i < p->nlocations; i++) {
-			const struct symb_location *l = &p->locations[i];
+			const struct lpw_location *l = &p->locations[i];
 
 			if (!l->kernel)
 				continue;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The unwinder (symbolizer/unwind.c) on hand-built stacks and delta tables,
+ * The unwinder (symbolizer/unwind/unwind.c) on hand-built stacks and delta tables,
  * one test per frame shape and per stop reason, then on real stacks of this
  * process: a frame-pointer chain and a kernel signal frame.
  *

@@ -20,7 +20,7 @@
 
 #include <demangle.h>
 
-#include "dwarf.h"
+#include "debuginfo.h"
 
 /* Longest mangled name handed to libiberty (under 300 KiB of its stack). */
 #define SYMB_DEMANGLE_MAX 4096

@@ -47,7 +47,7 @@
 #include "lowprof/crc32c.h"
 #include "lowprof/log.h"
 
-/* schema/cache.sql, embedded by cache.cmake; NUL-terminated. */
+/* schema/cache.sql, embedded by this folder's CMakeLists.txt; NUL-terminated. */
 extern const char symb_cache_sql[];
 
 #define CACHE_APPLICATION_ID 0x4c505343 /* "LPSC"; as in cache.sql */

@@ -11,8 +11,8 @@
  * untrusted: libdw checks its own reads; names and files handed back are
  * bounded in length.
  */
-#ifndef LOWPROF_SYMB_DWARF_H
-#define LOWPROF_SYMB_DWARF_H
+#ifndef LOWPROF_SYMB_DEBUGINFO_H
+#define LOWPROF_SYMB_DEBUGINFO_H
 
 #include <gelf.h>
 #include <stdbool.h>
@@ -135,4 +135,4 @@ int symb_build_id_file_open(const char *dir, const uint8_t *build_id, size_t len
  */
 int symb_debug_file_match(Elf *bin, Elf *dbg, const void *dbg_file, size_t dbg_len);
 
-#endif /* LOWPROF_SYMB_DWARF_H */
+#endif /* LOWPROF_SYMB_DEBUGINFO_H */

@@ -12,16 +12,16 @@
  * inlined at its address, each with its file:line; writers show those as
  * frames of their own (folded, HTML) or as the location's Line list (pprof).
  */
-#ifndef LOWPROF_SYMB_PROFILE_H
-#define LOWPROF_SYMB_PROFILE_H
+#ifndef LOWPROF_WRITERS_H
+#define LOWPROF_WRITERS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define SYMB_NO_MAPPING UINT32_MAX
+#define LPW_NO_MAPPING UINT32_MAX
 
-struct symb_mapping {
+struct lpw_mapping {
 	const char *path;     /* "/usr/bin/foo", "[kernel.kallsyms]", "[vdso]" */
 	const char *build_id; /* lowercase hex, or NULL when unknown */
 	uint64_t start;	      /* normalized address space of this mapping: */
@@ -35,14 +35,14 @@ struct symb_mapping {
  * (of the address for the innermost one, of the call into the next inner
  * one for the others).
  */
-struct symb_line {
+struct lpw_line {
 	const char *function; /* never NULL */
 	const char *file;     /* source file as recorded in DWARF, or NULL */
 	uint32_t line;	      /* 0 when unknown */
 };
 
-struct symb_location {
-	uint32_t mapping;     /* index into profile->mappings, or SYMB_NO_MAPPING */
+struct lpw_location {
+	uint32_t mapping;     /* index into profile->mappings, or LPW_NO_MAPPING */
 	uint64_t address;     /* in the mapping's normalized space (file offset for
 			     user code, kernel virtual address for the kernel) */
 	const char *function; /* never NULL: symbol, "[unknown]", or "mod+0x1f";
@@ -55,11 +55,11 @@ struct symb_location {
 	 * address (the one named by function). nlines == 0 (lines may be
 	 * NULL): no source information, just function.
 	 */
-	const struct symb_line *lines;
+	const struct lpw_line *lines;
 	uint32_t nlines;
 };
 
-struct symb_stack {
+struct lpw_stack {
 	uint32_t pid;
 	const char *comm;     /* never NULL */
 	const uint32_t *locs; /* nlocs indices into profile->locations, leaf first */
@@ -67,21 +67,21 @@ struct symb_stack {
 	int64_t values[2]; /* one per profile->value_types, e.g. {count, ns} */
 };
 
-struct symb_value_type {
+struct lpw_value_type {
 	const char *type; /* "samples", "cpu", "off_cpu" */
 	const char *unit; /* "count", "nanoseconds" */
 };
 
-struct symb_profile {
-	const struct symb_mapping *mappings;
+struct lpw_profile {
+	const struct lpw_mapping *mappings;
 	size_t nmappings;
-	const struct symb_location *locations;
+	const struct lpw_location *locations;
 	size_t nlocations;
-	const struct symb_stack *stacks; /* distinct (pid, comm, stack) */
+	const struct lpw_stack *stacks; /* distinct (pid, comm, stack) */
 	size_t nstacks;
 
-	struct symb_value_type value_types[2]; /* {samples,count}, {cpu,nanoseconds} */
-	struct symb_value_type period_type;    /* {cpu,nanoseconds} */
+	struct lpw_value_type value_types[2]; /* {samples,count}, {cpu,nanoseconds} */
+	struct lpw_value_type period_type;    /* {cpu,nanoseconds} */
 	int64_t period;			       /* e.g. 1e9 / frequency */
 	int folded_value;		       /* which values[] index folded/HTML use */
 
@@ -104,7 +104,7 @@ struct symb_profile {
  * convention: the last Line is the caller the earlier ones were inlined
  * into), with Function.filename and Line.line set.
  */
-int symb_write_pprof(const struct symb_profile *p, int fd);
+int lpw_write_pprof(const struct lpw_profile *p, int fd);
 
 /*
  * Folded stacks, one line per distinct (comm, frames) after merging pids:
@@ -113,12 +113,12 @@ int symb_write_pprof(const struct symb_profile *p, int fd);
  * caller first ("outer;inlined"). Kernel frames get "_[k]" appended. ';'
  * and '\n' in names are replaced so the line format stays parseable.
  */
-int symb_write_folded(const struct symb_profile *p, int fd);
+int lpw_write_folded(const struct lpw_profile *p, int fd);
 
 /*
  * Self-contained interactive HTML flame graph (no network access needed).
  * Inlined functions are frames of their own, marked as inlined.
  */
-int symb_write_flamegraph(const struct symb_profile *p, int fd);
+int lpw_write_flamegraph(const struct lpw_profile *p, int fd);
 
-#endif /* LOWPROF_SYMB_PROFILE_H */
+#endif /* LOWPROF_WRITERS_H */

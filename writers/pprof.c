@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pprof writer: struct symb_profile -> profile.proto message -> gzip -> fd.
+ * pprof writer: struct lpw_profile -> profile.proto message -> gzip -> fd.
  *
  * The message is encoded directly, section by section, into a few growing
  * buffers: strings and functions are interned in the order the sections are
@@ -21,7 +21,7 @@
 
 #include "lowprof/files.h"
 #include "lowprof/log.h"
-#include "profile.h"
+#include "lowprof/writers.h"
 
 /* profile.proto's wire types and the field numbers used below */
 #define PB_VARINT 0
@@ -210,7 +210,7 @@ static void pb_packed(struct pp_buf *b, uint32_t field, const uint64_t *v, size_
 
 /*
  * Id of the function named name with source file file (NULL: unknown) in
- * mapping (SYMB_NO_MAPPING for none), adding it if new. Functions are one per
+ * mapping (LPW_NO_MAPPING for none), adding it if new. Functions are one per
  * (name, system_name, filename) as pprof merges them, and per mapping too:
  * the same name in two binaries stays two functions, as in the symbol tables
  * it came from. system_name is the name: demangled names are all we have.
@@ -257,7 +257,7 @@ static void pp_build_free(struct pp_build *b)
  * one. Counts the stacks' location ids and the locations' lines (at least
  * one each).
  */
-static int pp_check(const struct symb_profile *p, size_t *total_locs, size_t *total_lines)
+static int pp_check(const struct lpw_profile *p, size_t *total_locs, size_t *total_lines)
 {
 	size_t i, j, n = 0;
 
@@ -265,10 +265,10 @@ static int pp_check(const struct symb_profile *p, size_t *total_locs, size_t *to
 		return -EINVAL;
 	*total_lines = 0;
 	for (i = 0; i < p->nlocations; i++) {
-		const struct symb_location *sl = &p->locations[i];
+		const struct lpw_location *sl = &p->locations[i];
 		uint32_t m = sl->mapping;
 
-		if (m != SYMB_NO_MAPPING && m >= p->nmappings)
+		if (m != LPW_NO_MAPPING && m >= p->nmappings)
 			return -EINVAL;
 		if (sl->nlines && !sl->lines)
 			return -EINVAL;
@@ -284,7 +284,7 @@ static int pp_check(const struct symb_profile *p, size_t *total_locs, size_t *to
 	return 0;
 }
 
-static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t total_lines)
+static int pp_alloc(struct pp_build *b, const struct lpw_profile *p, size_t total_lines)
 {
 	/*
 	 * "", 2 value types, period type, "pid", "comm", then the profile's
@@ -309,7 +309,7 @@ static int pp_alloc(struct pp_build *b, const struct symb_profile *p, size_t tot
 
 /* ValueType {type = 1, unit = 2} as field of b. */
 static void pp_value_type(struct pp_build *b, struct pp_buf *out, uint32_t field,
-			  const struct symb_value_type *vt)
+			  const struct lpw_value_type *vt)
 {
 	int64_t type = pp_str(b, vt->type), unit = pp_str(b, vt->unit);
 
@@ -319,10 +319,10 @@ static void pp_value_type(struct pp_build *b, struct pp_buf *out, uint32_t field
 }
 
 /* Mapping {id 1, memory_start 2, memory_limit 3, file_offset 4, filename 5, build_id 6, has_functions 7} */
-static void pp_encode_mappings(struct pp_build *b, const struct symb_profile *p)
+static void pp_encode_mappings(struct pp_build *b, const struct lpw_profile *p)
 {
 	for (size_t i = 0; i < p->nmappings; i++) {
-		const struct symb_mapping *sm = &p->mappings[i];
+		const struct lpw_mapping *sm = &p->mappings[i];
 		int64_t filename = pp_str(b, sm->path), build_id = pp_str(b, sm->build_id);
 
 		pb_int(&b->sub, 1, i + 1);
@@ -341,18 +341,18 @@ static void pp_encode_mappings(struct pp_build *b, const struct symb_profile *p)
  * 1, line 2} per source line, innermost first as pprof wants them (the last
  * is the caller the others were inlined into), or just the function.
  */
-static void pp_encode_locations(struct pp_build *b, const struct symb_profile *p)
+static void pp_encode_locations(struct pp_build *b, const struct lpw_profile *p)
 {
 	for (size_t i = 0; i < p->nlocations; i++) {
-		const struct symb_location *sl = &p->locations[i];
+		const struct lpw_location *sl = &p->locations[i];
 		size_t k, n = sl->nlines ? sl->nlines : 1;
 
 		pb_int(&b->sub, 1, i + 1);
-		pb_int(&b->sub, 2, sl->mapping == SYMB_NO_MAPPING ? 0 : (uint64_t)sl->mapping + 1);
+		pb_int(&b->sub, 2, sl->mapping == LPW_NO_MAPPING ? 0 : (uint64_t)sl->mapping + 1);
 		pb_int(&b->sub, 3, sl->address);
 		for (k = 0; k < n; k++) {
 			if (sl->nlines) {
-				const struct symb_line *src = &sl->lines[k];
+				const struct lpw_line *src = &sl->lines[k];
 
 				pb_int(&b->sub2, 1,
 				       pp_func(b, src->function ? src->function : "[unknown]",
@@ -380,14 +380,14 @@ static void pp_encode_locations(struct pp_build *b, const struct symb_profile *p
  * Sample {location_id 1 (packed, leaf first as the stacks), value 2
  * (packed), label 3: {key "pid", num pid}, {key "comm", str comm}}
  */
-static void pp_encode_samples(struct pp_build *b, const struct symb_profile *p)
+static void pp_encode_samples(struct pp_build *b, const struct lpw_profile *p)
 {
 	int64_t pid_key = pp_str(b, "pid"), comm_key = pp_str(b, "comm");
 	uint64_t *ids = NULL;
 	size_t cap = 0;
 
 	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct symb_stack *st = &p->stacks[i];
+		const struct lpw_stack *st = &p->stacks[i];
 		uint64_t values[2] = {(uint64_t)st->values[0], (uint64_t)st->values[1]};
 		int64_t comm;
 
@@ -435,7 +435,7 @@ static void pb_append(struct pp_buf *b, const struct pp_buf *sec)
  * default_sample_type 14. Strings are interned in the order of the old
  * protobuf-c builder: header, mappings, locations, samples.
  */
-static int pp_encode(struct pp_build *b, const struct symb_profile *p)
+static int pp_encode(struct pp_build *b, const struct lpw_profile *p)
 {
 	struct pp_buf head = {0}, ptype = {0};
 	uint64_t *comments = pp_calloc(p->ncomments, sizeof(*comments));
@@ -508,7 +508,7 @@ static int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len
 	return 0;
 }
 
-int symb_write_pprof(const struct symb_profile *p, int fd)
+int lpw_write_pprof(const struct lpw_profile *p, int fd)
 {
 	struct pp_build b = {0};
 	uint8_t *gz = NULL;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * HTML flame graph writer: one self-contained file made of the template
- * flamegraph.html (embedded at build time as symb_flamegraph_html) with the
+ * flamegraph.html (embedded at build time as lpw_flamegraph_html) with the
  * profile's title and data spliced in at two markers.
  *
  * The data is the merged call tree, not the stacks: a root, one child per
@@ -29,15 +29,15 @@
 #include <unistd.h>
 
 #include "lowprof/log.h"
-#include "profile.h"
+#include "lowprof/writers.h"
 
-/* Generated from flamegraph.html by output.cmake. */
-extern const unsigned char symb_flamegraph_html[];
-extern const size_t symb_flamegraph_html_len;
+/* Generated from flamegraph.html by writers/CMakeLists.txt. */
+extern const unsigned char lpw_flamegraph_html[];
+extern const size_t lpw_flamegraph_html_len;
 
 #define FG_TITLE_MARK "@@LOWPROF_TITLE@@"
 #define FG_DATA_MARK  "@@LOWPROF_DATA@@"
-/* stdio's buffer for the output (see symb_write_flamegraph) */
+/* stdio's buffer for the output (see lpw_write_flamegraph) */
 #define FG_STDIO_BUF (1u << 20)
 
 enum fg_kind {
@@ -143,13 +143,13 @@ static uint32_t fg_child(struct fg_tree *t, uint32_t parent, uint32_t name, uint
 }
 
 /* Frames of a location: one per source line (inlined functions), else one. */
-static uint32_t fg_nframes(const struct symb_location *l)
+static uint32_t fg_nframes(const struct lpw_location *l)
 {
 	return l->nlines ? l->nlines : 1;
 }
 
 /* Name of frame k of l, innermost first (k < fg_nframes(l)). */
-static const char *fg_frame_name(const struct symb_location *l, uint32_t k)
+static const char *fg_frame_name(const struct lpw_location *l, uint32_t k)
 {
 	if (!l->nlines)
 		return l->function;
@@ -157,7 +157,7 @@ static const char *fg_frame_name(const struct symb_location *l, uint32_t k)
 }
 
 /* Kind of frame k of l: all but the outermost of several are inlined. */
-static uint8_t fg_frame_kind(const struct symb_location *l, uint32_t k)
+static uint8_t fg_frame_kind(const struct lpw_location *l, uint32_t k)
 {
 	if (!l->resolved)
 		return FG_UNRESOLVED;
@@ -180,7 +180,7 @@ static void fg_tree_free(struct fg_tree *t)
  * Builds the merged tree of p's stacks, counting values[folded_value].
  * Stacks with a value <= 0 are left out: they have no width to draw.
  */
-static int fg_tree_build(struct fg_tree *t, const struct symb_profile *p)
+static int fg_tree_build(struct fg_tree *t, const struct lpw_profile *p)
 {
 	size_t max_nodes = 1, nframes = 0, max_names, i;
 	uint32_t j, k;
@@ -220,7 +220,7 @@ static int fg_tree_build(struct fg_tree *t, const struct symb_profile *p)
 			t->frame_name[nframes++] = fg_name(t, fg_frame_name(&p->locations[i], k));
 	}
 	for (i = 0; i < p->nstacks; i++) {
-		const struct symb_stack *st = &p->stacks[i];
+		const struct lpw_stack *st = &p->stacks[i];
 		int64_t v = st->values[p->folded_value];
 		uint32_t cur;
 
@@ -230,7 +230,7 @@ static int fg_tree_build(struct fg_tree *t, const struct symb_profile *p)
 		cur = fg_child(t, 0, fg_name(t, st->comm), FG_PROCESS);
 		t->nodes[cur].value += v;
 		for (j = st->nlocs; j-- > 0;) {
-			const struct symb_location *l = &p->locations[st->locs[j]];
+			const struct lpw_location *l = &p->locations[st->locs[j]];
 			const uint32_t *names = &t->frame_name[t->loc_first[st->locs[j]]];
 
 			/* root first: the containing function, then what it inlined */
@@ -406,9 +406,9 @@ static void fg_put_node(FILE *f, bool sep, uint32_t name, uint32_t kind, int64_t
  * first use in the preorder walk, so unused names are dropped and the order
  * does not depend on the order of stacks.
  */
-static int fg_put_data(FILE *f, const struct fg_tree *t, const struct symb_profile *p)
+static int fg_put_data(FILE *f, const struct fg_tree *t, const struct lpw_profile *p)
 {
-	const struct symb_value_type *vt = &p->value_types[p->folded_value];
+	const struct lpw_value_type *vt = &p->value_types[p->folded_value];
 	uint32_t *remap, *order, nused = 0, i = 0;
 
 	remap = calloc(t->nnames, sizeof(*remap)); /* new index + 1, 0 = unused */
@@ -458,10 +458,10 @@ static int fg_put_data(FILE *f, const struct fg_tree *t, const struct symb_profi
 /* The template's bytes from *pos up to mark, written out; *pos moves past mark. */
 static int fg_put_until(FILE *f, size_t *pos, const char *mark)
 {
-	const unsigned char *tpl = symb_flamegraph_html;
+	const unsigned char *tpl = lpw_flamegraph_html;
 	const unsigned char *m;
 
-	m = memmem(tpl + *pos, symb_flamegraph_html_len - *pos, mark, strlen(mark));
+	m = memmem(tpl + *pos, lpw_flamegraph_html_len - *pos, mark, strlen(mark));
 	if (!m)
 		return -EINVAL;
 	fwrite(tpl + *pos, 1, m - (tpl + *pos), f);
@@ -469,7 +469,7 @@ static int fg_put_until(FILE *f, size_t *pos, const char *mark)
 	return 0;
 }
 
-static int fg_write(FILE *f, const struct fg_tree *t, const struct symb_profile *p)
+static int fg_write(FILE *f, const struct fg_tree *t, const struct lpw_profile *p)
 {
 	size_t pos = 0;
 	int err;
@@ -484,11 +484,11 @@ static int fg_write(FILE *f, const struct fg_tree *t, const struct symb_profile 
 	err = fg_put_data(f, t, p);
 	if (err)
 		return err;
-	fwrite(symb_flamegraph_html + pos, 1, symb_flamegraph_html_len - pos, f);
+	fwrite(lpw_flamegraph_html + pos, 1, lpw_flamegraph_html_len - pos, f);
 	return 0;
 }
 
-int symb_write_flamegraph(const struct symb_profile *p, int fd)
+int lpw_write_flamegraph(const struct lpw_profile *p, int fd)
 {
 	struct fg_tree t = {0};
 	char *buf = NULL;

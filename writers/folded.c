@@ -21,18 +21,18 @@
 
 #include "lowprof/files.h"
 #include "lowprof/log.h"
-#include "profile.h"
+#include "lowprof/writers.h"
 
 #define FOLDED_KSUFFIX "_[k]"
 
 /* Frames of a location: one per source line (inlined functions), else one. */
-static uint32_t folded_nframes(const struct symb_location *l)
+static uint32_t folded_nframes(const struct lpw_location *l)
 {
 	return l->nlines ? l->nlines : 1;
 }
 
 /* Name of frame k of l, innermost first (k < folded_nframes(l)). */
-static const char *folded_frame(const struct symb_location *l, uint32_t k)
+static const char *folded_frame(const struct lpw_location *l, uint32_t k)
 {
 	if (!l->nlines)
 		return l->function;
@@ -321,14 +321,14 @@ static void folded_emit(struct folded_out *o, const struct folded_tab *t,
  * kernel frames with their suffix), then each stack is its comm and its
  * locations' tokens, root first. Returns 0 or -ENOMEM.
  */
-static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint32_t **loc_first,
+static int folded_lines(const struct lpw_profile *p, struct folded_tab *t, uint32_t **loc_first,
 			uint32_t **loc_toks, uint32_t **seqs, struct folded_line **lines)
 {
 	size_t text = 0, nfr = 0, nseq = 0, ntoks, i, j, pos;
 	uint32_t k, *lt, *sq;
 
 	for (i = 0; i < p->nlocations; i++) {
-		const struct symb_location *l = &p->locations[i];
+		const struct lpw_location *l = &p->locations[i];
 
 		for (k = 0; k < folded_nframes(l); k++)
 			text += strlen(folded_frame(l, k)) +
@@ -362,7 +362,7 @@ static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint
 	lt = *loc_toks;
 	pos = 0;
 	for (i = 0; i < p->nlocations; i++) {
-		const struct symb_location *l = &p->locations[i];
+		const struct lpw_location *l = &p->locations[i];
 
 		(*loc_first)[i] = (uint32_t)pos;
 		for (k = folded_nframes(l); k-- > 0;)
@@ -372,7 +372,7 @@ static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint
 	(*loc_first)[p->nlocations] = (uint32_t)pos;
 	sq = *seqs;
 	for (i = 0; i < p->nstacks; i++) {
-		const struct symb_stack *st = &p->stacks[i];
+		const struct lpw_stack *st = &p->stacks[i];
 		struct folded_line *l = &(*lines)[i];
 
 		l->seq = sq;
@@ -393,7 +393,7 @@ static int folded_lines(const struct symb_profile *p, struct folded_tab *t, uint
 /* write(2)'s chunk: a profile of a MiB in a few calls */
 #define FOLDED_OUT_BUF (1u << 20)
 
-int symb_write_folded(const struct symb_profile *p, int fd)
+int lpw_write_folded(const struct lpw_profile *p, int fd)
 {
 	struct folded_tab t = {0};
 	struct folded_line *lines = NULL;

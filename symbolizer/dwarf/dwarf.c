@@ -29,7 +29,7 @@
  * libdw objects are not safe for concurrent use, so neither is a
  * struct symb_dwarf: one thread at a time.
  */
-#include <dwarf.h> /* the system's: see dwarf.cmake */
+#include <dwarf.h> /* the system's DW_* constants */
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -45,12 +45,8 @@
 #include <libdeflate.h>
 #include <unistd.h>
 
-#include "dwarf.h"
+#include "debuginfo.h"
 #include "lowprof/grow.h"
-
-#ifndef _DWARF_H
-#error "<dwarf.h> found lowprof's symbolizer/dwarf.h: build without symbolizer/ on the -I path"
-#endif
 
 /* Bytes of strings kept per object; real binaries need a few MiB at most. */
 #define DW_ARENA_MAX   (64u << 20)
