@@ -32,7 +32,7 @@
 #include "lowprof/user.h"
 #include "lowprof/writers.h"
 #include "sandbox.h"
-#include "symb_int.h"
+#include "build.h"
 #include "symbolizer.h"
 
 /*
@@ -381,7 +381,7 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 		int err = lp_ring__read(ring, &data, &len);
 
 		if (err == 0) {
-			err = symb_state_feed(s, data, len);
+			err = symb_state__feed(s, data, len);
 			if (err == -EPROTO)
 				return err;
 			if (err != -ENOMEM)
@@ -409,8 +409,8 @@ static int consume(struct lp_ring *ring, struct symb_state *s)
 			ns = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull + t.tv_nsec;
 			if (ns - last_progress >= PROGRESS_EVERY_NS) {
 				lp_debug("%llu records, %llu samples",
-					 (unsigned long long)s->n.records,
-					 (unsigned long long)s->n.samples);
+					 (unsigned long long)symb_state__counters(s)->records,
+					 (unsigned long long)symb_state__counters(s)->samples);
 				last_progress = ns;
 			}
 		}
@@ -510,7 +510,7 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 			lp_err("capture: reading: %s", strerror(-err));
 			break;
 		}
-		err = symb_state_feed(s, rec, len);
+		err = symb_state__feed(s, rec, len);
 		if (err == -EPROTO)
 			break;
 		if (err == -ENOMEM) {
@@ -519,13 +519,15 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 		}
 		if (stop_signal)
 			break;
-		if (!(s->n.records & 1023))
+		if (!(symb_state__counters(s)->records & 1023))
 			replay_heap_advise();
-		if (tty && !(s->n.records & 1023) && mono_ns() - last >= 500000000ull) {
+		if (tty && !(symb_state__counters(s)->records & 1023) &&
+		    mono_ns() - last >= 500000000ull) {
 			last = mono_ns();
 			fprintf(stderr, "\rreplay: %3.0f%%  %llu records, %llu samples ",
 				size ? 100.0 * lpc_reader__offset(rd) / size : 0.0,
-				(unsigned long long)s->n.records, (unsigned long long)s->n.samples);
+				(unsigned long long)symb_state__counters(s)->records,
+				(unsigned long long)symb_state__counters(s)->samples);
 		}
 	}
 	if (tty)
@@ -639,6 +641,7 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool off_cpu,
 			 int fds[NOUT], const struct lpc_reader *rd)
 {
+	const struct symb_meta *m = symb_state__meta(s);
 	struct symb_built *cpu, *offcpu = NULL;
 	int rc = 0;
 
@@ -646,7 +649,7 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 	if (off_cpu)
 		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, &rc);
 	if (!o->quiet_summary) {
-		symb_print_summary(s, cpu, offcpu, STDOUT_FILENO);
+		symb_print_summary(s, cpu, offcpu, off_cpu, STDOUT_FILENO);
 		if (rd)
 			print_capture(rd, o->capture_path, STDOUT_FILENO);
 		if (o->resumed)
@@ -656,13 +659,13 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 				"the profile covers %.2f s from %.2f s into it (%llu records "
 				"before "
 				"the collector's metadata skipped)\n",
-				s->first_ns && s->last_ns > s->first_ns
-					? (s->last_ns - s->first_ns) / 1e9
+				m->first_ns && m->last_ns > m->first_ns
+					? (m->last_ns - m->first_ns) / 1e9
 					: 0.0,
-				s->first_ns > s->start_mono_ns
-					? (s->first_ns - s->start_mono_ns) / 1e9
+				m->first_ns > m->start_mono_ns
+					? (m->first_ns - m->start_mono_ns) / 1e9
 					: 0.0,
-				(unsigned long long)s->n.skipped_resume);
+				(unsigned long long)symb_state__counters(s)->skipped_resume);
 	}
 	symb_built_free(cpu);
 	symb_built_free(offcpu);
@@ -707,7 +710,7 @@ static int open_capture(const struct symb_opts *o)
  * no-procmap-query): its buildid records, the live symbolizer's notes, come
  * after the samples that needed their files, so they are read first, in a
  * pass of their own over the file; objects then take them when the stream
- * creates them (symb_state_note_build_id). Other captures hold none: the
+ * creates them (symb_state__note_build_id). Other captures hold none: the
  * pass stops at the meta record. Damage is the main pass's to report.
  */
 static void read_noted_build_ids(int fd, struct symb_state *s)
@@ -740,7 +743,7 @@ static void read_noted_build_ids(int fd, struct symb_state *s)
 			continue;
 		}
 		if (type == LPS_BUILDID && !lps_decode(rec, len, &r) &&
-		    !symb_state_note_build_id(s, &r.buildid))
+		    !symb_state__note_build_id(s, &r.buildid))
 			n++;
 	}
 	lpc_reader__free(rd);
@@ -764,34 +767,127 @@ static int start_replay(const struct symb_opts *o, int fd, struct lpc_reader **r
 	return 0;
 }
 
+/*
+ * The state the stream is fed into, once everything it is given is open:
+ * the cache, the file channel. NULL: said why.
+ */
+static struct symb_state *new_state(const struct symb_opts *o, bool off_cpu, bool replay,
+				    bool resumed, struct symb_cache *cache, int files_fd)
+{
+	struct symb_state_opts so = {
+		.sz = sizeof(so),
+		.off_cpu = off_cpu,
+		.wait_meta = resumed,
+		.replay = replay,
+		.cache = cache,
+		.debug_dirs = o->debug_dirs,
+		.files_fd = files_fd,
+	};
+	struct symb_state *s = symb_state__new(&so);
+
+	if (!s)
+		lp_err("symbolizer state: %m");
+	return s;
+}
+
+/*
+ * Reads the capture o names into a new state *s. Returns 0 when what was
+ * read is to be written (*err: how reading ended), -1 when nothing is (said
+ * why).
+ */
+static int run_replay(const struct symb_opts *o, int cap_fd, struct symb_cache *cache,
+		      struct lpc_reader **rd, struct symb_state **s, int *err)
+{
+	struct lpc_stats st;
+
+	if (start_replay(o, cap_fd, rd))
+		return -1;
+	*s = new_state(o, true, true, o->resumed, cache, -1);
+	if (!*s || (!o->no_sandbox && symb_sandbox_enter()))
+		return -1;
+	read_noted_build_ids(cap_fd, *s);
+	lpc_reader__stats(*rd, &st);
+	*err = consume_capture(*rd, *s, st.file_bytes, o->progress);
+	return 0;
+}
+
+/* The collector's ring, as attach_ring maps it; freed by symb_run. */
+struct ring_att {
+	void *mem;
+	size_t size;
+	struct lp_ring *ring;
+	int files_fd; /* the file channel; -1: none */
+};
+
+/*
+ * Attaches to the collector's ring and consumes it into a new state *s.
+ * Returns as run_replay does.
+ */
+static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *cache,
+		    struct ring_att *att, struct symb_state **s, int *err)
+{
+	bool resumed;
+
+	if (attach_ring(o, &att->mem, &att->size, &att->ring, &att->files_fd, NULL, &resumed))
+		return -1;
+	if (resumed)
+		lp_info("ring: resuming a run in progress; records before the "
+			"collector's metadata are skipped");
+	*s = new_state(o, off_cpu, false, o->resumed || resumed, cache, att->files_fd);
+	/* everything opened that needs more than the sandbox allows */
+	if (!*s || (!o->no_sandbox && symb_sandbox_enter()))
+		return -1;
+	*err = consume(att->ring, *s);
+	return 0;
+}
+
+/* As the final user, so that the database and its WAL files are ours. NULL: none. */
+static struct symb_cache *open_cache(const struct symb_opts *o)
+{
+	struct symb_cache *cache = NULL;
+
+	if (!o->cache_path)
+		return NULL;
+	if (symb_cache__open(o->cache_path, o->cache_size, &cache)) /* cache.c said why */
+		lp_warn("cache: running without the symbol cache (give --cache PATH in "
+			"a directory this user can write, or --no-cache)");
+	/* its files are open: from here on it makes none (the sandbox) */
+	if (!o->no_sandbox)
+		symb_cache__seal(cache);
+	return cache;
+}
+
+static void report_files(const struct symb_state *s)
+{
+	const struct symb_objects_stats *st = symb_state__objects_stats(s);
+
+	if (st->files.asked)
+		lp_info("files: asked the collector for %llu files: %llu received, %llu not "
+			"found or refused, %llu unanswered",
+			(unsigned long long)st->files.asked, (unsigned long long)st->files.received,
+			(unsigned long long)st->files.refused,
+			(unsigned long long)st->files.timeouts);
+}
+
 int symb_run(const struct symb_opts *o)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct lpc_reader *rd = NULL;
 	bool replay = o->capture_path || o->capture_fd >= 0, off_cpu = o->off_cpu || replay;
 	int cap_fd = -1;
-	struct lp_ring *ring = NULL;
+	struct ring_att att = {.files_fd = -1};
 	struct symb_cache *cache = NULL;
 	int fds[NOUT] = {-1, -1, -1, -1, -1, -1};
-	struct symb_state s;
-	void *mem = NULL;
-	size_t size = 0;
-	int err, rc = 1;
+	struct symb_state *s = NULL;
+	int err = 0, rc = 1;
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	symb_state_init(&s);
-	s.files_fd = -1;
-	s.off_cpu = off_cpu;
-	s.replay = replay;
-	s.wait_meta = o->resumed;
-	if (o->check_sandbox) {
-		symb_state_free(&s);
+	if (o->check_sandbox)
 		return check_sandbox(o);
-	}
 
 	if (replay) {
 		replay_malloc_tuning();
@@ -814,76 +910,36 @@ int symb_run(const struct symb_opts *o)
 		if (getppid() != o->parent)
 			goto out;
 	}
-	/* as the final user, so that the database and its WAL files are ours */
-	if (o->cache_path) {
-		err = symb_cache__open(o->cache_path, o->cache_size, &cache);
-		if (err) /* cache.c said why */
-			lp_warn("cache: running without the symbol cache (give --cache PATH in "
-				"a directory this user can write, or --no-cache)");
-		/* its files are open: from here on it makes none (the sandbox) */
-		if (!o->no_sandbox)
-			symb_cache__seal(cache);
-		s.cache = cache;
-	}
-	s.debug_dirs = o->debug_dirs;
-	if (replay) {
-		struct lpc_stats st;
-
-		err = start_replay(o, cap_fd, &rd);
-		if (err)
-			goto out;
-		if (!o->no_sandbox && symb_sandbox_enter())
-			goto out;
-		read_noted_build_ids(cap_fd, &s);
-		lpc_reader__stats(rd, &st);
-		err = consume_capture(rd, &s, st.file_bytes, o->progress);
-	} else {
-		bool resumed;
-
-		err = attach_ring(o, &mem, &size, &ring, &s.files_fd, NULL, &resumed);
-		if (err)
-			goto out;
-		if (resumed) {
-			lp_info("ring: resuming a run in progress; records before the "
-				"collector's metadata are skipped");
-			s.wait_meta = true;
-		}
-		s.have_files = s.files_fd >= 0;
-		/* everything opened that needs more than the sandbox allows */
-		if (!o->no_sandbox && symb_sandbox_enter())
-			goto out;
-		err = consume(ring, &s);
-	}
+	cache = open_cache(o);
+	if (replay ? run_replay(o, cap_fd, cache, &rd, &s, &err)
+		   : run_live(o, off_cpu, cache, &att, &s, &err))
+		goto out;
 	if (err == -EPROTO)
 		goto out;
-	if (!s.have_meta)
+	if (!symb_state__meta(s)->have_meta)
 		lp_warn("the stream had no metadata record; times and rates are unknown");
-	if (replay && !s.offcpu_meta.on && !s.n.offcpu_samples) {
+	if (replay && !symb_state__meta(s)->offcpu.on && !symb_state__counters(s)->offcpu_samples) {
 		close_unused_offcpu(fds);
-		off_cpu = s.off_cpu = false;
+		off_cpu = false;
 	}
 	/* a corrupt ring or no memory: what was read is written, but the run failed */
-	rc = write_outputs(&s, o, off_cpu, fds, rd) || err ? 1 : 0;
-	if (s.files.asked)
-		lp_info("files: asked the collector for %llu files: %llu received, %llu not "
-			"found or refused, %llu unanswered",
-			(unsigned long long)s.files.asked, (unsigned long long)s.files.received,
-			(unsigned long long)s.files.refused, (unsigned long long)s.files.timeouts);
+	rc = write_outputs(s, o, off_cpu, fds, rd) || err ? 1 : 0;
+	report_files(s);
 	for (int i = 0; i < NOUT; i++)
 		fds[i] = -1;
 out:
 	for (int i = 0; i < NOUT; i++)
 		if (fds[i] >= 0 && o->out_dir)
 			close(fds[i]);
-	lp_ring__free(ring);
+	lp_ring__free(att.ring);
 	lpc_reader__free(rd);
 	if (cap_fd >= 0 && cap_fd != o->capture_fd)
 		close(cap_fd);
-	if (mem)
-		munmap(mem, size);
-	if (s.files_fd >= 0 && s.files_fd != o->files_fd)
-		close(s.files_fd);
-	symb_state_free(&s);
+	if (att.mem)
+		munmap(att.mem, att.size);
+	if (att.files_fd >= 0 && att.files_fd != o->files_fd)
+		close(att.files_fd);
+	symb_state__free(s);
 	symb_cache__close(cache);
 	return rc;
 }

@@ -65,3 +65,9 @@ char *lp_sanitize(char *dst, size_t cap, const char *str, size_t len)
 	dst[o] = '\0';
 	return dst;
 }
+
+char *lp_sanitize_name(char *dst, size_t cap, const char *name)
+{
+	return lp_sanitize(dst, cap < LP_NAME_PRINT_MAX + 4 ? cap : LP_NAME_PRINT_MAX + 4, name,
+			   strlen(name));
+}

@@ -29,7 +29,6 @@
 
 #include "cache.h"
 #include "lowprof/log.h"
-#include "symb_int.h"
 #include "symb_test.h"
 
 static double now_ms(void)
@@ -65,11 +64,12 @@ static void drop_from_page_cache(const char *path)
 static double load_once(const char *path, struct symb_cache *c, const char *db, uint64_t *rows,
 			size_t *syms)
 {
-	struct symb_state s;
+	const struct symb_obj *o;
+	struct symb_objects *s;
 	double t0, t;
 
-	if (symb_test_state_with(&s, path, c, debug_dirs[0] ? debug_dirs : NULL)) {
-		symb_state_free(&s);
+	if (symb_test_objects_with(&s, path, c, debug_dirs[0] ? debug_dirs : NULL)) {
+		symb_objects__free(s);
 		return -1;
 	}
 	if (drop_pages) {
@@ -77,11 +77,11 @@ static double load_once(const char *path, struct symb_cache *c, const char *db, 
 		drop_from_page_cache(db);
 	}
 	t0 = now_ms();
-	symb_obj_load(&s, &s.objs[0]);
+	o = symb_objects__load(s, 0);
 	t = now_ms() - t0;
-	*rows = s.objs[0].deltas.n;
-	*syms = s.objs[0].elf ? symb_elf__nsyms(s.objs[0].elf) : 0;
-	symb_state_free(&s);
+	*rows = o->deltas.n;
+	*syms = o->elf ? symb_elf__nsyms(o->elf) : 0;
+	symb_objects__free(s);
 	return t;
 }
 

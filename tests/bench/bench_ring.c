@@ -5,10 +5,10 @@
  * consumer's view read-only, as in a live run), and read back by the
  * symbolizer's loop, timed, in two ways:
  *
- *   in place   lp_ring__peek, symb_state_feed on the shared bytes,
+ *   in place   lp_ring__peek, symb_state__feed on the shared bytes,
  *              lp_ring__consume (the read path before records were copied)
  *   copied     lp_ring__read (one copy into private memory), then
- *              symb_state_feed on the copy (the symbolizer's path now)
+ *              symb_state__feed on the copy (the symbolizer's path now)
  *
  * each with its own ring and symbolizer state, warmed by one untimed pass
  * (binaries parsed, tables built, the ring's pages faulted in), then
@@ -34,7 +34,7 @@
 #include "lowprof/capture.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
-#include "symb_int.h"
+#include "ingest.h"
 
 static uint64_t ring_data = 8u << 20; /* -r: 2 CPUs at 99 Hz (README, Sizing) */
 
@@ -161,7 +161,7 @@ static double drain(struct ring *g, struct symb_state *s, enum mode m, volatile 
 		if (err)
 			break;
 		if (m == IN_PLACE || m == COPIED)
-			symb_state_feed(s, data, len);
+			symb_state__feed(s, data, len);
 		else
 			*sink += len ? ((const uint8_t *)data)[len - 1] : 0;
 		if (m == IN_PLACE || m == PEEK_ONLY)
@@ -197,7 +197,8 @@ static int ring_mib(const char *arg)
 
 int main(int argc, char **argv)
 {
-	struct symb_state st[NMODES];
+	struct symb_state_opts so = {.sz = sizeof(so), .files_fd = -1};
+	struct symb_state *st[NMODES];
 	struct ring g[NMODES] = {0};
 	struct recs r = {0};
 	double *t[NMODES];
@@ -221,21 +222,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int m = 0; m < NMODES; m++) {
-		symb_state_init(&st[m]);
-		st[m].files_fd = -1; /* no collector: binaries are opened by path */
+		/* no collector (files_fd -1): binaries are opened by path */
+		st[m] = symb_state__new(&so);
 		t[m] = calloc((size_t)rounds, sizeof(double));
-		if (!t[m] || ring_new(&g[m])) {
+		if (!st[m] || !t[m] || ring_new(&g[m])) {
 			fprintf(stderr, "bench_ring: making a ring: %m\n");
 			return 1;
 		}
-		pass(&g[m], &r, &st[m], (enum mode)m); /* warm-up, untimed */
+		pass(&g[m], &r, st[m], (enum mode)m); /* warm-up, untimed */
 	}
 	for (int i = 0; i < rounds; i++)
 		for (int m = 0; m < NMODES; m++)
-			t[m][i] = pass(&g[m], &r, &st[m], (enum mode)m);
+			t[m][i] = pass(&g[m], &r, st[m], (enum mode)m);
 	printf("%zu records, %.1f MiB, %llu samples per pass, a %llu MiB ring; median of %d "
 	       "passes:\n",
-	       r.n, r.bytes / 1048576.0, (unsigned long long)st[COPIED].n.samples / (rounds + 1),
+	       r.n, r.bytes / 1048576.0,
+	       (unsigned long long)symb_state__counters(st[COPIED])->samples / (rounds + 1),
 	       (unsigned long long)(ring_data >> 20), rounds);
 	for (int m = 0; m < NMODES; m++) {
 		qsort(t[m], (size_t)rounds, sizeof(double), cmp_d);

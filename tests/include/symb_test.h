@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * For tests and benchmarks of the symbolizer's loading path (objects.c):
- * a state that knows one file, mapped by this process, as the ring would
- * tell it. Header-only, so each target compiles it with its own flags.
+ * For tests and benchmarks of the symbolizer's loading path (objects/): an
+ * object table that knows one file, mapped by this process, as the ring
+ * would tell it. Header-only, so each target compiles it with its own
+ * flags.
  */
 #ifndef LOWPROF_TESTS_SYMB_TEST_H
 #define LOWPROF_TESTS_SYMB_TEST_H
@@ -14,24 +15,25 @@
 #include <unistd.h>
 
 #include "lowprof/schema.h"
-#include "symb_int.h"
+#include "objects.h"
 
 /*
- * Inits s with cache c (may be NULL) and debug_dirs (may be NULL), and
- * feeds one mapping of path by this process: its objs[0]. Returns 0 or a
- * negative errno; s is to be freed (symb_state_free) either way.
+ * A new table in *t with cache c (may be NULL) and debug_dirs (may be NULL)
+ * that knows one mapping of path by this process: its object 0. Returns 0
+ * or a negative errno; *t is to be freed (symb_objects__free) either way.
  */
-static inline int symb_test_state_with(struct symb_state *s, const char *path, struct symb_cache *c,
-				       const char *const *debug_dirs)
+static inline int symb_test_objects_with(struct symb_objects **t, const char *path,
+					 struct symb_cache *c, const char *const *debug_dirs)
 {
-	uint8_t buf[8192];
-	struct lps_enc e;
-	struct stat st;
+	struct symb_objects_opts o = {
+		.sz = sizeof(o), .seed = 1, .cache = c, .debug_dirs = debug_dirs, .files_fd = -1};
 	struct lps_mapping m;
+	struct stat st;
+	uint32_t idx;
 
-	symb_state_init(s);
-	s->cache = c;
-	s->debug_dirs = debug_dirs;
+	*t = symb_objects__new(&o);
+	if (!*t)
+		return -errno;
 	if (stat(path, &st))
 		return -errno;
 	m = (struct lps_mapping){.start = 0x10000000,
@@ -42,11 +44,7 @@ static inline int symb_test_state_with(struct symb_state *s, const char *path, s
 				 .inode = st.st_ino,
 				 .prot = LPS_PROT_R | LPS_PROT_X,
 				 .path = {path, (uint32_t)strlen(path)}};
-	lps_enc_init_fixed(&e, buf, sizeof(buf));
-	lps_enc_maps_begin(&e, 1, (uint32_t)getpid(), false, 1);
-	lps_enc_mapping(&e, &m);
-	if (lps_enc_len(&e) < 0 || symb_state_feed(s, buf, (size_t)lps_enc_len(&e)) ||
-	    s->nobjs != 1)
+	if (symb_objects__intern(*t, &m, (uint32_t)getpid(), &idx) || idx != 0)
 		return -EINVAL;
 	return 0;
 }

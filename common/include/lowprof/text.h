@@ -19,4 +19,14 @@
  */
 char *lp_sanitize(char *dst, size_t cap, const char *s, size_t len);
 
+/* Printed names (summaries, warnings) are cut to this many bytes, then "...". */
+#define LP_NAME_PRINT_MAX 200
+
+/*
+ * lp_sanitize of a NUL-terminated name into dst (cap >= LP_NAME_PRINT_MAX +
+ * 4): names longer than LP_NAME_PRINT_MAX bytes are cut at a character
+ * boundary and end in "...". Returns dst.
+ */
+char *lp_sanitize_name(char *dst, size_t cap, const char *name);
+
 #endif /* LOWPROF_TEXT_H */

@@ -16,21 +16,24 @@
 #include <unistd.h>
 
 #include "lowprof/log.h"
-#include "symb_int.h"
+#include "build.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	/* ignoring off-CPU samples is the trivial path */
+	struct symb_state_opts so = {
+		.sz = sizeof(so), .offline = true, .off_cpu = true, .files_fd = -1};
 	static int devnull = -1;
-	struct symb_state s;
 	struct symb_built *b[SYMB_KIND__COUNT];
+	struct symb_state *s;
 
 	if (devnull < 0) {
 		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		lp_log_init("fuzz", LP_LOG_ERROR);
 	}
-	symb_state_init(&s);
-	s.offline = true;
-	s.off_cpu = true; /* ignoring off-CPU samples is the trivial path */
+	s = symb_state__new(&so);
+	if (!s)
+		return 0;
 	while (size >= 4) {
 		size_t len = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 |
 			     (size_t)data[3] << 24;
@@ -42,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = size;
 		rec = malloc(len ? len : 1); /* exact size: ASan sees overreads */
 		memcpy(rec, data, len);
-		int err = symb_state_feed(&s, rec, len);
+		int err = symb_state__feed(s, rec, len);
 
 		free(rec);
 		data += len;
@@ -51,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	for (int k = 0; k < SYMB_KIND__COUNT; k++) {
-		b[k] = symb_build(&s, (enum symb_kind)k);
+		b[k] = symb_build(s, (enum symb_kind)k);
 		if (b[k]) {
 			const struct lpw_profile *p = symb_built_profile(b[k]);
 
@@ -60,9 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			lpw_write_flamegraph(p, devnull);
 		}
 	}
-	symb_print_summary(&s, b[SYMB_KIND_CPU], b[SYMB_KIND_OFFCPU], devnull);
+	symb_print_summary(s, b[SYMB_KIND_CPU], b[SYMB_KIND_OFFCPU], true, devnull);
 	for (int k = 0; k < SYMB_KIND__COUNT; k++)
 		symb_built_free(b[k]);
-	symb_state_free(&s);
+	symb_state__free(s);
 	return 0;
 }

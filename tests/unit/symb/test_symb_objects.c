@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * How the symbolizer loads an object's tables (symbolizer/objects.c), on
+ * How the symbolizer loads an object's tables (symbolizer/objects/), on
  * fixtures built for it (CMakeLists.txt): two programs that claim one
  * build-id, a separate debug file of one of them, stripped copies with and
  * without a .gnu_debuglink.
@@ -35,7 +35,6 @@
 #include "debuginfo.h"
 #include "ident.h"
 #include "lowprof/schema.h"
-#include "symb_int.h"
 #include "symb_test.h"
 
 struct fx {
@@ -81,12 +80,11 @@ static int fx_teardown(void **state)
 	return 0;
 }
 
-static struct symb_obj *load(struct symb_state *s, const char *path, struct symb_cache *c,
-			     const char *const *dirs)
+static const struct symb_obj *load(struct symb_objects **s, const char *path, struct symb_cache *c,
+				   const char *const *dirs)
 {
-	assert_int_equal(symb_test_state_with(s, path, c, dirs), 0);
-	symb_obj_load(s, &s->objs[0]);
-	return &s->objs[0];
+	assert_int_equal(symb_test_objects_with(s, path, c, dirs), 0);
+	return symb_objects__load(*s, 0);
 }
 
 /* A function's address in an unstripped fixture's .symtab. */
@@ -189,9 +187,10 @@ static const char *debug_dir(struct fx *f, const char *name, const char *debug, 
 	return d;
 }
 
-static void free_state(struct symb_state *s)
+static void free_state(struct symb_objects **s)
 {
-	symb_state_free(s);
+	symb_objects__free(*s);
+	*s = NULL;
 }
 
 /*
@@ -202,8 +201,8 @@ static void test_claimed_build_id_is_not_a_key(void **state)
 {
 	struct fx *f = *state;
 	const char *a = fixture("ident_a"), *b = fixture("ident_b");
-	struct symb_state s;
-	struct symb_obj *o;
+	struct symb_objects *s;
+	const struct symb_obj *o;
 	char key_a[SYMB_CACHE_KEY_MAX], key_b[SYMB_CACHE_KEY_MAX];
 
 	o = load(&s, b, f->cache, NULL);
@@ -217,9 +216,9 @@ static void test_claimed_build_id_is_not_a_key(void **state)
 	assert_string_equal(o->build_id, &IDENT_ID[2]);
 	expect_name(o, a, "ident_a_alpha");
 	expect_name(o, a, "ident_a_beta");
-	assert_int_equal(s.n.cache_hits, 0);
-	assert_int_equal(s.n.parsed_symbols, 1);
-	assert_int_equal(s.n.parsed_deltas, 1);
+	assert_int_equal(symb_objects__stats(s)->cache_hits, 0);
+	assert_int_equal(symb_objects__stats(s)->parsed_symbols, 1);
+	assert_int_equal(symb_objects__stats(s)->parsed_deltas, 1);
 	assert_non_null(o->key);
 	snprintf(key_a, sizeof(key_a), "%s", o->key);
 	assert_string_not_equal(key_a, key_b);
@@ -229,12 +228,13 @@ static void test_claimed_build_id_is_not_a_key(void **state)
 	/* both from the cache now, each its own */
 	o = load(&s, a, f->cache, NULL);
 	expect_name(o, a, "ident_a_alpha");
-	assert_int_equal(s.n.cache_hits, 2);
-	assert_int_equal(s.n.parsed_symbols + s.n.parsed_deltas, 0);
+	assert_int_equal(symb_objects__stats(s)->cache_hits, 2);
+	assert_int_equal(
+		symb_objects__stats(s)->parsed_symbols + symb_objects__stats(s)->parsed_deltas, 0);
 	free_state(&s);
 	o = load(&s, b, f->cache, NULL);
 	expect_name(o, b, "ident_b_one");
-	assert_int_equal(s.n.cache_hits, 2);
+	assert_int_equal(symb_objects__stats(s)->cache_hits, 2);
 	free_state(&s);
 }
 
@@ -245,8 +245,8 @@ static void test_claimed_build_id_is_not_a_key(void **state)
 static void expect_debug(const char *path, const char *const *dirs, const char *unstripped,
 			 const char *fn, bool named)
 {
-	struct symb_state s;
-	struct symb_obj *o = load(&s, path, NULL, dirs);
+	struct symb_objects *s;
+	const struct symb_obj *o = load(&s, path, NULL, dirs);
 
 	if (named)
 		expect_name(o, unstripped, fn);
@@ -291,8 +291,8 @@ static void expect_keyed(struct fx *f, const char *path, const char *const *dirs
 			 const char *unstripped, const char *fn, bool named, bool with_debug,
 			 uint64_t hits)
 {
-	struct symb_state s;
-	struct symb_obj *o = load(&s, path, f->cache, dirs);
+	struct symb_objects *s;
+	const struct symb_obj *o = load(&s, path, f->cache, dirs);
 
 	if (named)
 		expect_name(o, unstripped, fn);
@@ -300,7 +300,7 @@ static void expect_keyed(struct fx *f, const char *path, const char *const *dirs
 		expect_unnamed(o, unstripped, fn);
 	assert_non_null(o->key);
 	assert_int_equal(strchr(o->key, '+') != NULL, with_debug);
-	assert_int_equal(s.n.cache_hits, hits);
+	assert_int_equal(symb_objects__stats(s)->cache_hits, hits);
 	free_state(&s);
 }
 
@@ -362,8 +362,8 @@ static void test_memo_serves_lookups_only(void **state)
 	char key_b[SYMB_CACHE_KEY_MAX], lie[SYMB_CACHE_KEY_MAX];
 	struct symb_ident id_b, bogus;
 	struct symb_file_key ka;
-	struct symb_state s;
-	struct symb_obj *o;
+	struct symb_objects *s;
+	const struct symb_obj *o;
 
 	o = load(&s, b, f->cache, NULL);
 	snprintf(key_b, sizeof(key_b), "%s", o->key);
@@ -410,8 +410,8 @@ static void test_memo_warm_load(void **state)
 	struct symb_cache_stats before, after;
 	struct symb_file_key k;
 	struct symb_image img;
-	struct symb_state s;
-	struct symb_obj *o;
+	struct symb_objects *s;
+	const struct symb_obj *o;
 	int fd = open(a, O_RDONLY | O_CLOEXEC);
 
 	o = load(&s, a, f->cache, NULL);
@@ -431,13 +431,13 @@ static void test_memo_warm_load(void **state)
 	o = load(&s, a, f->cache, NULL);
 	symb_cache__stats(f->cache, &after);
 	expect_name(o, a, "ident_a_alpha");
-	assert_int_equal(s.n.cache_hits, 2);
+	assert_int_equal(symb_objects__stats(s)->cache_hits, 2);
 	assert_int_equal(after.memo_hits, before.memo_hits + 1);
 	assert_int_equal(after.memo_puts, before.memo_puts);
 	free_state(&s);
 }
 
-static int lookup(struct symb_obj *o, const char *unstripped, const char *fn,
+static int lookup(const struct symb_obj *o, const char *unstripped, const char *fn,
 		  struct symb_srcline *out)
 {
 	return symb_dwarf__lookup(o->dwarf, sym_vaddr(unstripped, fn) + 4, out, 8);
@@ -455,8 +455,8 @@ static void test_dwarf_reads_the_loaded_content(void **state)
 	const char *a = fixture("ident_a"), *b = fixture("ident_b");
 	char same[PATH_MAX + 16], changed[PATH_MAX + 16];
 	struct symb_srcline src[8];
-	struct symb_state s1, s2;
-	struct symb_obj *o;
+	struct symb_objects *s1, *s2;
+	const struct symb_obj *o;
 	int n;
 
 	snprintf(same, sizeof(same), "%s/same", f->dir);

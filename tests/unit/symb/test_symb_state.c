@@ -25,7 +25,7 @@
 
 #include "lowprof/schema.h"
 #include "lowprof/writers.h"
-#include "symb_int.h"
+#include "build.h"
 
 #define S(lit) ((struct lps_str){lit, sizeof(lit) - 1})
 
@@ -77,10 +77,21 @@ static void find_self(void)
 	assert_true(self_text.end > self_text.start);
 }
 
+/* A state as the symbolizer makes one; offline: never opens a file. */
+static struct symb_state *state_new(bool offline, bool off_cpu)
+{
+	struct symb_state_opts o = {
+		.sz = sizeof(o), .offline = offline, .off_cpu = off_cpu, .files_fd = -1};
+	struct symb_state *s = symb_state__new(&o);
+
+	assert_non_null(s);
+	return s;
+}
+
 static void feed(struct symb_state *s, struct lps_enc *e)
 {
 	assert_true(lps_enc_len(e) > 0);
-	assert_int_equal(symb_state_feed(s, e->buf, e->len), 0);
+	assert_int_equal(symb_state__feed(s, e->buf, e->len), 0);
 	lps_enc_reset(e);
 }
 
@@ -126,7 +137,7 @@ static void feed_meta_relative(struct symb_state *s, struct lps_enc *e)
 
 	lps_enc_meta(e, &m, NULL, NULL);
 	feed(s, e);
-	assert_true(s->kernel_relative);
+	assert_true(symb_state__ksyms_stats(s)->relative);
 }
 
 static char *folded_of(const struct lpw_profile *p)
@@ -161,7 +172,7 @@ static char *summary_of(const struct symb_state *s, const struct symb_built *cpu
 	char *buf = calloc(1, 65536);
 
 	assert_true(fd >= 0);
-	symb_print_summary(s, cpu, offcpu, fd);
+	symb_print_summary(s, cpu, offcpu, symb_state__off_cpu(s), fd);
 	assert_true(pread(fd, buf, 65535, 0) >= 0);
 	close(fd);
 	return buf;
@@ -176,34 +187,25 @@ static void feed_maps(struct symb_state *s, struct lps_enc *e, uint32_t pid, boo
 	feed(s, e);
 }
 
-static const struct symb_proc *proc_of(const struct symb_state *s, uint32_t pid)
-{
-	for (uint32_t i = 0; i < s->cap_procs; i++)
-		if (s->procs[i].used && s->procs[i].pid == pid)
-			return &s->procs[i];
-	return NULL;
-}
-
 /* Folded output of one sample at leaf in a process whose only mapping is m. */
 static char *fold_one(const struct lps_mapping *m, bool offline)
 {
 	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	struct lps_enc e;
 	char *folded;
 
-	symb_state_init(&s);
-	s.offline = offline;
+	s = state_new(offline, false);
 	lps_enc_init_dynamic(&e);
-	feed_maps(&s, &e, 7, false, m, 1);
-	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
-	b = symb_build(&s, SYMB_KIND_CPU);
+	feed_maps(s, &e, 7, false, m, 1);
+	feed_sample(s, &e, 7, "x", NULL, 0, u, 1);
+	b = symb_build(s, SYMB_KIND_CPU);
 	assert_non_null(b);
 	folded = folded_of(symb_built_profile(b));
 	symb_built_free(b);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 	return folded;
 }
 
@@ -236,43 +238,44 @@ static void test_stream_to_profile(void **state)
 				.freq_hz = 100,
 				.ncpus_online = 2,
 				.producer = S("test")};
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	const struct lpw_profile *p;
 	struct lps_enc e;
 	char *folded;
 
 	find_self();
-	symb_state_init(&s);
+	s = state_new(false, false);
 	lps_enc_init_dynamic(&e);
 	lps_enc_meta(&e, &meta, NULL, NULL);
-	feed(&s, &e);
+	feed(s, &e);
 	/* an older collector's (1.3) snapshot: absolute addresses, made relative to _text */
 	lps_enc_ksyms_begin(&e, 0, true, 3);
 	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000000ull, S("_text"), S("")});
 	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000100ull, S("do_syscall_64"), S("")});
 	lps_enc_ksym(&e, &(struct lps_ksym){0xffffffff81000200ull, S("entry_SYSCALL_64"), S("")});
-	feed(&s, &e);
-	assert_false(s.kernel_relative);
-	assert_true(s.kbase_known && s.kbase == 0xffffffff81000000ull);
+	feed(s, &e);
+	assert_false(symb_state__ksyms_stats(s)->relative);
+	assert_true(symb_state__ksyms_stats(s)->kbase_known &&
+		    symb_state__ksyms_stats(s)->kbase == 0xffffffff81000000ull);
 	lps_enc_maps_begin(&e, 900, 100, false, 1);
 	lps_enc_mapping(&e, &self_text);
-	feed(&s, &e);
+	feed(s, &e);
 
 	/* 3 identical user-only samples, 1 with kernel frames, 1 of another comm */
 	for (int i = 0; i < 3; i++)
-		feed_sample(&s, &e, 100, "app", NULL, 0, u, 2);
-	feed_sample(&s, &e, 100, "app", kstack, 2, u, 2);
-	feed_sample(&s, &e, 100, "worker", NULL, 0, u, 1);
+		feed_sample(s, &e, 100, "app", NULL, 0, u, 2);
+	feed_sample(s, &e, 100, "app", kstack, 2, u, 2);
+	feed_sample(s, &e, 100, "worker", NULL, 0, u, 1);
 	/* a process with no maps: its frame is [unknown] */
-	feed_sample(&s, &e, 200, "nomaps", NULL, 0, unknown, 1);
+	feed_sample(s, &e, 200, "nomaps", NULL, 0, unknown, 1);
 
-	assert_int_equal(s.n.samples, 6);
-	assert_int_equal(s.naggs, 4);
-	assert_int_equal(s.nseen, 2);
-	assert_int_equal(s.n.bad_records, 0);
+	assert_int_equal(symb_state__counters(s)->samples, 6);
+	assert_int_equal(symb_state__counters(s)->stacks, 4);
+	assert_int_equal(symb_state__counters(s)->pids_seen, 2);
+	assert_int_equal(symb_state__counters(s)->bad_records, 0);
 
-	b = symb_build(&s, SYMB_KIND_CPU);
+	b = symb_build(s, SYMB_KIND_CPU);
 	assert_non_null(b);
 	p = symb_built_profile(b);
 	assert_int_equal(p->nstacks, 4);
@@ -285,16 +288,16 @@ static void test_stream_to_profile(void **state)
 	assert_non_null(strstr(folded, "worker;symb_test_leaf 1\n"));
 	assert_non_null(strstr(folded, "nomaps;[unknown] 1\n"));
 	free(folded);
-	symb_print_summary(&s, b, NULL, STDOUT_FILENO);
+	symb_print_summary(s, b, NULL, symb_state__off_cpu(s), STDOUT_FILENO);
 	symb_built_free(b);
 
 	/* after exec the old mappings are void */
 	lps_enc_exec(&e, &(struct lps_exec){2000, 100, S("app2")});
-	feed(&s, &e);
-	feed_sample(&s, &e, 100, "app2", NULL, 0, u, 1);
-	assert_true(s.n.unmapped_frames >= 2);
+	feed(s, &e);
+	feed_sample(s, &e, 100, "app2", NULL, 0, u, 1);
+	assert_true(symb_state__counters(s)->unmapped_frames >= 2);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 }
 
 /* A file whose inode does not match the mapping is never used for names. */
@@ -302,7 +305,7 @@ static void test_wrong_inode_not_symbolized(void **state)
 {
 	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
 	struct lps_mapping m;
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	struct lps_enc e;
 	char *folded, want[128];
@@ -310,13 +313,13 @@ static void test_wrong_inode_not_symbolized(void **state)
 	find_self();
 	m = self_text;
 	m.inode += 1;
-	symb_state_init(&s);
+	s = state_new(false, false);
 	lps_enc_init_dynamic(&e);
 	lps_enc_maps_begin(&e, 1, 7, false, 1);
 	lps_enc_mapping(&e, &m);
-	feed(&s, &e);
-	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
-	b = symb_build(&s, SYMB_KIND_CPU);
+	feed(s, &e);
+	feed_sample(s, &e, 7, "x", NULL, 0, u, 1);
+	b = symb_build(s, SYMB_KIND_CPU);
 	folded = folded_of(symb_built_profile(b));
 	snprintf(want, sizeof(want), "x;%s+0x%llx 1\n", strrchr(self_path, '/') + 1,
 		 (unsigned long long)(u[0] - m.start + m.offset));
@@ -324,7 +327,7 @@ static void test_wrong_inode_not_symbolized(void **state)
 	free(folded);
 	symb_built_free(b);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 }
 
 static void test_bad_records_counted(void **state)
@@ -333,15 +336,15 @@ static void test_bad_records_counted(void **state)
 	static const uint8_t newer_type[] = {0x92, 0x3f, 0x00};
 	static const uint8_t major2[] = {0x9f, 0x01, 0x02, 0x00, 0xa0, 0xa0, 0xa0, 0,
 					 0,    0,    0,	   0,	 0,    0,    0x90, 0xa0};
-	struct symb_state s;
+	struct symb_state *s;
 
-	symb_state_init(&s);
-	assert_int_equal(symb_state_feed(&s, garbage, sizeof(garbage)), 0);
-	assert_int_equal(symb_state_feed(&s, newer_type, sizeof(newer_type)), 0);
-	assert_int_equal(s.n.bad_records, 1);
-	assert_int_equal(s.n.unknown_records, 1);
-	assert_int_equal(symb_state_feed(&s, major2, sizeof(major2)), -EPROTO);
-	symb_state_free(&s);
+	s = state_new(false, false);
+	assert_int_equal(symb_state__feed(s, garbage, sizeof(garbage)), 0);
+	assert_int_equal(symb_state__feed(s, newer_type, sizeof(newer_type)), 0);
+	assert_int_equal(symb_state__counters(s)->bad_records, 1);
+	assert_int_equal(symb_state__counters(s)->unknown_records, 1);
+	assert_int_equal(symb_state__feed(s, major2, sizeof(major2)), -EPROTO);
+	symb_state__free(s);
 }
 
 /*
@@ -359,7 +362,7 @@ static void test_maps_append(void **state)
 	uint64_t cf = (uint64_t)(uintptr_t)&symb_test_caller;
 	uint64_t mid = lf < cf ? cf : lf;
 	struct lps_mapping part[2], anon = {0x1000, 0x2000, 0, 0, 0, 0, LPS_PROT_X, S("")};
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	struct lps_enc e;
 	char *folded;
@@ -369,22 +372,22 @@ static void test_maps_append(void **state)
 	part[0].end = mid;
 	part[1].start = mid;
 	part[1].offset = self_text.offset + (mid - self_text.start);
-	symb_state_init(&s);
+	s = state_new(false, false);
 	lps_enc_init_dynamic(&e);
-	feed_maps(&s, &e, 100, false, &part[0], 1);
-	feed_maps(&s, &e, 100, true, &part[1], 1);
-	assert_int_equal(proc_of(&s, 100)->nmaps, 2);
+	feed_maps(s, &e, 100, false, &part[0], 1);
+	feed_maps(s, &e, 100, true, &part[1], 1);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 2);
 	/* overlapping the known ones: dropped */
-	feed_maps(&s, &e, 100, true, &part[0], 1);
-	assert_int_equal(proc_of(&s, 100)->nmaps, 2);
-	assert_int_equal(s.n.bad_mappings, 1);
-	feed_sample(&s, &e, 100, "app", NULL, 0, u, 2);
+	feed_maps(s, &e, 100, true, &part[0], 1);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 2);
+	assert_int_equal(symb_state__counters(s)->bad_mappings, 1);
+	feed_sample(s, &e, 100, "app", NULL, 0, u, 2);
 	/* an append for a process without maps starts them */
-	feed_maps(&s, &e, 101, true, &self_text, 1);
-	feed_sample(&s, &e, 101, "late", NULL, 0, u, 1);
-	assert_int_equal(s.n.unmapped_frames, 0);
+	feed_maps(s, &e, 101, true, &self_text, 1);
+	feed_sample(s, &e, 101, "late", NULL, 0, u, 1);
+	assert_int_equal(symb_state__counters(s)->unmapped_frames, 0);
 
-	b = symb_build(&s, SYMB_KIND_CPU);
+	b = symb_build(s, SYMB_KIND_CPU);
 	folded = folded_of(symb_built_profile(b));
 	assert_string_equal(folded, "app;symb_test_caller;symb_test_leaf 1\n"
 				    "late;symb_test_leaf 1\n");
@@ -392,13 +395,13 @@ static void test_maps_append(void **state)
 	symb_built_free(b);
 
 	/* a first record replaces the appended mappings */
-	feed_maps(&s, &e, 100, false, &anon, 1);
-	assert_int_equal(proc_of(&s, 100)->nmaps, 1);
-	assert_int_equal(s.nmaps_total, 2);
-	feed_sample(&s, &e, 100, "app", NULL, 0, u, 2);
-	assert_int_equal(s.n.unmapped_frames, 2);
+	feed_maps(s, &e, 100, false, &anon, 1);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 1);
+	assert_int_equal(symb_state__counters(s)->maps, 2);
+	feed_sample(s, &e, 100, "app", NULL, 0, u, 2);
+	assert_int_equal(symb_state__counters(s)->unmapped_frames, 2);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 }
 
 /*
@@ -412,14 +415,13 @@ static void test_maps_limits(void **state)
 	uint64_t first[1] = {0x10000 + 0x800}, last[1] = {0x10000 + (PER_PROC - 1) * 0x1000ull};
 	static char paths[PER_REC][32];
 	struct lps_mapping *m = calloc(PER_REC, sizeof(*m));
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	struct lps_enc e;
 	char *folded;
 
 	assert_non_null(m);
-	symb_state_init(&s);
-	s.offline = true;
+	s = state_new(true, false);
 	lps_enc_init_dynamic(&e);
 	/* pids 1 and 2: 40000 distinct files each, in records of 16384 */
 	for (uint32_t pid = 1; pid <= 2; pid++) {
@@ -439,11 +441,12 @@ static void test_maps_limits(void **state)
 							    LPS_PROT_R | LPS_PROT_X,
 							    {paths[j], (uint32_t)strlen(paths[j])}};
 			}
-			feed_maps(&s, &e, pid, i > 0, m, n);
+			feed_maps(s, &e, pid, i > 0, m, n);
 		}
 	}
-	assert_int_equal(s.nobjs, SYMB_MAX_OBJS);
-	assert_int_equal(s.n.over_limit_mappings, 2 * PER_PROC - SYMB_MAX_OBJS);
+	assert_int_equal(symb_state__objects_stats(s)->objs, SYMB_MAX_OBJS);
+	assert_int_equal(symb_state__counters(s)->over_limit_mappings,
+			 2 * PER_PROC - SYMB_MAX_OBJS);
 	/* pid 3: more mappings than a process may have, all of a known file */
 	snprintf(paths[0], sizeof(paths[0]), "/nonexistent/lib0.so");
 	for (uint32_t i = 0; i < BIG; i += PER_REC) {
@@ -458,28 +461,28 @@ static void test_maps_limits(void **state)
 						    1000,
 						    LPS_PROT_R | LPS_PROT_X,
 						    {paths[0], (uint32_t)strlen(paths[0])}};
-		feed_maps(&s, &e, 3, i > 0, m, n);
+		feed_maps(s, &e, 3, i > 0, m, n);
 	}
-	assert_int_equal(s.nobjs, SYMB_MAX_OBJS);
-	assert_int_equal(proc_of(&s, 3)->nmaps, SYMB_MAX_MAPS_PER_PROC);
-	assert_int_equal(s.n.over_limit_mappings,
+	assert_int_equal(symb_state__objects_stats(s)->objs, SYMB_MAX_OBJS);
+	assert_int_equal(symb_state__proc_nmaps(s, 3), SYMB_MAX_MAPS_PER_PROC);
+	assert_int_equal(symb_state__counters(s)->over_limit_mappings,
 			 2 * PER_PROC - SYMB_MAX_OBJS + BIG - SYMB_MAX_MAPS_PER_PROC);
-	assert_int_equal(s.nmaps_total, 2 * PER_PROC + SYMB_MAX_MAPS_PER_PROC);
+	assert_int_equal(symb_state__counters(s)->maps, 2 * PER_PROC + SYMB_MAX_MAPS_PER_PROC);
 
 	/* pid 1's first file is known; pid 2's last one is past the limit */
-	feed_sample(&s, &e, 1, "a", NULL, 0, first, 1);
-	feed_sample(&s, &e, 2, "b", NULL, 0, last, 1);
-	b = symb_build(&s, SYMB_KIND_CPU);
+	feed_sample(s, &e, 1, "a", NULL, 0, first, 1);
+	feed_sample(s, &e, 2, "b", NULL, 0, last, 1);
+	b = symb_build(s, SYMB_KIND_CPU);
 	folded = folded_of(symb_built_profile(b));
 	assert_string_equal(folded, "a;lib0.so+0x800 1\nb;[unknown] 1\n");
 	free(folded);
 	symb_built_free(b);
 
 	lps_enc_exit(&e, &(struct lps_exit){2, 3});
-	feed(&s, &e);
-	assert_int_equal(s.nmaps_total, 2 * PER_PROC);
+	feed(s, &e);
+	assert_int_equal(symb_state__counters(s)->maps, 2 * PER_PROC);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 	free(m);
 }
 
@@ -598,28 +601,27 @@ static void test_bad_offsets(void **state)
 {
 	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
 	struct lps_mapping m;
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	const struct lpw_profile *p;
 	struct lps_enc e;
 	char *folded;
 
 	find_self();
-	symb_state_init(&s);
+	s = state_new(true, false);
 	lps_enc_init_dynamic(&e);
 	m = self_text;
 	m.offset = SYMB_OBJ_SPAN - 1 - (u[0] - m.start); /* the frame is at the last offset */
-	feed_maps(&s, &e, 7, false, &m, 1);
-	feed_sample(&s, &e, 7, "x", NULL, 0, u, 1);
-	assert_int_equal(s.n.bad_offsets, 0);
+	feed_maps(s, &e, 7, false, &m, 1);
+	feed_sample(s, &e, 7, "x", NULL, 0, u, 1);
+	assert_int_equal(symb_state__counters(s)->bad_offsets, 0);
 	m.offset = UINT64_MAX - 4;
-	feed_maps(&s, &e, 7, false, &m, 1);
-	feed_sample(&s, &e, 7, "y", NULL, 0, u, 1);
-	assert_int_equal(s.n.bad_offsets, 1);
-	assert_int_equal(s.n.unmapped_frames, 0);
+	feed_maps(s, &e, 7, false, &m, 1);
+	feed_sample(s, &e, 7, "y", NULL, 0, u, 1);
+	assert_int_equal(symb_state__counters(s)->bad_offsets, 1);
+	assert_int_equal(symb_state__counters(s)->unmapped_frames, 0);
 
-	s.offline = true;
-	b = symb_build(&s, SYMB_KIND_CPU);
+	b = symb_build(s, SYMB_KIND_CPU);
 	p = symb_built_profile(b);
 	folded = folded_of(p);
 	assert_non_null(strstr(folded, "y;[unknown] 1\n"));
@@ -633,67 +635,30 @@ static void test_bad_offsets(void **state)
 	free(folded);
 	symb_built_free(b);
 	lps_enc_free(&e);
-	symb_state_free(&s);
-}
-
-static void assert_sanitized(const char *in, const char *want)
-{
-	char buf[SYMB_NAME_PRINT_MAX + 4];
-
-	assert_string_equal(symb_sanitize_name(buf, sizeof(buf), in), want);
+	symb_state__free(s);
 }
 
 /* Names from the stream or from ELF files cannot drive the terminal. */
 static void test_summary_sanitized(void **state)
 {
 	uint64_t k[1] = {0x10};
-	char long_in[400], long_want[SYMB_NAME_PRINT_MAX + 4], *out;
 	struct lps_loss loss = {.time_ns = 5, .bad_consumer_pos = 3};
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	struct lps_enc e;
+	char *out;
 
-	assert_sanitized("\x1b[2J", "?[2J");
-	assert_sanitized("a\tb\x7f", "a?b?");
-	assert_sanitized("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5",
-			 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5");
-	assert_sanitized("\xc0\xaf", "??"); /* overlong '/' */
-	assert_sanitized("\xc2\x9b"
-			 "2J",
-			 "??2J");		      /* C1 CSI */
-	assert_sanitized("\xed\xa0\x80", "???");      /* surrogate */
-	assert_sanitized("\xf4\x90\x80\x80", "????"); /* > U+10FFFF */
-	assert_sanitized("\xe2\x80\xae"
-			 "evil",
-			 "???evil");	      /* bidi override */
-	assert_sanitized("a\xe2\x82", "a??"); /* truncated */
-	assert_sanitized("\x80x", "?x");
-	memset(long_in, 'a', 300);
-	long_in[300] = '\0';
-	memset(long_want, 'a', SYMB_NAME_PRINT_MAX);
-	strcpy(long_want + SYMB_NAME_PRINT_MAX, "...");
-	assert_sanitized(long_in, long_want);
-	/* a character is never cut */
-	memcpy(long_in + SYMB_NAME_PRINT_MAX - 1, "\xc3\xa9", 2);
-	memcpy(long_want + SYMB_NAME_PRINT_MAX - 1, "...", 4);
-	assert_sanitized(long_in, long_want);
-	long_in[SYMB_NAME_PRINT_MAX + 1] = '\0';
-	assert_sanitized(long_in, long_want);
-	long_in[SYMB_NAME_PRINT_MAX - 1] = '\0';
-	assert_int_equal(strlen(symb_sanitize_name(long_want, sizeof(long_want), long_in)),
-			 SYMB_NAME_PRINT_MAX - 1);
-
-	symb_state_init(&s);
+	s = state_new(false, false);
 	lps_enc_init_dynamic(&e);
-	feed_meta_relative(&s, &e);
+	feed_meta_relative(s, &e);
 	lps_enc_ksyms_begin(&e, 0, true, 1);
 	lps_enc_ksym(&e, &(struct lps_ksym){0, S("\x1b[2Jevil\x1b]0;x\x07"), S("")});
-	feed(&s, &e);
+	feed(s, &e);
 	lps_enc_loss(&e, &loss);
-	feed(&s, &e);
-	feed_sample(&s, &e, 1, "\x1b[2J", k, 1, NULL, 0);
-	b = symb_build(&s, SYMB_KIND_CPU);
-	out = summary_of(&s, b, NULL);
+	feed(s, &e);
+	feed_sample(s, &e, 1, "\x1b[2J", k, 1, NULL, 0);
+	b = symb_build(s, SYMB_KIND_CPU);
+	out = summary_of(s, b, NULL);
 	printf("%s", out);
 	assert_null(strchr(out, '\x1b'));
 	assert_null(strchr(out, '\x07'));
@@ -702,7 +667,7 @@ static void test_summary_sanitized(void **state)
 	free(out);
 	symb_built_free(b);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 }
 
 /* A stream of off-CPU samples between on-CPU ones, in a run with --off-cpu. */
@@ -752,9 +717,9 @@ static void feed_offcpu_stream(struct symb_state *s, struct lps_enc *e)
 	lps_enc_loss(e, &loss);
 	feed(s, e);
 	/* the 1.2 meta and loss fields reached the state */
-	assert_string_equal(s->offcpu_meta.mode, "time");
-	assert_true(s->bpf_mem_bytes == meta.bpf_mem_bytes);
-	assert_true(s->n.loss.off_cpu_switches == loss.off_cpu_switches);
+	assert_string_equal(symb_state__meta(s)->offcpu.mode, "time");
+	assert_true(symb_state__meta(s)->bpf_mem_bytes == meta.bpf_mem_bytes);
+	assert_true(symb_state__counters(s)->loss.off_cpu_switches == loss.off_cpu_switches);
 }
 
 /*
@@ -772,24 +737,23 @@ static void test_offcpu_profile(void **state)
 		"__schedule_[k] 1500000\n";
 	struct symb_built *cpu, *offcpu;
 	const struct lpw_profile *p;
-	struct symb_state s;
+	struct symb_state *s;
 	struct lps_enc e;
 	int64_t count = 0, ns = 0;
 	char *out;
 
 	find_self();
-	symb_state_init(&s);
-	s.off_cpu = true;
+	s = state_new(false, true);
 	lps_enc_init_dynamic(&e);
-	feed_offcpu_stream(&s, &e);
-	assert_int_equal(s.n.samples, 2);
-	assert_int_equal(s.n.weight_ns, 20000000);
-	assert_int_equal(s.n.offcpu_samples, 4);
-	assert_int_equal(s.n.offcpu_ns, 8000000);
-	assert_int_equal(s.n.offcpu_ignored, 0);
+	feed_offcpu_stream(s, &e);
+	assert_int_equal(symb_state__counters(s)->samples, 2);
+	assert_int_equal(symb_state__counters(s)->weight_ns, 20000000);
+	assert_int_equal(symb_state__counters(s)->offcpu_samples, 4);
+	assert_int_equal(symb_state__counters(s)->offcpu_ns, 8000000);
+	assert_int_equal(symb_state__counters(s)->offcpu_ignored, 0);
 
-	cpu = symb_build(&s, SYMB_KIND_CPU);
-	offcpu = symb_build(&s, SYMB_KIND_OFFCPU);
+	cpu = symb_build(s, SYMB_KIND_CPU);
+	offcpu = symb_build(s, SYMB_KIND_OFFCPU);
 	assert_non_null(cpu);
 	assert_non_null(offcpu);
 
@@ -840,7 +804,7 @@ static void test_offcpu_profile(void **state)
 		strstr(out, "\"type\":\"off_cpu\",\"unit\":\"nanoseconds\",\"total\":8000000,"));
 	free(out);
 
-	out = summary_of(&s, cpu, offcpu);
+	out = summary_of(s, cpu, offcpu);
 	printf("%s", out);
 	assert_non_null(strstr(out, "  samples         2 (0.020 s of CPU)\n"));
 	assert_non_null(strstr(out, "  off-CPU         8.00 ms in 4 samples (mode time, period "
@@ -861,7 +825,7 @@ static void test_offcpu_profile(void **state)
 	symb_built_free(cpu);
 	symb_built_free(offcpu);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 }
 
 /*
@@ -872,23 +836,23 @@ static void test_offcpu_ignored(void **state)
 {
 	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
 	struct symb_built *cpu, *offcpu;
-	struct symb_state s;
+	struct symb_state *s;
 	struct lps_enc e;
 	char *out;
 
 	find_self();
-	symb_state_init(&s);
+	s = state_new(false, false);
 	lps_enc_init_dynamic(&e);
-	feed_offcpu_stream(&s, &e);
-	feed_kind(&s, &e, 7, 1000, 100, "newer", NULL, 0, u, 1);
-	assert_int_equal(s.n.samples, 2);
-	assert_int_equal(s.n.offcpu_samples, 0);
-	assert_int_equal(s.n.offcpu_ignored, 4);
-	assert_int_equal(s.n.unknown_kinds, 1);
-	assert_int_equal(s.naggs, 1);
+	feed_offcpu_stream(s, &e);
+	feed_kind(s, &e, 7, 1000, 100, "newer", NULL, 0, u, 1);
+	assert_int_equal(symb_state__counters(s)->samples, 2);
+	assert_int_equal(symb_state__counters(s)->offcpu_samples, 0);
+	assert_int_equal(symb_state__counters(s)->offcpu_ignored, 4);
+	assert_int_equal(symb_state__counters(s)->unknown_kinds, 1);
+	assert_int_equal(symb_state__counters(s)->stacks, 1);
 
-	cpu = symb_build(&s, SYMB_KIND_CPU);
-	offcpu = symb_build(&s, SYMB_KIND_OFFCPU);
+	cpu = symb_build(s, SYMB_KIND_CPU);
+	offcpu = symb_build(s, SYMB_KIND_OFFCPU);
 	assert_non_null(cpu);
 	assert_non_null(offcpu);
 	out = folded_of(symb_built_profile(cpu));
@@ -899,7 +863,7 @@ static void test_offcpu_ignored(void **state)
 	assert_string_equal(out, "");
 	free(out);
 
-	out = summary_of(&s, cpu, NULL);
+	out = summary_of(s, cpu, NULL);
 	printf("%s", out);
 	assert_non_null(strstr(out, "  off-CPU samples 4 ignored (the symbolizer was not started "
 				    "with --off-cpu)\n"));
@@ -910,7 +874,7 @@ static void test_offcpu_ignored(void **state)
 	symb_built_free(cpu);
 	symb_built_free(offcpu);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 }
 
 /*
@@ -944,13 +908,13 @@ static void test_ksyms_unsorted_tail(void **state)
 		{0xffffffff81006000ull, "h"},  {0xffffffff81000700ull, NULL},
 		{0xffffffff81206001ull, NULL}, /* more than 1 MiB past h */
 	};
-	struct symb_state s;
+	struct symb_state *s;
 	struct lps_enc e;
 
 	for (int order = 0; order < 2; order++) {
-		symb_state_init(&s);
+		s = state_new(false, false);
 		lps_enc_init_dynamic(&e);
-		feed_meta_relative(&s, &e);
+		feed_meta_relative(s, &e);
 		lps_enc_ksyms_begin(&e, 0, true, sizeof(in) / sizeof(in[0]));
 		for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 			/* order 1: the tail first, so that the unsorted part is the whole table */
@@ -960,9 +924,9 @@ static void test_ksyms_unsorted_tail(void **state)
 							    {in[j].name, strlen(in[j].name)},
 							    S("")});
 		}
-		feed(&s, &e);
+		feed(s, &e);
 		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
-			const char *got = symb_ksym_lookup(&s, q[i].addr);
+			const char *got = symb_ksyms__lookup(symb_state__ksyms(s), q[i].addr);
 
 			if (!q[i].want)
 				assert_null(got);
@@ -972,7 +936,7 @@ static void test_ksyms_unsorted_tail(void **state)
 				assert_string_equal(got, q[i].want);
 		}
 		lps_enc_free(&e);
-		symb_state_free(&s);
+		symb_state__free(s);
 	}
 }
 
@@ -1011,36 +975,36 @@ static void test_unwind_follows_maps(void **state)
 	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf;
 	/* at the leaf's entry the return address is at sp; the caller's entry "returns" 0 */
 	uint64_t stack[4] = {(uint64_t)(uintptr_t)&symb_test_caller + 1, 0, 0, 0};
-	struct symb_state s;
+	struct symb_state *s;
 	struct symb_built *b;
 	struct lps_enc e;
 	char *folded;
 
 	find_self();
-	symb_state_init(&s);
+	s = state_new(false, false);
 	lps_enc_init_dynamic(&e);
 	lps_enc_maps_begin(&e, 900, 100, false, 1);
 	lps_enc_mapping(&e, &self_text);
-	feed(&s, &e);
-	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
-	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
+	feed(s, &e);
+	feed_regs_sample(s, &e, "app", leaf, stack, 4);
+	feed_regs_sample(s, &e, "app", leaf, stack, 4);
 	/* another process's mappings come and go: pid 100's entries still hold */
 	lps_enc_maps_begin(&e, 1000, 200, false, 1);
 	lps_enc_mapping(&e, &self_text);
-	feed(&s, &e);
+	feed(s, &e);
 	lps_enc_exec(&e, &(struct lps_exec){1100, 200, S("other")});
-	feed(&s, &e);
-	feed_regs_sample(&s, &e, "app", leaf, stack, 4);
+	feed(s, &e);
+	feed_regs_sample(s, &e, "app", leaf, stack, 4);
 	lps_enc_exec(&e, &(struct lps_exec){2000, 100, S("app2")});
-	feed(&s, &e);
-	feed_regs_sample(&s, &e, "app2", leaf, stack, 4);
+	feed(s, &e);
+	feed_regs_sample(s, &e, "app2", leaf, stack, 4);
 	lps_enc_maps_begin(&e, 3000, 100, false, 1);
 	lps_enc_mapping(&e, &self_text);
-	feed(&s, &e);
-	feed_regs_sample(&s, &e, "app3", leaf, stack, 4);
-	assert_int_equal(s.n.unwound, 5);
+	feed(s, &e);
+	feed_regs_sample(s, &e, "app3", leaf, stack, 4);
+	assert_int_equal(symb_state__counters(s)->unwound, 5);
 
-	b = symb_build(&s, SYMB_KIND_CPU);
+	b = symb_build(s, SYMB_KIND_CPU);
 	assert_non_null(b);
 	folded = folded_of(symb_built_profile(b));
 	printf("%s", folded);
@@ -1050,7 +1014,7 @@ static void test_unwind_follows_maps(void **state)
 	free(folded);
 	symb_built_free(b);
 	lps_enc_free(&e);
-	symb_state_free(&s);
+	symb_state__free(s);
 }
 
 /*
@@ -1072,24 +1036,24 @@ static void test_kernel_addresses_relative(void **state)
 					.kernel_base = mode ? (struct lps_str){0} : S("_text")};
 		const struct lpw_profile *p;
 		struct symb_built *b;
-		struct symb_state s;
+		struct symb_state *s;
 		struct lps_enc e;
 		uint32_t nk = 0;
 		char *folded;
 
-		symb_state_init(&s);
+		s = state_new(false, false);
 		lps_enc_init_dynamic(&e);
 		lps_enc_meta(&e, &meta, NULL, NULL);
-		feed(&s, &e);
+		feed(s, &e);
 		lps_enc_ksyms_begin(&e, 0, true, mode == 2 ? 2 : 3);
 		if (mode != 2)
 			lps_enc_ksym(&e, &(struct lps_ksym){off, S("_text"), S("")});
 		lps_enc_ksym(&e, &(struct lps_ksym){off + 0x100, S("do_syscall_64"), S("")});
 		lps_enc_ksym(&e, &(struct lps_ksym){off + 0x200, S("entry_SYSCALL_64"), S("")});
-		feed(&s, &e);
-		feed_maps(&s, &e, 100, false, &self_text, 1);
-		feed_sample(&s, &e, 100, "app", k, 2, u, 1);
-		b = symb_build(&s, SYMB_KIND_CPU);
+		feed(s, &e);
+		feed_maps(s, &e, 100, false, &self_text, 1);
+		feed_sample(s, &e, 100, "app", k, 2, u, 1);
+		b = symb_build(s, SYMB_KIND_CPU);
 		assert_non_null(b);
 		p = symb_built_profile(b);
 		for (uint32_t i = 0; i < p->nlocations; i++) {
@@ -1113,7 +1077,7 @@ static void test_kernel_addresses_relative(void **state)
 		free(folded);
 		symb_built_free(b);
 		lps_enc_free(&e);
-		symb_state_free(&s);
+		symb_state__free(s);
 	}
 }
 

@@ -94,11 +94,56 @@ static void test_random_bytes(void **state)
 	}
 }
 
+static void assert_sanitized(const char *in, const char *want)
+{
+	char buf[LP_NAME_PRINT_MAX + 4];
+
+	assert_string_equal(lp_sanitize_name(buf, sizeof(buf), in), want);
+}
+
+/* Names printed in summaries and warnings: cut short, never mid-character. */
+static void test_sanitize_name(void **state)
+{
+	char long_in[400], long_want[LP_NAME_PRINT_MAX + 4];
+
+	(void)state;
+	assert_sanitized("\x1b[2J", "?[2J");
+	assert_sanitized("a\tb\x7f", "a?b?");
+	assert_sanitized("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5",
+			 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5");
+	assert_sanitized("\xc0\xaf", "??"); /* overlong '/' */
+	assert_sanitized("\xc2\x9b"
+			 "2J",
+			 "??2J");		      /* C1 CSI */
+	assert_sanitized("\xed\xa0\x80", "???");      /* surrogate */
+	assert_sanitized("\xf4\x90\x80\x80", "????"); /* > U+10FFFF */
+	assert_sanitized("\xe2\x80\xae"
+			 "evil",
+			 "???evil");	      /* bidi override */
+	assert_sanitized("a\xe2\x82", "a??"); /* truncated */
+	assert_sanitized("\x80x", "?x");
+	memset(long_in, 'a', 300);
+	long_in[300] = '\0';
+	memset(long_want, 'a', LP_NAME_PRINT_MAX);
+	strcpy(long_want + LP_NAME_PRINT_MAX, "...");
+	assert_sanitized(long_in, long_want);
+	/* a character is never cut */
+	memcpy(long_in + LP_NAME_PRINT_MAX - 1, "\xc3\xa9", 2);
+	memcpy(long_want + LP_NAME_PRINT_MAX - 1, "...", 4);
+	assert_sanitized(long_in, long_want);
+	long_in[LP_NAME_PRINT_MAX + 1] = '\0';
+	assert_sanitized(long_in, long_want);
+	long_in[LP_NAME_PRINT_MAX - 1] = '\0';
+	assert_int_equal(strlen(lp_sanitize_name(long_want, sizeof(long_want), long_in)),
+			 LP_NAME_PRINT_MAX - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_random_bytes),
+		cmocka_unit_test(test_sanitize_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

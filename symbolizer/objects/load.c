@@ -2,7 +2,7 @@
 /*
  * Loading what the symbolizer knows about a mapped binary: its symbols and
  * PT_LOAD segments (elfsym.h), its stack-delta table (cfi.h), and at build
- * time its DWARF (dwarf.h). Symbols and deltas come from the SQLite cache
+^ * time its DWARF (debuginfo.h). Symbols and deltas come from the SQLite cache
  * when it has them under the content identity of the bytes they are built
  * from (ident.h); otherwise they are built from exactly those bytes and
  * stored (see "How an object's tables are found" below).
@@ -31,7 +31,8 @@
 #include "ident.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
-#include "symb_int.h"
+#include "lowprof/text.h"
+#include "objects_int.h"
 
 /*
  * Objects whose DWARF stays open (each holds a descriptor, and once libdw
@@ -141,13 +142,13 @@ static void file_build_id(int fd, char *out)
  * on the host that was profiled. Returns an fd, or -ESTALE after saying,
  * once per object, what was missing.
  */
-static int open_replay_file(struct symb_state *s, struct symb_obj *o, struct stat *st)
+static int open_replay_file(struct symb_objects *s, struct symb_obj *o, struct stat *st)
 {
 	char want[2 * LPS_MAX_BUILD_ID + 1], got[2 * LPS_MAX_BUILD_ID + 1],
-		shown[SYMB_NAME_PRINT_MAX + 4];
+		shown[LP_NAME_PRINT_MAX + 4];
 	int fd, path_err;
 
-	symb_sanitize_name(shown, sizeof(shown), o->path);
+	lp_sanitize_name(shown, sizeof(shown), o->path);
 	if (!o->want_id_len) {
 		fd = path_is_plain(o->path) ? open_checked(o->path, o, st) : -EINVAL;
 		if (fd >= 0)
@@ -204,7 +205,7 @@ static int open_replay_file(struct symb_state *s, struct symb_obj *o, struct sta
  * symbolizer before us on the same socket) is recognised by its id and
  * dropped. Returns an fd of the mapped file or -errno.
  */
-static int ask_collector(struct symb_state *s, const struct symb_obj *o, struct stat *st)
+static int ask_collector(struct symb_objects *s, const struct symb_obj *o, struct stat *st)
 {
 	struct lp_file_req q = {.magic = LP_FILE_REQ_MAGIC,
 				.id = ((uint32_t)getpid() << 12) ^ ++s->files_next_id,
@@ -215,7 +216,7 @@ static int ask_collector(struct symb_state *s, const struct symb_obj *o, struct 
 	uint64_t deadline = now_ns() + FILES_WAIT_MS * 1000000ull;
 	int err;
 
-	s->files.asked++;
+	s->n.files.asked++;
 	err = lp_send_msg(s->files_fd, &q, sizeof(q), NULL, 0);
 	if (err) {
 		lp_warn("files: the file channel to the collector: %s; opening files ourselves "
@@ -232,7 +233,7 @@ static int ask_collector(struct symb_state *s, const struct symb_obj *o, struct 
 		ssize_t n;
 
 		if (now >= deadline) {
-			s->files.timeouts++;
+			s->n.files.timeouts++;
 			return -ETIMEDOUT;
 		}
 		if (poll(&p, 1, (int)((deadline - now) / 1000000) + 1) <= 0)
@@ -254,16 +255,16 @@ static int ask_collector(struct symb_state *s, const struct symb_obj *o, struct 
 			continue;
 		}
 		if (r.err) {
-			s->files.refused++;
+			s->n.files.refused++;
 			return r.err < 0 && r.err > -4096 ? r.err : -EIO;
 		}
 		/* the collector checked; so do we: the mapped file, regular */
 		if (fstat(fd[0], st) || !is_mapped_file(st, o)) {
 			close(fd[0]);
-			s->files.refused++;
+			s->n.files.refused++;
 			return -ESTALE;
 		}
-		s->files.received++;
+		s->n.files.received++;
 		return fd[0];
 	}
 }
@@ -273,7 +274,7 @@ static int ask_collector(struct symb_state *s, const struct symb_obj *o, struct 
  * root (other mount namespaces, when we are allowed to), then from the
  * collector. Returns an fd or -errno.
  */
-static int open_obj_file(struct symb_state *s, const struct symb_obj *o, struct stat *st)
+static int open_obj_file(struct symb_objects *s, const struct symb_obj *o, struct stat *st)
 {
 	char alt[LPS_MAX_PATH + 32];
 	const char *paths[2] = {o->path, alt};
@@ -356,7 +357,7 @@ struct symb_obj_dwarf {
 };
 
 struct obj_load {
-	struct symb_state *s;
+	struct symb_objects *s;
 	struct symb_obj *o;
 	const uint8_t *claimed; /* the build-id the binary claims: finds debug files */
 	size_t claimed_len;
@@ -381,7 +382,7 @@ static void file_drop(struct obj_file *f)
 }
 
 /* The identity the memo remembers for f's file (false: none, or no memo for it). */
-static bool memo_lookup(struct symb_state *s, struct obj_file *f)
+static bool memo_lookup(struct symb_objects *s, struct obj_file *f)
 {
 	struct symb_file_key k;
 
@@ -394,7 +395,8 @@ static bool memo_lookup(struct symb_state *s, struct obj_file *f)
  * Reads f's image and opens it with libelf; with hash, its identity, which
  * the memo then remembers where it may. 0 or a negative errno.
  */
-static int file_read(struct symb_state *s, struct obj_file *f, enum symb_image_mode mode, bool hash)
+static int file_read(struct symb_objects *s, struct obj_file *f, enum symb_image_mode mode,
+		     bool hash)
 {
 	int err;
 
@@ -417,7 +419,7 @@ static int file_read(struct symb_state *s, struct obj_file *f, enum symb_image_m
 }
 
 /* Whether debug file d belongs to binary b, as the cache remembers: 1, 0 or -ENOENT. */
-static int match_get(struct symb_state *s, const struct symb_ident *b, const struct symb_ident *d)
+static int match_get(struct symb_objects *s, const struct symb_ident *b, const struct symb_ident *d)
 {
 	char key[SYMB_CACHE_KEY_MAX];
 	uint8_t *blob = NULL;
@@ -432,8 +434,8 @@ static int match_get(struct symb_state *s, const struct symb_ident *b, const str
 	return v;
 }
 
-static void match_put(struct symb_state *s, const struct symb_ident *b, const struct symb_ident *d,
-		      bool match)
+static void match_put(struct symb_objects *s, const struct symb_ident *b,
+		      const struct symb_ident *d, bool match)
 {
 	char key[SYMB_CACHE_KEY_MAX];
 	uint8_t v = match;
@@ -458,9 +460,9 @@ static bool next_debug_file(struct obj_load *ld, size_t *i)
 	return false;
 }
 
-static void load_symbols(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+static void load_symbols(struct symb_objects *s, struct symb_obj *o, const char *key, Elf *elf,
 			 Elf *dbg);
-static void load_deltas(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+static void load_deltas(struct symb_objects *s, struct symb_obj *o, const char *key, Elf *elf,
 			Elf *dbg);
 
 /*
@@ -469,7 +471,7 @@ static void load_deltas(struct symb_state *s, struct symb_obj *o, const char *ke
  */
 static bool tables_from_cache(struct obj_load *ld)
 {
-	struct symb_state *s = ld->s;
+	struct symb_objects *s = ld->s;
 	struct symb_elf *elf = NULL;
 	struct symb_deltas deltas = {0};
 	uint8_t *blob = NULL;
@@ -528,7 +530,7 @@ static bool load_by_memo(struct obj_load *ld)
 static bool debug_matches(struct obj_load *ld, Elf *belf)
 {
 	struct obj_file *b = &ld->bin, *d = &ld->dbg;
-	char shown[SYMB_NAME_PRINT_MAX + 4];
+	char shown[LP_NAME_PRINT_MAX + 4];
 	bool remember = ld->s->cache && b->img.hashed;
 	int v = remember ? match_get(ld->s, &b->id, &d->id) : -ENOENT;
 
@@ -540,16 +542,16 @@ static bool debug_matches(struct obj_load *ld, Elf *belf)
 	if (!v)
 		lp_debug(
 			"symbols: %s: the debug file of its build-id is another binary's; not used",
-			symb_sanitize_name(shown, sizeof(shown), ld->o->path));
+			lp_sanitize_name(shown, sizeof(shown), ld->o->path));
 	return v == 1;
 }
 
 /* See the top of this part. */
 static void load_verified(struct obj_load *ld)
 {
-	struct symb_state *s = ld->s;
+	struct symb_objects *s = ld->s;
 	struct obj_file *b = &ld->bin, *d = &ld->dbg;
-	char shown[SYMB_NAME_PRINT_MAX + 4];
+	char shown[LP_NAME_PRINT_MAX + 4];
 	size_t i = 0;
 	Elf *belf;
 	int err;
@@ -561,7 +563,7 @@ static void load_verified(struct obj_load *ld)
 		err = file_read(s, b, SYMB_IMAGE_ELF, true);
 		if (err)
 			lp_debug("symbols: %s: not cached: %s",
-				 symb_sanitize_name(shown, sizeof(shown), ld->o->path),
+				 lp_sanitize_name(shown, sizeof(shown), ld->o->path),
 				 strerror(-err));
 	}
 	belf = b->elf ? b->elf : b->probe;
@@ -575,7 +577,7 @@ static void load_verified(struct obj_load *ld)
 	load_deltas(s, ld->o, ld->key[0] ? ld->key : NULL, belf, d->elf);
 }
 
-static void load_symbols(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+static void load_symbols(struct symb_objects *s, struct symb_obj *o, const char *key, Elf *elf,
 			 Elf *dbg)
 {
 	uint8_t *blob = NULL;
@@ -619,7 +621,7 @@ static void load_symbols(struct symb_state *s, struct symb_obj *o, const char *k
 	}
 }
 
-static void load_deltas(struct symb_state *s, struct symb_obj *o, const char *key, Elf *elf,
+static void load_deltas(struct symb_objects *s, struct symb_obj *o, const char *key, Elf *elf,
 			Elf *dbg)
 {
 	uint8_t *blob = NULL;
@@ -697,7 +699,7 @@ static void dwarf_src_free(struct symb_obj_dwarf *src)
 static void keep_dwarf(struct obj_load *ld)
 {
 	struct obj_file *f = ld->dbg.fd >= 0 ? &ld->dbg : &ld->bin;
-	struct symb_state *s = ld->s;
+	struct symb_objects *s = ld->s;
 	struct symb_obj_dwarf *src;
 	Elf *probe;
 
@@ -732,7 +734,7 @@ static void keep_dwarf(struct obj_load *ld)
  * again elsewhere (lowprof/files.h, LPFB). No answer; a note lost costs
  * only that.
  */
-static void note_build_id(struct symb_state *s, const struct symb_obj *o, const void *id,
+static void note_build_id(struct symb_objects *s, const struct symb_obj *o, const void *id,
 			  size_t len)
 {
 	struct lp_file_buildid n = {.magic = LP_FILE_BUILDID_MAGIC,
@@ -754,9 +756,9 @@ static void note_build_id(struct symb_state *s, const struct symb_obj *o, const 
  */
 static bool open_binary(struct obj_load *ld)
 {
-	struct symb_state *s = ld->s;
+	struct symb_objects *s = ld->s;
 	struct symb_obj *o = ld->o;
-	char shown[SYMB_NAME_PRINT_MAX + 4];
+	char shown[LP_NAME_PRINT_MAX + 4];
 	const void *id = NULL;
 	struct stat st;
 	ssize_t idlen;
@@ -766,7 +768,7 @@ static bool open_binary(struct obj_load *ld)
 	if (fd < 0 && s->replay)
 		return false;
 	if (fd < 0) {
-		lp_debug("symbols: %s: %s", symb_sanitize_name(shown, sizeof(shown), o->path),
+		lp_debug("symbols: %s: %s", lp_sanitize_name(shown, sizeof(shown), o->path),
 			 fd == -ESTALE	 ? "not the file that was mapped"
 			 : fd == -EINVAL ? "not a plain absolute path"
 					 : strerror(-fd));
@@ -782,7 +784,7 @@ static bool open_binary(struct obj_load *ld)
 	ld->bin.probe = elf_begin(fd, ELF_C_READ, NULL);
 	if (!ld->bin.probe || elf_kind(ld->bin.probe) != ELF_K_ELF) {
 		lp_debug("symbols: %s: not an ELF file",
-			 symb_sanitize_name(shown, sizeof(shown), o->path));
+			 lp_sanitize_name(shown, sizeof(shown), o->path));
 		return false;
 	}
 	idlen = dwelf_elf_gnu_build_id(ld->bin.probe, &id);
@@ -795,7 +797,7 @@ static bool open_binary(struct obj_load *ld)
 	if (o->want_id_len &&
 	    (idlen != (ssize_t)o->want_id_len || memcmp(id, o->want_id, o->want_id_len))) {
 		lp_debug("symbols: %s: its build-id is not the one mapped",
-			 symb_sanitize_name(shown, sizeof(shown), o->path));
+			 lp_sanitize_name(shown, sizeof(shown), o->path));
 		o->build_id[0] = '\0';
 		s->n.mismatched_objs++;
 		o->not_found = true;
@@ -806,7 +808,7 @@ static bool open_binary(struct obj_load *ld)
 	return true;
 }
 
-void symb_obj_load(struct symb_state *s, struct symb_obj *o)
+void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 {
 	struct obj_load ld = {.s = s, .o = o};
 	uint64_t t0;

@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Ingest of the record stream into struct symb_state. Every record comes
- * from a less trusted side (the ring, a capture file): it is decoded by the
- * validating schema decoder, and every value used as an index or size here
- * is bounded again. Every table the stream can grow has a SYMB_MAX_* limit,
- * and every hash the stream can steer is seeded, so that no stream makes
- * ingest quadratic or memory unbounded.
+ * Ingest of the record stream (ingest.h). Every hash the stream can steer
+ * is seeded, so that no stream makes ingest quadratic; every table it grows
+ * has a SYMB_MAX_* limit.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,9 +11,66 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "ingest.h"
 #include "lowprof/grow.h"
+#include "lowprof/hash.h"
 #include "lowprof/log.h"
-#include "symb_int.h"
+
+struct symb_map {
+	uint64_t start, end, offset;
+	uint32_t obj; /* index into the object table, or UINT32_MAX for anonymous */
+};
+
+struct symb_proc {
+	uint32_t pid;
+	uint32_t gen; /* maps_gen when its mappings last changed: keys its delta memo entries */
+	bool used;
+	bool has_maps;
+	struct symb_map *maps; /* ascending by start, non-overlapping */
+	uint32_t nmaps, cap_maps;
+};
+
+struct symb_agg_slot {
+	uint32_t agg; /* index into aggs + 1; 0 = empty */
+	uint32_t hash_hi;
+};
+
+struct symb_state {
+	bool off_cpu;
+	bool wait_meta;
+	uint64_t seed; /* of every hash a stream can steer (no flooding) */
+	struct symb_meta meta;
+
+	struct symb_objects *objs; /* owned */
+	struct symb_ksyms *ksyms;  /* owned */
+
+	struct symb_proc *procs; /* open-addressing hash by pid */
+	uint32_t cap_procs;
+	uint32_t *seen_pids; /* distinct pids that had samples (hash set) */
+	uint32_t cap_seen;
+
+	/*
+	 * Aggregates in insertion order (all kinds), found through agg_index:
+	 * an open-addressing hash of (index + 1, high bits of the hash), 0 =
+	 * empty, so that a probe reads 8 bytes and a miss no aggregate.
+	 */
+	struct symb_agg *aggs;
+	uint32_t cap_aggs;
+	struct symb_agg_slot *agg_index;
+	uint32_t cap_agg_index;
+	uint32_t naggs_kind[SYMB_KIND__COUNT]; /* of n.stacks, per kind */
+	struct symb_frame *frames;	       /* frame arena */
+	size_t nframes, cap_frames;
+
+	struct symb_counters n;
+
+	/*
+	 * the unwinder's delta lookups and frames by (pid, address), each
+	 * valid while its process's gen holds; maps_gen counts changes
+	 */
+	struct symb_delta_memo *delta_memo;
+	uint32_t maps_gen;
+};
 
 /* every need is bounded by a SYMB_MAX_* far below 2^31 */
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
@@ -24,119 +78,117 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	return lp_grow32(p, cap, need, elem, 16);
 }
 
-/* Hash of a byte string, chained from h (length included). */
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 {
-	const uint8_t *b = p;
-	uint64_t v = 0;
+	struct symb_objects_opts oo = {.sz = sizeof(oo)};
+	struct symb_state *s;
 
-	for (; n >= 8; b += 8, n -= 8) {
-		memcpy(&v, b, 8);
-		h = symb_mix64(h ^ v);
+	if (!opts || opts->sz < sizeof(*opts)) {
+		errno = EINVAL;
+		return NULL;
 	}
-	v = 0;
-	memcpy(&v, b, n);
-	return symb_mix64(h ^ v ^ (uint64_t)n << 59);
-}
-
-void symb_state_init(struct symb_state *s)
-{
-	memset(s, 0, sizeof(*s));
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
 	/* an unpredictable seed only changes table layout, never output order */
 	if (getrandom(&s->seed, sizeof(s->seed), GRND_NONBLOCK) != sizeof(s->seed))
-		s->seed = symb_mix64((uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL));
+		s->seed = lp_mix64((uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL));
+	s->off_cpu = opts->off_cpu;
+	s->wait_meta = opts->wait_meta;
+	oo.seed = lp_mix64(s->seed);
+	oo.offline = opts->offline;
+	oo.replay = opts->replay;
+	oo.cache = opts->cache;
+	oo.debug_dirs = opts->debug_dirs;
+	oo.files_fd = opts->files_fd;
+	s->objs = symb_objects__new(&oo);
+	s->ksyms = symb_ksyms__new();
+	if (!s->objs || !s->ksyms) {
+		symb_state__free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return s;
 }
 
-void symb_state_free(struct symb_state *s)
+void symb_state__free(struct symb_state *s)
 {
-	for (uint32_t i = 0; i < s->nobjs; i++) {
-		free(s->objs[i].path);
-		symb_obj_release(&s->objs[i]);
-	}
-	free(s->objs);
-	free(s->obj_index);
+	if (!s)
+		return;
+	symb_objects__free(s->objs);
+	symb_ksyms__free(s->ksyms);
 	for (uint32_t i = 0; i < s->cap_procs; i++)
 		free(s->procs[i].maps);
 	free(s->procs);
 	free(s->seen_pids);
-	free(s->ksyms);
-	free(s->ksym_names);
 	free(s->aggs);
 	free(s->agg_index);
 	free(s->frames);
 	free(s->delta_memo);
-	free(s->noted_ids);
-	memset(s, 0, sizeof(*s));
+	free(s);
 }
 
-/* ---- build-ids a live symbolizer noted (replay) ------------------------- */
-
-static struct symb_noted_id *noted_slot(struct symb_noted_id *t, uint32_t cap, uint32_t major,
-					uint32_t minor, uint64_t inode)
+int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b)
 {
-	uint64_t h = symb_mix64(inode ^ ((uint64_t)major << 44) ^ ((uint64_t)minor << 24));
-
-	for (uint32_t i = (uint32_t)h & (cap - 1);; i = (i + 1) & (cap - 1))
-		if (!t[i].len ||
-		    (t[i].inode == inode && t[i].dev_major == major && t[i].dev_minor == minor))
-			return &t[i];
+	return symb_objects__note_build_id(s->objs, b);
 }
 
-int symb_state_note_build_id(struct symb_state *s, const struct lps_buildid *b)
+const struct symb_counters *symb_state__counters(const struct symb_state *s)
 {
-	struct symb_noted_id *n;
-
-	if (!b->build_id.len || b->build_id.len > LPS_MAX_BUILD_ID)
-		return -EINVAL;
-	if ((s->nnoted_ids + 1) * 2 > s->cap_noted_ids) {
-		uint32_t cap = s->cap_noted_ids ? s->cap_noted_ids * 2 : 256;
-		struct symb_noted_id *t;
-
-		if (s->nnoted_ids >= SYMB_MAX_NOTED_IDS)
-			return -ENOSPC;
-		t = calloc(cap, sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < s->cap_noted_ids; i++)
-			if (s->noted_ids[i].len)
-				*noted_slot(t, cap, s->noted_ids[i].dev_major,
-					    s->noted_ids[i].dev_minor, s->noted_ids[i].inode) =
-					s->noted_ids[i];
-		free(s->noted_ids);
-		s->noted_ids = t;
-		s->cap_noted_ids = cap;
-	}
-	n = noted_slot(s->noted_ids, s->cap_noted_ids, b->dev_major, b->dev_minor, b->inode);
-	if (!n->len)
-		s->nnoted_ids++;
-	n->inode = b->inode;
-	n->dev_major = b->dev_major;
-	n->dev_minor = b->dev_minor;
-	n->len = b->build_id.len;
-	memcpy(n->id, b->build_id.ptr, b->build_id.len);
-	return 0;
+	return &s->n;
 }
 
-/* The noted build-id of o's file, when the kernel gave it none. */
-static void obj_take_noted_id(struct symb_state *s, struct symb_obj *o)
+const struct symb_meta *symb_state__meta(const struct symb_state *s)
 {
-	const struct symb_noted_id *n;
+	return &s->meta;
+}
 
-	if (o->want_id_len || !s->nnoted_ids || o->loaded)
-		return;
-	n = noted_slot(s->noted_ids, s->cap_noted_ids, o->dev_major, o->dev_minor, o->inode);
-	if (!n->len)
-		return;
-	memcpy(o->want_id, n->id, n->len);
-	o->want_id_len = n->len;
-	o->id_noted = true;
+bool symb_state__off_cpu(const struct symb_state *s)
+{
+	return s->off_cpu;
+}
+
+const struct symb_agg *symb_state__aggs(const struct symb_state *s, uint32_t *n)
+{
+	*n = s->n.stacks;
+	return s->aggs;
+}
+
+uint32_t symb_state__naggs_kind(const struct symb_state *s, enum symb_kind kind)
+{
+	return s->naggs_kind[kind];
+}
+
+const struct symb_frame *symb_state__frames(const struct symb_state *s)
+{
+	return s->frames;
+}
+
+struct symb_objects *symb_state__objects(struct symb_state *s)
+{
+	return s->objs;
+}
+
+struct symb_ksyms *symb_state__ksyms(struct symb_state *s)
+{
+	return s->ksyms;
+}
+
+const struct symb_objects_stats *symb_state__objects_stats(const struct symb_state *s)
+{
+	return symb_objects__stats(s->objs);
+}
+
+const struct symb_ksyms_stats *symb_state__ksyms_stats(const struct symb_state *s)
+{
+	return symb_ksyms__stats(s->ksyms);
 }
 
 /* ---- processes ---------------------------------------------------------- */
 
 static uint32_t pid_hash(const struct symb_state *s, uint32_t pid)
 {
-	return (uint32_t)symb_mix64(pid ^ s->seed);
+	return (uint32_t)lp_mix64(pid ^ s->seed);
 }
 
 static struct symb_proc *proc_slot(const struct symb_state *s, struct symb_proc *t, uint32_t cap,
@@ -180,9 +232,9 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 {
 	struct symb_proc *p;
 
-	if (s->nprocs >= SYMB_MAX_PROCS)
+	if (s->n.procs >= SYMB_MAX_PROCS)
 		return -ENOSPC;
-	if ((s->nprocs + 1) * 2 > s->cap_procs) {
+	if ((s->n.procs + 1) * 2 > s->cap_procs) {
 		uint32_t ncap = s->cap_procs ? s->cap_procs * 2 : 256;
 		struct symb_proc *n = calloc(ncap, sizeof(*n));
 
@@ -199,7 +251,7 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 	memset(p, 0, sizeof(*p));
 	p->used = true;
 	p->pid = pid;
-	s->nprocs++;
+	s->n.procs++;
 	maps_changed(s, p); /* a pid seen before must not find the old process's entries */
 	*out = p;
 	return 0;
@@ -209,7 +261,7 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
 	maps_changed(s, p);
-	s->nmaps_total -= p->nmaps;
+	s->n.maps -= p->nmaps;
 	free(p->maps);
 	p->maps = NULL;
 	p->nmaps = 0;
@@ -231,9 +283,9 @@ static int note_pid_seen(struct symb_state *s, uint32_t pid)
 		if (!s->seen_pids[j])
 			break;
 	}
-	if (s->nseen >= SYMB_MAX_PROCS)
+	if (s->n.pids_seen >= SYMB_MAX_PROCS)
 		return -ENOSPC;
-	if ((s->nseen + 1) * 2 > s->cap_seen) {
+	if ((s->n.pids_seen + 1) * 2 > s->cap_seen) {
 		uint32_t ncap = s->cap_seen ? s->cap_seen * 2 : 256;
 		uint32_t *n = calloc(ncap, sizeof(*n));
 
@@ -257,99 +309,12 @@ static int note_pid_seen(struct symb_state *s, uint32_t pid)
 	for (uint32_t j = pid_hash(s, key) & (s->cap_seen - 1);; j = (j + 1) & (s->cap_seen - 1))
 		if (!s->seen_pids[j]) {
 			s->seen_pids[j] = key;
-			s->nseen++;
+			s->n.pids_seen++;
 			return 0;
 		}
 }
 
-/* ---- objects ------------------------------------------------------------ */
-
-static uint64_t obj_hash(const struct symb_state *s, const struct lps_mapping *m)
-{
-	uint64_t h = symb_mix64(s->seed ^ ((uint64_t)m->dev_major << 32 | m->dev_minor));
-
-	h = symb_mix64(h ^ m->inode);
-	return hash_bytes(h, m->path.ptr, m->path.len);
-}
-
-static bool obj_matches(const struct symb_obj *o, uint64_t h, const struct lps_mapping *m)
-{
-	return o->hash == h && o->inode == m->inode && o->dev_major == m->dev_major &&
-	       o->dev_minor == m->dev_minor && o->path_len == m->path.len &&
-	       memcmp(o->path, m->path.ptr, m->path.len) == 0;
-}
-
-static int obj_index_grow(struct symb_state *s)
-{
-	uint32_t ncap = s->cap_obj_index ? s->cap_obj_index * 2 : 256;
-	uint32_t *n = calloc(ncap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < s->nobjs; i++)
-		for (uint32_t j = (uint32_t)s->objs[i].hash & (ncap - 1);; j = (j + 1) & (ncap - 1))
-			if (!n[j]) {
-				n[j] = i + 1;
-				break;
-			}
-	free(s->obj_index);
-	s->obj_index = n;
-	s->cap_obj_index = ncap;
-	return 0;
-}
-
-/*
- * The object of a file mapping: found, or added. Returns 0 and its index in
- * *idx, -ENOSPC when the object limits are reached, or -ENOMEM.
- */
-static int obj_intern(struct symb_state *s, const struct lps_mapping *m, uint32_t pid,
-		      uint32_t *idx)
-{
-	uint64_t h = obj_hash(s, m);
-	struct symb_obj *o;
-	uint32_t j;
-
-	if ((s->nobjs + 1) * 2 > s->cap_obj_index && s->nobjs < SYMB_MAX_OBJS && obj_index_grow(s))
-		return -ENOMEM;
-	for (j = (uint32_t)h & (s->cap_obj_index - 1); s->obj_index[j];
-	     j = (j + 1) & (s->cap_obj_index - 1)) {
-		if (obj_matches(&s->objs[s->obj_index[j] - 1], h, m)) {
-			o = &s->objs[s->obj_index[j] - 1];
-			/* a later read may know the build-id an earlier one did not */
-			if (!o->want_id_len && m->build_id.len &&
-			    m->build_id.len <= LPS_MAX_BUILD_ID && !o->loaded) {
-				memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
-				o->want_id_len = m->build_id.len;
-			}
-			*idx = s->obj_index[j] - 1;
-			return 0;
-		}
-	}
-	if (s->nobjs >= SYMB_MAX_OBJS || s->obj_path_bytes + m->path.len > SYMB_MAX_OBJ_PATH_BYTES)
-		return -ENOSPC;
-	if (grow((void **)&s->objs, &s->cap_objs, s->nobjs + 1, sizeof(*s->objs)))
-		return -ENOMEM;
-	o = &s->objs[s->nobjs];
-	memset(o, 0, sizeof(*o));
-	o->path = strndup(m->path.ptr, m->path.len);
-	if (!o->path)
-		return -ENOMEM;
-	o->path_len = m->path.len;
-	o->hash = h;
-	o->dev_major = m->dev_major;
-	o->dev_minor = m->dev_minor;
-	o->inode = m->inode;
-	o->pid = pid;
-	if (m->build_id.len && m->build_id.len <= LPS_MAX_BUILD_ID) {
-		memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
-		o->want_id_len = m->build_id.len;
-	}
-	obj_take_noted_id(s, o);
-	s->obj_path_bytes += m->path.len;
-	s->obj_index[j] = s->nobjs + 1;
-	*idx = s->nobjs++;
-	return 0;
-}
+/* ---- mappings ----------------------------------------------------------- */
 
 /* A mapping of a file (not "[vdso]", "[stack]" or anonymous memory). */
 static bool is_file_mapping(const struct lps_mapping *m)
@@ -371,7 +336,7 @@ static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct 
 		s->n.bad_mappings++;
 		return 0;
 	}
-	if (p->nmaps >= SYMB_MAX_MAPS_PER_PROC || s->nmaps_total >= SYMB_MAX_MAPS) {
+	if (p->nmaps >= SYMB_MAX_MAPS_PER_PROC || s->n.maps >= SYMB_MAX_MAPS) {
 		s->n.over_limit_mappings++;
 		return 0;
 	}
@@ -383,14 +348,14 @@ static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct 
 	sm->offset = m->offset;
 	sm->obj = UINT32_MAX;
 	if (is_file_mapping(m)) {
-		err = obj_intern(s, m, p->pid, &sm->obj);
+		err = symb_objects__intern(s->objs, m, p->pid, &sm->obj);
 		if (err == -ENOSPC)
 			s->n.over_limit_mappings++; /* kept, as anonymous memory */
 		else if (err)
 			return err;
 	}
 	p->nmaps++;
-	s->nmaps_total++;
+	s->n.maps++;
 	return 0;
 }
 
@@ -444,162 +409,13 @@ static const struct symb_map *map_find(const struct symb_proc *p, uint64_t addr)
 	return NULL;
 }
 
-/* ---- kernel symbols ----------------------------------------------------- */
-
-/*
- * Room for one record's entries, taken once per record: each entry's name
- * and NUL fit in the bytes the entry takes in the record (its tags alone
- * take more than one byte), and both tables stop at their SYMB_MAX_* limit.
- */
-static int ksyms_reserve(struct symb_state *s, const struct lps_ksyms *rec)
-{
-	uint32_t n =
-		rec->count < SYMB_MAX_KSYMS - s->nksyms ? s->nksyms + rec->count : SYMB_MAX_KSYMS;
-	size_t need = s->ksym_names_len + (size_t)(rec->end - rec->cur);
-
-	if (need > SYMB_MAX_KSYM_BYTES)
-		need = SYMB_MAX_KSYM_BYTES;
-	if (grow((void **)&s->ksyms, &s->cap_ksyms, n, sizeof(*s->ksyms)))
-		return -ENOMEM;
-	if (lp_grow((void **)&s->ksym_names, &s->ksym_names_cap, need, 1, 65536, SIZE_MAX))
-		return -ENOMEM;
-	return 0;
-}
-
-/*
- * An older collector's snapshot, complete, with absolute addresses: made
- * relative to its _text like a newer collector's, so that no absolute kernel
- * address reaches an output. Without _text there is no base: the snapshot
- * is dropped and kernel frames have no address.
- */
-static void ksyms_relative(struct symb_state *s)
-{
-	uint32_t i;
-
-	s->kbase_known = false;
-	for (i = 0; i < s->nksyms; i++)
-		if (!strcmp(s->ksym_names + s->ksyms[i].name, "_text"))
-			break;
-	if (i == s->nksyms) {
-		s->nksyms = 0;
-		s->ksym_names_len = 0;
-		return;
-	}
-	s->kbase = s->ksyms[i].addr;
-	s->kbase_known = true;
-	for (i = 0; i < s->nksyms; i++)
-		s->ksyms[i].addr -= s->kbase;
-}
-
-static int feed_ksyms(struct symb_state *s, struct lps_ksyms *rec)
-{
-	struct lps_ksym k;
-	int r;
-
-	if (rec->seq == 0) {
-		/* a new snapshot replaces the old one */
-		s->nksyms = 0;
-		s->ksym_names_len = 0;
-	}
-	s->ksyms_sorted = false;
-	if (ksyms_reserve(s, rec))
-		return -ENOMEM;
-	while ((r = lps_ksyms_next(rec, &k)) == 1) {
-		/* a name is within one record (<= 1 MiB): no overflow */
-		size_t need = s->ksym_names_len + k.name.len + 1;
-
-		if (!k.addr && !s->kernel_relative)
-			continue; /* an older collector's: hidden by kptr_restrict */
-		if (s->nksyms >= SYMB_MAX_KSYMS || need > SYMB_MAX_KSYM_BYTES) {
-			s->n.over_limit_ksyms++;
-			continue;
-		}
-		/* ksyms_reserve made room for both */
-		s->ksyms[s->nksyms].addr = k.addr;
-		/* < SYMB_MAX_KSYM_BYTES, far below 2^32 */
-		s->ksyms[s->nksyms].name = (uint32_t)s->ksym_names_len;
-		memcpy(s->ksym_names + s->ksym_names_len, k.name.ptr, k.name.len);
-		s->ksym_names[s->ksym_names_len + k.name.len] = '\0';
-		s->ksym_names_len = need;
-		s->nksyms++;
-	}
-	if (r == 0 && rec->last && !s->kernel_relative)
-		ksyms_relative(s);
-	return r < 0 ? r : 0;
-}
-
-static int ksym_cmp(const void *a, const void *b)
-{
-	const struct symb_ksym *x = a, *y = b;
-
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return x->name < y->name ? -1 : x->name > y->name;
-}
-
-/*
- * Sorts the kernel symbols by (address, name offset): a total order, so the
- * result is the same however it is reached. /proc/kallsyms is in address
- * order but for a few entries at its end (modules, BPF programs), so the
- * sorted prefix is kept, only the rest is sorted, and the two are merged
- * from the back. Without memory for the merge, the whole table is sorted.
- */
-static void ksyms_sort(struct symb_state *s)
-{
-	struct symb_ksym *k = s->ksyms, *tail;
-	uint32_t n = s->nksyms, p = 1, t, i, j, w;
-
-	while (p < n && ksym_cmp(&k[p - 1], &k[p]) < 0)
-		p++;
-	if (p >= n)
-		return;
-	t = n - p;
-	tail = malloc((size_t)t * sizeof(*tail));
-	if (!tail) {
-		qsort(k, n, sizeof(*k), ksym_cmp);
-		return;
-	}
-	memcpy(tail, k + p, (size_t)t * sizeof(*tail));
-	qsort(tail, t, sizeof(*tail), ksym_cmp);
-	/* k[0, p) and tail[0, t) into k[0, n), largest first */
-	for (i = p, j = t, w = n; j > 0;) {
-		if (i > 0 && ksym_cmp(&k[i - 1], &tail[j - 1]) > 0)
-			k[--w] = k[--i];
-		else
-			k[--w] = tail[--j];
-	}
-	free(tail);
-}
-
-/* Kernel symbols have no sizes: a symbol extends to the next one, at most 1 MiB. */
-const char *symb_ksym_lookup(struct symb_state *s, uint64_t addr)
-{
-	uint32_t lo = 0, hi = s->nksyms;
-
-	if (!s->ksyms_sorted && s->nksyms) {
-		ksyms_sort(s);
-		s->ksyms_sorted = true;
-	}
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr - s->ksyms[lo - 1].addr > (1u << 20))
-		return NULL;
-	return s->ksym_names + s->ksyms[lo - 1].name;
-}
-
 /* ---- samples ------------------------------------------------------------ */
 
 static uint64_t hash_stack(const struct symb_state *s, uint32_t kind, uint32_t pid,
 			   const char *comm, const struct symb_frame *f, uint32_t n)
 {
 	uint64_t h =
-		hash_bytes(symb_mix64(s->seed ^ ((uint64_t)kind << 32 | pid)), comm, strlen(comm));
+		lp_hash_bytes(lp_mix64(s->seed ^ ((uint64_t)kind << 32 | pid)), comm, strlen(comm));
 
 	/*
 	 * Each frame is mixed on its own (the mixes of a stack's frames run in
@@ -607,9 +423,9 @@ static uint64_t hash_stack(const struct symb_state *s, uint32_t kind, uint32_t p
 	 * frame were a tenth of a sample's cost.
 	 */
 	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ symb_mix64(f[i].addr ^ s->seed) ^ ((uint64_t)f[i].kind << 32 | f[i].obj)) *
+		h = (h ^ lp_mix64(f[i].addr ^ s->seed) ^ ((uint64_t)f[i].kind << 32 | f[i].obj)) *
 		    0x9e3779b97f4a7c15ull;
-	return symb_mix64(h);
+	return lp_mix64(h);
 }
 
 static bool agg_matches(const struct symb_state *s, const struct symb_agg *a, uint64_t h,
@@ -628,7 +444,7 @@ static int agg_index_grow(struct symb_state *s)
 
 	if (!n)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->naggs; i++)
+	for (uint32_t i = 0; i < s->n.stacks; i++)
 		for (uint32_t j = (uint32_t)s->aggs[i].hash & (ncap - 1);; j = (j + 1) & (ncap - 1))
 			if (!n[j].agg) {
 				n[j] = (struct symb_agg_slot){i + 1,
@@ -675,24 +491,20 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 		a->weight += weight;
 		return 0;
 	}
-	if (s->naggs >= SYMB_MAX_STACKS || n > SYMB_MAX_FRAMES - s->nframes)
+	if (s->n.stacks >= SYMB_MAX_STACKS || n > SYMB_MAX_FRAMES - s->nframes)
 		return -ENOSPC;
-	if ((s->naggs + 1) * 2 > s->cap_agg_index) {
+	if ((s->n.stacks + 1) * 2 > s->cap_agg_index) {
 		if (agg_index_grow(s))
 			return -ENOMEM;
 		e = agg_slot(s, h, kind, pid, comm, f, n);
 	}
-	if (grow((void **)&s->aggs, &s->cap_aggs, s->naggs + 1, sizeof(*s->aggs)))
+	if (grow((void **)&s->aggs, &s->cap_aggs, s->n.stacks + 1, sizeof(*s->aggs)))
 		return -ENOMEM;
 	if (lp_grow((void **)&s->frames, &s->cap_frames, s->nframes + n, sizeof(*s->frames), 4096,
 		    SIZE_MAX))
 		return -ENOMEM;
 	memcpy(&s->frames[s->nframes], f, n * sizeof(*f));
-	/* the objects a profile of this kind needs; a stack seen again adds none */
-	for (uint32_t i = 0; i < n; i++)
-		if (f[i].kind == SYMB_F_USER)
-			s->objs[f[i].obj].used_kinds |= 1u << kind;
-	a = &s->aggs[s->naggs];
+	a = &s->aggs[s->n.stacks];
 	a->hash = h;
 	a->kind = kind;
 	a->pid = pid;
@@ -705,7 +517,7 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 	a->count = 1;
 	a->weight = weight;
 	s->nframes += n;
-	*e = (struct symb_agg_slot){++s->naggs, (uint32_t)(h >> 32)};
+	*e = (struct symb_agg_slot){++s->n.stacks, (uint32_t)(h >> 32)};
 	return 0;
 }
 
@@ -809,7 +621,7 @@ static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t add
 {
 	const struct symb_map *m = u->p ? map_find(u->p, addr) : NULL;
 	const struct symb_delta *d;
-	struct symb_obj *o;
+	const struct symb_obj *o;
 	uint64_t vaddr;
 
 	*frame = map_frame(m, addr, note);
@@ -817,8 +629,7 @@ static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t add
 		return SYMB_LOOKUP_UNMAPPED;
 	if (m->obj == UINT32_MAX)
 		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT) or [vdso] */
-	o = &u->s->objs[m->obj];
-	symb_obj_load(u->s, o);
+	o = symb_objects__load(u->s->objs, m->obj);
 	if (!o->have_deltas || !o->elf ||
 	    symb_elf__offset_to_vaddr(o->elf, addr - m->start + m->offset, &vaddr))
 		return SYMB_LOOKUP_NO_CFI;
@@ -980,8 +791,7 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	for (uint32_t i = 0; i < smp->nkstack; i++) {
 		uint64_t a = lps_frame(smp->kstack, i);
 
-		if (!s->kernel_relative)
-			a = s->kbase_known ? a - s->kbase : 0;
+		a = symb_ksyms__relative(s->ksyms, a);
 		f[n++] = (struct symb_frame){SYMB_F_KERNEL, 0, i && a ? a - 1 : a};
 	}
 	if (smp->ip && !smp->nustack)
@@ -1013,10 +823,10 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 		s->n.samples++;
 		s->n.weight_ns += smp->weight;
 	}
-	if (!s->first_ns || smp->time_ns < s->first_ns)
-		s->first_ns = smp->time_ns;
-	if (smp->time_ns > s->last_ns)
-		s->last_ns = smp->time_ns;
+	if (!s->meta.first_ns || smp->time_ns < s->meta.first_ns)
+		s->meta.first_ns = smp->time_ns;
+	if (smp->time_ns > s->meta.last_ns)
+		s->meta.last_ns = smp->time_ns;
 	return 0;
 }
 
@@ -1038,18 +848,16 @@ static void feed_meta_kernel(struct symb_state *s, const struct lps_meta *m)
 {
 	struct lps_str f;
 
-	s->kernel_relative = m->kernel_base.len > 0;
-	s->kbase_known = false;
-	s->kbase = 0;
-	s->nfallbacks = 0;
+	symb_ksyms__start(s->ksyms, m->kernel_base.len > 0);
+	s->meta.nfallbacks = 0;
 	for (uint32_t i = 0; i < m->nfallbacks && i < LPS_MAX_FALLBACKS; i++) {
 		if (lps_meta_fallback(m, i, &f))
 			break;
-		copy_str(s->fallbacks[s->nfallbacks++], LPS_MAX_FALLBACK_NAME + 1, f);
+		copy_str(s->meta.fallbacks[s->meta.nfallbacks++], LPS_MAX_FALLBACK_NAME + 1, f);
 	}
 }
 
-int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
+int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 {
 	struct lps_record r;
 	struct symb_proc *p;
@@ -1079,19 +887,20 @@ int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 	}
 	switch (r.type) {
 	case LPS_META:
-		s->have_meta = true;
-		s->freq_hz = r.meta.freq_hz;
-		s->ncpus = r.meta.ncpus_online;
-		s->start_mono_ns = r.meta.start_mono_ns;
-		s->start_real_ns = r.meta.start_real_ns;
-		copy_str(s->hostname, sizeof(s->hostname), r.meta.hostname);
-		copy_str(s->kernel_release, sizeof(s->kernel_release), r.meta.kernel_release);
-		s->bpf_mem_bytes = r.meta.bpf_mem_bytes;
-		s->offcpu_meta.on = r.meta.off_cpu;
-		copy_str(s->offcpu_meta.mode, sizeof(s->offcpu_meta.mode), r.meta.off_cpu_mode);
-		s->offcpu_meta.rate = r.meta.off_cpu_rate;
-		s->offcpu_meta.min_ns = r.meta.off_cpu_min_ns;
-		s->offcpu_meta.period_ns = r.meta.off_cpu_period_ns;
+		s->meta.have_meta = true;
+		s->meta.freq_hz = r.meta.freq_hz;
+		s->meta.ncpus = r.meta.ncpus_online;
+		s->meta.start_mono_ns = r.meta.start_mono_ns;
+		s->meta.start_real_ns = r.meta.start_real_ns;
+		copy_str(s->meta.hostname, sizeof(s->meta.hostname), r.meta.hostname);
+		copy_str(s->meta.kernel_release, sizeof(s->meta.kernel_release),
+			 r.meta.kernel_release);
+		s->meta.bpf_mem_bytes = r.meta.bpf_mem_bytes;
+		s->meta.offcpu.on = r.meta.off_cpu;
+		copy_str(s->meta.offcpu.mode, sizeof(s->meta.offcpu.mode), r.meta.off_cpu_mode);
+		s->meta.offcpu.rate = r.meta.off_cpu_rate;
+		s->meta.offcpu.min_ns = r.meta.off_cpu_min_ns;
+		s->meta.offcpu.period_ns = r.meta.off_cpu_period_ns;
 		feed_meta_kernel(s, &r.meta);
 		break;
 	case LPS_SAMPLE:
@@ -1113,15 +922,15 @@ int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 			proc_clear_maps(s, p);
 		break;
 	case LPS_KSYMS:
-		err = feed_ksyms(s, &r.ksyms);
+		err = symb_ksyms__feed(s->ksyms, &r.ksyms);
 		break;
 	case LPS_LOSS:
 		s->n.loss = r.loss;
 		s->n.have_loss = true;
 		break;
 	case LPS_END:
-		s->end_ns = r.end.time_ns;
-		copy_str(s->end_reason, sizeof(s->end_reason), r.end.reason);
+		s->meta.end_ns = r.end.time_ns;
+		copy_str(s->meta.end_reason, sizeof(s->meta.end_reason), r.end.reason);
 		break;
 	}
 	if (err == -EBADMSG) {
@@ -1129,4 +938,14 @@ int symb_state_feed(struct symb_state *s, const void *buf, size_t len)
 		err = 0;
 	}
 	return err;
+}
+
+uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid)
+{
+	const struct symb_proc *p;
+
+	if (!s->cap_procs)
+		return 0;
+	p = proc_slot(s, s->procs, s->cap_procs, pid);
+	return p->used ? p->nmaps : 0;
 }

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The objects: every mapped file a record stream names, and the kernel's
+ * symbols.
+ *
+ * What it is: two tables, each the one owner of what it holds.
+ * - struct symb_objects: the object table. A file is identified by (path,
+ *   device, inode) as the collector saw it mapped. It is loaded on first use
+ *   (symbols, PT_LOAD segments, stack deltas; its DWARF when a line is first
+ *   asked for), from the SQLite cache when the cache has the tables of the
+ *   same bytes, else parsed and stored. The table owns that cache traffic,
+ *   the requests for files to the collector, the DWARF it keeps open, and
+ *   the counters of all of it.
+ * - struct symb_ksyms: the kernel's symbols from the stream's snapshot, with
+ *   addresses relative to the kernel's text base.
+ *
+ * What it is not: processes and their mappings, or aggregation (ingest/);
+ * the profile model (build/). Nothing here reads a record stream's samples
+ * or calls back up into those.
+ *
+ * Every table a stream can grow is bounded (the SYMB_MAX_* below); what is
+ * beyond a bound is refused with -ENOSPC and counted by the caller.
+ */
+#ifndef LOWPROF_SYMB_OBJECTS_H
+#define LOWPROF_SYMB_OBJECTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfi.h"
+#include "debuginfo.h"
+#include "elfsym.h"
+#include "lowprof/schema.h"
+
+struct symb_cache;
+
+/* distinct mapped files: a busy host maps a few thousand; also keeps every
+ * object's 2^44 slice of pprof's address space below the kernel's */
+#define SYMB_MAX_OBJS (1u << 16)
+/* their paths (up to 4 KiB each): 64 MiB */
+#define SYMB_MAX_OBJ_PATH_BYTES (64u << 20)
+/* build-ids a live symbolizer noted (replay), 40 bytes each: 2.5 MiB */
+#define SYMB_MAX_NOTED_IDS 65536
+/* kernel symbols: kallsyms has ~200k entries with modules loaded */
+#define SYMB_MAX_KSYMS (1u << 22)
+/* their names: well below 4 GiB, so the u32 name offsets cannot wrap */
+#define SYMB_MAX_KSYM_BYTES (256u << 20)
+
+/* Each object's slice of pprof's address space; file offsets must be below. */
+#define SYMB_OBJ_SPAN (1ull << 44)
+
+/*
+ * A mapped file. Read-only outside objects/: the table sets every field.
+ */
+struct symb_obj {
+	char *path;
+	uint32_t path_len;
+	uint64_t hash; /* of (device, inode, path) with the table's seed */
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	uint32_t pid; /* a process that mapped it (to reach /proc/PID/root) */
+	bool loaded;  /* open attempted (symb_objects__load) */
+	struct symb_elf *elf;
+	struct symb_deltas deltas; /* stack deltas, by ELF virtual address */
+	bool have_deltas;
+	struct symb_dwarf *dwarf;	  /* NULL: no debug information */
+	struct symb_obj_dwarf *dwarf_src; /* the file libdw reads */
+	char *key;			  /* the cache key of its tables; NULL: none */
+	char build_id[41 * 2 + 1];	  /* as the file claims it */
+	/* the build-id the collector saw mapped (schema 1.3); 0 bytes: unknown */
+	uint8_t want_id[LPS_MAX_BUILD_ID];
+	uint32_t want_id_len;
+	bool id_noted;	/* want_id is a live symbolizer's note (buildid record), not the kernel's */
+	bool not_found; /* no file with that build-id: frames are named path+0xoffset */
+	bool lines_loaded; /* the cache was asked for its DWARF results */
+};
+
+struct symb_objects_opts {
+	size_t sz; /* sizeof(struct symb_objects_opts) */
+	/* of every hash a stream can steer (no flooding) */
+	uint64_t seed;
+	/* never open a file: user frames are named "binary+0xoffset" (fuzzing, tests) */
+	bool offline;
+	/*
+	 * The stream is a capture replayed after the fact, maybe on another
+	 * host: files are found by build-id (at their path, else under
+	 * debug_dirs as .build-id/xx/rest), never by device and inode, and
+	 * never through /proc/PID/root.
+	 */
+	bool replay;
+	struct symb_cache *cache;      /* may be NULL; not owned */
+	const char *const *debug_dirs; /* NULL-terminated; may be NULL; not copied */
+	/*
+	 * The file channel to the collector (lowprof/files.h), -1: none.
+	 * Objects the symbolizer cannot open itself (another user's, another
+	 * mount namespace's) are asked for there. Not owned.
+	 */
+	int files_fd;
+};
+
+struct symb_objects_stats {
+	uint32_t objs; /* in the table */
+	bool cache;    /* a cache was given (opts) */
+	/* parsed from the file or taken from the cache */
+	uint64_t parsed_symbols, parsed_deltas;
+	uint64_t cache_hits, cache_stored, cache_bad;
+	uint64_t unreadable_objs;
+	uint64_t mismatched_objs; /* a file whose build-id is not the one mapped */
+	uint64_t build_ids_noted; /* live: build-ids told the collector (no PROCMAP_QUERY) */
+	uint64_t load_ns;	  /* time spent loading objects */
+	/* DWARF results taken from the cache and stored; objects that started libdw */
+	uint64_t lines_cache_hits, lines_stored, dwarf_started;
+	/* files asked of the collector */
+	struct {
+		uint64_t asked, received, refused, timeouts;
+	} files;
+};
+
+/*
+ * An empty table; NULL with errno set (EINVAL: opts' sz is not one this
+ * version knows; ENOMEM). Destructor: symb_objects__free (accepts NULL).
+ */
+struct symb_objects *symb_objects__new(const struct symb_objects_opts *opts);
+void symb_objects__free(struct symb_objects *t);
+
+/*
+ * The object of a file mapping (m->path absolute, m->inode set): found, or
+ * added. pid is a process that maps it. Returns 0 and its index in *idx,
+ * -ENOSPC when SYMB_MAX_OBJS or SYMB_MAX_OBJ_PATH_BYTES is reached, or
+ * -ENOMEM. Indices are stable for the table's life, in first-seen order.
+ */
+int symb_objects__intern(struct symb_objects *t, const struct lps_mapping *m, uint32_t pid,
+			 uint32_t *idx);
+/* idx < symb_objects__stats(t)->objs */
+const struct symb_obj *symb_objects__get(const struct symb_objects *t, uint32_t idx);
+
+/*
+ * Loads object idx once (a failure is not retried) and returns it: its elf,
+ * deltas and dwarf are set where the file could be opened and was the one
+ * mapped.
+ */
+const struct symb_obj *symb_objects__load(struct symb_objects *t, uint32_t idx);
+
+/*
+ * The ELF symbol at file offset off of object idx (loaded if need be), as
+ * the file names it (mangled); NULL: none. The name lives as long as t.
+ */
+const char *symb_objects__symbol(struct symb_objects *t, uint32_t idx, uint64_t off);
+
+/*
+ * Source frames at file offset off of object idx from DWARF, innermost
+ * first, at most max: the number written, 0 for none. Results earlier runs
+ * stored in the cache are loaded before the object's first lookup. The
+ * strings live as long as t.
+ */
+int symb_objects__lines(struct symb_objects *t, uint32_t idx, uint64_t off,
+			struct symb_srcline *out, int max);
+/*
+ * Stores, for the next run, the DWARF results of objects that learned
+ * addresses since they were loaded, and counts the objects that started
+ * libdw (stats' dwarf_started).
+ */
+void symb_objects__store_lines(struct symb_objects *t);
+
+/*
+ * Replay: a buildid record's claim for a file (read before the stream, the
+ * records coming after the samples that need the files): an object of that
+ * device and inode without a build-id from the kernel takes it, to find the
+ * file by (id_noted). 0, -EINVAL for an empty or oversized id, -ENOSPC
+ * beyond SYMB_MAX_NOTED_IDS, -ENOMEM.
+ */
+int symb_objects__note_build_id(struct symb_objects *t, const struct lps_buildid *b);
+
+const struct symb_objects_stats *symb_objects__stats(const struct symb_objects *t);
+
+/* ---- kernel symbols ----------------------------------------------------- */
+
+struct symb_ksyms_stats {
+	uint32_t count;
+	uint64_t over_limit; /* symbols dropped at SYMB_MAX_KSYMS / _BYTES */
+	/*
+	 * The stream carries kernel addresses relative to the text base (since
+	 * 1.4). An older stream's are absolute: its base is _text's address in
+	 * its snapshot (kbase, once kbase_known); without it kernel frames
+	 * have no address.
+	 */
+	bool relative;
+	bool kbase_known;
+	uint64_t kbase;
+};
+
+/* NULL with errno set. Destructor: symb_ksyms__free (accepts NULL). */
+struct symb_ksyms *symb_ksyms__new(void);
+void symb_ksyms__free(struct symb_ksyms *k);
+/* A meta record: whether the stream's kernel addresses are relative. */
+void symb_ksyms__start(struct symb_ksyms *k, bool relative);
+/*
+ * One ksyms record (seq 0 starts a new snapshot). 0, -EBADMSG for a
+ * malformed record (what came before it is kept), -ENOMEM.
+ */
+int symb_ksyms__feed(struct symb_ksyms *k, struct lps_ksyms *rec);
+/* A stream's kernel address made relative to the text base; 0: unknown. */
+uint64_t symb_ksyms__relative(const struct symb_ksyms *k, uint64_t addr);
+/* The symbol at a relative address (at most 1 MiB past its start); NULL: none. */
+const char *symb_ksyms__lookup(struct symb_ksyms *k, uint64_t addr);
+const struct symb_ksyms_stats *symb_ksyms__stats(const struct symb_ksyms *k);
+
+#endif /* LOWPROF_SYMB_OBJECTS_H */

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside objects/: the object table's layout, shared by table.c (the table),
+ * load.c (opening and loading a file) and lines.c (DWARF lookups and their
+ * cache traffic). Nothing outside this folder includes it.
+ */
+#ifndef LOWPROF_SYMB_OBJECTS_INT_H
+#define LOWPROF_SYMB_OBJECTS_INT_H
+
+#include "objects.h"
+
+/* A buildid record's claim (symb_objects__note_build_id). */
+struct symb_noted_id {
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t len; /* 0: empty slot */
+	uint8_t id[LPS_MAX_BUILD_ID];
+};
+
+struct symb_objects {
+	/* settings (symb_objects_opts) */
+	uint64_t seed;
+	bool offline, replay;
+	struct symb_cache *cache;
+	const char *const *debug_dirs;
+	bool have_files;
+	int files_fd;
+
+	struct symb_obj *objs; /* in first-seen order */
+	uint32_t nobjs, cap_objs;
+	uint32_t *obj_index; /* open-addressing hash: index + 1, 0 = empty */
+	uint32_t cap_obj_index;
+	size_t obj_path_bytes;
+
+	/* replay of a capture from a kernel without PROCMAP_QUERY: the live
+	 * symbolizer's build-id notes, by file (a hash of device and inode) */
+	struct symb_noted_id *noted_ids;
+	uint32_t cap_noted_ids, nnoted_ids;
+
+	uint32_t files_next_id; /* of the next request to the collector */
+	uint32_t ndwarf_open;
+	struct symb_objects_stats n;
+};
+
+/* load.c: loads o once (symb_objects__load); frees what it loaded. */
+void symb_obj_load(struct symb_objects *s, struct symb_obj *o);
+void symb_obj_release(struct symb_obj *o);
+
+#endif /* LOWPROF_SYMB_OBJECTS_INT_H */

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The object table (objects.h): interned by (path, device, inode), indexed
+ * by a hash seeded against flooding, bounded by SYMB_MAX_OBJS and
+ * SYMB_MAX_OBJ_PATH_BYTES; and the build-ids a live symbolizer noted, which
+ * objects without a kernel build-id take when they are added.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowprof/grow.h"
+#include "lowprof/hash.h"
+#include "objects_int.h"
+
+/* every need is bounded by a SYMB_MAX_* far below 2^31 */
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	return lp_grow32(p, cap, need, elem, 16);
+}
+
+struct symb_objects *symb_objects__new(const struct symb_objects_opts *opts)
+{
+	struct symb_objects *t;
+
+	if (!opts || opts->sz < sizeof(*opts)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->seed = opts->seed;
+	t->offline = opts->offline;
+	t->replay = opts->replay;
+	t->cache = opts->cache;
+	t->n.cache = opts->cache != NULL;
+	t->debug_dirs = opts->debug_dirs;
+	t->have_files = opts->files_fd >= 0;
+	t->files_fd = opts->files_fd;
+	return t;
+}
+
+void symb_objects__free(struct symb_objects *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->nobjs; i++) {
+		free(t->objs[i].path);
+		symb_obj_release(&t->objs[i]);
+	}
+	free(t->objs);
+	free(t->obj_index);
+	free(t->noted_ids);
+	free(t);
+}
+
+const struct symb_obj *symb_objects__get(const struct symb_objects *t, uint32_t idx)
+{
+	return &t->objs[idx];
+}
+
+const struct symb_obj *symb_objects__load(struct symb_objects *t, uint32_t idx)
+{
+	symb_obj_load(t, &t->objs[idx]);
+	return &t->objs[idx];
+}
+
+const char *symb_objects__symbol(struct symb_objects *t, uint32_t idx, uint64_t off)
+{
+	const struct symb_obj *o = symb_objects__load(t, idx);
+	uint64_t vaddr;
+
+	if (!o->elf || symb_elf__offset_to_vaddr(o->elf, off, &vaddr))
+		return NULL;
+	return symb_elf__symbolize(o->elf, vaddr, NULL);
+}
+
+const struct symb_objects_stats *symb_objects__stats(const struct symb_objects *t)
+{
+	return &t->n;
+}
+
+/* ---- build-ids a live symbolizer noted (replay) ------------------------- */
+
+static struct symb_noted_id *noted_slot(struct symb_noted_id *t, uint32_t cap, uint32_t major,
+					uint32_t minor, uint64_t inode)
+{
+	uint64_t h = lp_mix64(inode ^ ((uint64_t)major << 44) ^ ((uint64_t)minor << 24));
+
+	for (uint32_t i = (uint32_t)h & (cap - 1);; i = (i + 1) & (cap - 1))
+		if (!t[i].len ||
+		    (t[i].inode == inode && t[i].dev_major == major && t[i].dev_minor == minor))
+			return &t[i];
+}
+
+int symb_objects__note_build_id(struct symb_objects *s, const struct lps_buildid *b)
+{
+	struct symb_noted_id *n;
+
+	if (!b->build_id.len || b->build_id.len > LPS_MAX_BUILD_ID)
+		return -EINVAL;
+	if ((s->nnoted_ids + 1) * 2 > s->cap_noted_ids) {
+		uint32_t cap = s->cap_noted_ids ? s->cap_noted_ids * 2 : 256;
+		struct symb_noted_id *t;
+
+		if (s->nnoted_ids >= SYMB_MAX_NOTED_IDS)
+			return -ENOSPC;
+		t = calloc(cap, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < s->cap_noted_ids; i++)
+			if (s->noted_ids[i].len)
+				*noted_slot(t, cap, s->noted_ids[i].dev_major,
+					    s->noted_ids[i].dev_minor, s->noted_ids[i].inode) =
+					s->noted_ids[i];
+		free(s->noted_ids);
+		s->noted_ids = t;
+		s->cap_noted_ids = cap;
+	}
+	n = noted_slot(s->noted_ids, s->cap_noted_ids, b->dev_major, b->dev_minor, b->inode);
+	if (!n->len)
+		s->nnoted_ids++;
+	n->inode = b->inode;
+	n->dev_major = b->dev_major;
+	n->dev_minor = b->dev_minor;
+	n->len = b->build_id.len;
+	memcpy(n->id, b->build_id.ptr, b->build_id.len);
+	return 0;
+}
+
+/* The noted build-id of o's file, when the kernel gave it none. */
+static void obj_take_noted_id(struct symb_objects *s, struct symb_obj *o)
+{
+	const struct symb_noted_id *n;
+
+	if (o->want_id_len || !s->nnoted_ids || o->loaded)
+		return;
+	n = noted_slot(s->noted_ids, s->cap_noted_ids, o->dev_major, o->dev_minor, o->inode);
+	if (!n->len)
+		return;
+	memcpy(o->want_id, n->id, n->len);
+	o->want_id_len = n->len;
+	o->id_noted = true;
+}
+
+/* ---- objects ------------------------------------------------------------ */
+
+static uint64_t obj_hash(const struct symb_objects *s, const struct lps_mapping *m)
+{
+	uint64_t h = lp_mix64(s->seed ^ ((uint64_t)m->dev_major << 32 | m->dev_minor));
+
+	h = lp_mix64(h ^ m->inode);
+	return lp_hash_bytes(h, m->path.ptr, m->path.len);
+}
+
+static bool obj_matches(const struct symb_obj *o, uint64_t h, const struct lps_mapping *m)
+{
+	return o->hash == h && o->inode == m->inode && o->dev_major == m->dev_major &&
+	       o->dev_minor == m->dev_minor && o->path_len == m->path.len &&
+	       memcmp(o->path, m->path.ptr, m->path.len) == 0;
+}
+
+static int obj_index_grow(struct symb_objects *s)
+{
+	uint32_t ncap = s->cap_obj_index ? s->cap_obj_index * 2 : 256;
+	uint32_t *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nobjs; i++)
+		for (uint32_t j = (uint32_t)s->objs[i].hash & (ncap - 1);; j = (j + 1) & (ncap - 1))
+			if (!n[j]) {
+				n[j] = i + 1;
+				break;
+			}
+	free(s->obj_index);
+	s->obj_index = n;
+	s->cap_obj_index = ncap;
+	return 0;
+}
+
+int symb_objects__intern(struct symb_objects *s, const struct lps_mapping *m, uint32_t pid,
+			 uint32_t *idx)
+{
+	uint64_t h = obj_hash(s, m);
+	struct symb_obj *o;
+	uint32_t j;
+
+	if ((s->nobjs + 1) * 2 > s->cap_obj_index && s->nobjs < SYMB_MAX_OBJS && obj_index_grow(s))
+		return -ENOMEM;
+	for (j = (uint32_t)h & (s->cap_obj_index - 1); s->obj_index[j];
+	     j = (j + 1) & (s->cap_obj_index - 1)) {
+		if (obj_matches(&s->objs[s->obj_index[j] - 1], h, m)) {
+			o = &s->objs[s->obj_index[j] - 1];
+			/* a later read may know the build-id an earlier one did not */
+			if (!o->want_id_len && m->build_id.len &&
+			    m->build_id.len <= LPS_MAX_BUILD_ID && !o->loaded) {
+				memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
+				o->want_id_len = m->build_id.len;
+			}
+			*idx = s->obj_index[j] - 1;
+			return 0;
+		}
+	}
+	if (s->nobjs >= SYMB_MAX_OBJS || s->obj_path_bytes + m->path.len > SYMB_MAX_OBJ_PATH_BYTES)
+		return -ENOSPC;
+	if (grow((void **)&s->objs, &s->cap_objs, s->nobjs + 1, sizeof(*s->objs)))
+		return -ENOMEM;
+	o = &s->objs[s->nobjs];
+	memset(o, 0, sizeof(*o));
+	o->path = strndup(m->path.ptr, m->path.len);
+	if (!o->path)
+		return -ENOMEM;
+	o->path_len = m->path.len;
+	o->hash = h;
+	o->dev_major = m->dev_major;
+	o->dev_minor = m->dev_minor;
+	o->inode = m->inode;
+	o->pid = pid;
+	if (m->build_id.len && m->build_id.len <= LPS_MAX_BUILD_ID) {
+		memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
+		o->want_id_len = m->build_id.len;
+	}
+	obj_take_noted_id(s, o);
+	s->obj_path_bytes += m->path.len;
+	s->obj_index[j] = s->nobjs + 1;
+	*idx = s->nobjs++;
+	s->n.objs = s->nobjs;
+	return 0;
+}
