@@ -188,7 +188,7 @@ static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nl
 		l->kernel = f->kind == SYMB_F_KERNEL;
 		if (f->kind == SYMB_F_KERNEL) {
 			/*
-			 * relative to the kernel's text base (state.c): the
+			 * relative to the kernel's text base (ingest.h): the
 			 * mapping's start stands for the base; an address
 			 * below the base (none on x86-64) shows as the start
 			 */

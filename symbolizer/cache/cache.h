@@ -48,7 +48,7 @@
 enum symb_cache_kind {
 	SYMB_CACHE_SYMBOLS = 1,	    /* elfsym.h's symb_elf__encode blob */
 	SYMB_CACHE_DELTAS = 2,	    /* cfi.h's symb_deltas__encode blob */
-	SYMB_CACHE_LINES = 3,	    /* dwarf.h's symb_dwarf__encode_lines blob */
+	SYMB_CACHE_LINES = 3,	    /* debuginfo.h's symb_dwarf__encode_lines blob */
 	SYMB_CACHE_DEBUG_MATCH = 4, /* "c:<B>+<D>": one byte, 1 if D belongs to B, else 0 */
 };
 

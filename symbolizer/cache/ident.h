@@ -7,7 +7,7 @@
  * copy (SHA-256, OpenSSL's libcrypto); and the key under which the kernel
  * says a file is still the version that was hashed (struct symb_file_key),
  * for the cache's memo. What it is not: the cache (cache.h), or any parser
- * of what the copy holds (elfsym.h, cfi.h, dwarf.h read it through libelf's
+ * of what the copy holds (elfsym.h, cfi.h, debuginfo.h read it through libelf's
  * elf_memory).
  *
  * The copy ("image") is the file's size of anonymous memory in which only

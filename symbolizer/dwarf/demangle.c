@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Demangling of C++ (Itanium ABI) and Rust (legacy and v0) names with
- * libiberty's cplus_demangle (see dwarf.h for the contract).
+ * libiberty's cplus_demangle (see debuginfo.h for the contract).
  *
  * DMGL_AUTO tries Rust first, then C++, and fails for anything else, which
  * is what makes plain C names come back as NULL. DMGL_AUTO must not be

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Source frames from DWARF with libdw (see dwarf.h for the contract).
+ * Source frames from DWARF with libdw (see debuginfo.h for the contract).
  *
  * Opening is lazy: symb_dwarf__open only checks that the file has a
  * .debug_info section; libdw is started (dwarf_begin_elf, which inflates

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The symbolized, aggregated profile the symbolizer hands to its writers
- * (pprof, folded stacks, HTML flame graph). It is a read-only view: writers
- * never modify it and never keep pointers into it after they return.
+ * Profile writers: a symbolized, aggregated profile (struct lpw_profile) to
+ * gzip'd pprof, folded stacks and a self-contained HTML flame graph.
+ *
+ * What it is: the model and the three encodings, with no other dependency
+ * than common/ (and protobuf-c, libdeflate), so that the symbolizer and
+ * anything else that has a profile to write (the exporter) share them. What
+ * it is not: symbolization, aggregation, or deciding where the bytes go
+ * (callers pass an fd). The model is a read-only view: writers never modify
+ * it and never keep pointers into it after they return.
  *
  * Every stack is a list of location indices, leaf first. A location is one
  * address: a user frame (mapping + normalized address), a kernel frame, or an
