@@ -156,7 +156,183 @@ static const char *default_cache(void)
 	return path;
 }
 
-int main(int argc, char **argv)
+/* What the command line says, on its way to struct symb_opts. */
+struct args {
+	struct symb_opts o;
+	const char *debug_dirs[SYMB_MAX_DEBUG_DIRS + 1];
+	size_t ndebug;
+	bool no_cache;
+	int fds[6], nfds;
+	enum lp_log_level level;
+	const char *prog;
+};
+
+/* A non-negative descriptor number for option name; -1: said why. */
+static int parse_fd(const char *arg, const char *name)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 0 || v > INT_MAX) {
+		lp_err("invalid value '%s' for %s", arg, name);
+		return -1;
+	}
+	return (int)v;
+}
+
+/* One option of the ring, the capture or the outputs: 0, or 2 (said why). */
+static int parse_io_opt(int opt, const char *arg, struct args *a)
+{
+	struct symb_opts *o = &a->o;
+	int rfds[2];
+
+	switch (opt) {
+	case 'r':
+		o->ring_path = arg;
+		return 0;
+	case 'U':
+		return lp_user_lookup(arg, "--collector-uid", LP_USER_NUMERIC, &o->collector_uid,
+				      NULL)
+			       ? 2
+			       : 0;
+	case 'R':
+		if (lp_parse_fds(arg, rfds, 2)) {
+			lp_err("invalid value '%s' for --ring-fd (DATA,CONS)", arg);
+			return 2;
+		}
+		o->ring_fd = rfds[0];
+		o->ring_cons_fd = rfds[1];
+		return 0;
+	case 'f':
+		return (o->files_fd = parse_fd(arg, "--files-fd")) < 0 ? 2 : 0;
+	case 'c':
+		o->capture_path = arg;
+		return 0;
+	case 'K':
+		return (o->capture_fd = parse_fd(arg, "--capture-fd")) < 0 ? 2 : 0;
+	case 'o':
+		o->out_dir = arg;
+		return 0;
+	default: /* 'O' */
+		a->nfds = parse_fds(arg, a->fds);
+		if (a->nfds >= 0)
+			return 0;
+		lp_err("--output-fds takes three fds, PPROF,FOLDED,HTML, or with "
+		       "--off-cpu six, the off-CPU ones after those");
+		return 2;
+	}
+}
+
+/* One option: 0, 1 for --help (printed), or 2 (said why). */
+static int parse_opt(int opt, const char *arg, struct args *a)
+{
+	struct symb_opts *o = &a->o;
+
+	switch (opt) {
+	case 'r':
+	case 'U':
+	case 'R':
+	case 'f':
+	case 'c':
+	case 'K':
+	case 'o':
+	case 'O':
+		return parse_io_opt(opt, arg, a);
+	case 'p':
+		o->progress = true;
+		return 0;
+	case 'S':
+		o->no_sandbox = true;
+		return 0;
+	case 'M':
+		o->resumed = true;
+		return 0;
+	case 'k':
+		o->check_sandbox = true;
+		return 0;
+	case 'F':
+		o->off_cpu = true;
+		return 0;
+	case 'u':
+		o->user = arg;
+		return 0;
+	case 'P':
+		o->exit_with_parent = true;
+		return 0;
+	case 'N':
+		o->quiet_summary = true;
+		return 0;
+	case 'C':
+		o->cache_path = arg;
+		return 0;
+	case 'Z':
+		if (!lp_parse_size(arg, &o->cache_size) && o->cache_size >= (1u << 20))
+			return 0;
+		lp_err("--cache-size %s: give a size of at least 1M", arg);
+		return 2;
+	case 'X':
+		a->no_cache = true;
+		return 0;
+	case 'G':
+		if (a->ndebug == SYMB_MAX_DEBUG_DIRS) {
+			lp_err("at most %d --debug-dir options", SYMB_MAX_DEBUG_DIRS);
+			return 2;
+		}
+		a->debug_dirs[a->ndebug++] = arg;
+		return 0;
+	case 'v':
+		a->level = a->level < LP_LOG_DEBUG ? a->level + 1 : a->level;
+		lp_log_init(a->prog, a->level);
+		return 0;
+	case 'h':
+		fputs(usage, stdout);
+		return 1;
+	default:
+		fputs(usage, stderr);
+		return 2;
+	}
+}
+
+/* Where records come from and outputs go: exactly one of each. 0, or 2 (said why). */
+static int check_io(struct args *a)
+{
+	struct symb_opts *o = &a->o;
+
+	if ((o->ring_fd >= 0) + !!o->ring_path + !!o->capture_path + (o->capture_fd >= 0) != 1) {
+		lp_err("give exactly one of --ring PATH, --ring-fd DATA,CONS, --capture FILE or "
+		       "--capture-fd FD (see --help)");
+		return 2;
+	}
+	if (!o->out_dir == !a->nfds) {
+		lp_err("give exactly one of -o DIR or --output-fds (see --help)");
+		return 2;
+	}
+	if (o->capture_path || o->capture_fd >= 0) {
+		if (a->nfds && a->nfds != 6) {
+			lp_err("--output-fds: give six fds with a capture (its off-CPU data is "
+			       "known once it is read)");
+			return 2;
+		}
+		o->off_cpu = true;
+	}
+	if (a->nfds && a->nfds != (o->off_cpu ? 6 : 3)) {
+		lp_err("--output-fds: give %s fds %s --off-cpu", o->off_cpu ? "six" : "three",
+		       o->off_cpu ? "with" : "without");
+		return 2;
+	}
+	for (int i = 0; i < a->nfds; i++) {
+		if (i < 3)
+			o->out_fds[i] = a->fds[i];
+		else
+			o->offcpu_fds[i - 3] = a->fds[i];
+	}
+	return 0;
+}
+
+/* Parses the command line into a->o: 0, 1 (--help: exit 0), or the exit code. */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option longopts[] = {
 		{"ring", required_argument, NULL, 'r'},
@@ -183,178 +359,56 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
-	struct symb_opts o = {
-		.sz = sizeof(o),
-		.ring_fd = -1,
-		.ring_cons_fd = -1,
-		.files_fd = -1,
-		.capture_fd = -1,
-		.out_fds = {-1, -1, -1},
-		.offcpu_fds = {-1, -1, -1},
-		.user = LP_USER_DEFAULT,
-	};
-	static const char *debug_dirs[SYMB_MAX_DEBUG_DIRS + 1];
-	enum lp_log_level level = LP_LOG_INFO;
-	size_t ndebug = 0;
-	bool no_cache = false;
-	int fds[6], nfds = 0;
-	char *end;
-	long v;
-	int opt;
+	int opt, rc;
 
-	lp_log_init(argv[0], level);
-	o.parent = getppid();
-	while ((opt = getopt_long(argc, argv, "o:u:vh", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'r':
-			o.ring_path = optarg;
-			break;
-		case 'U':
-			if (lp_user_lookup(optarg, "--collector-uid", LP_USER_NUMERIC,
-					   &o.collector_uid, NULL))
-				return 2;
-			break;
-		case 'R': {
-			int rfds[2];
-
-			if (lp_parse_fds(optarg, rfds, 2)) {
-				lp_err("invalid value '%s' for --ring-fd (DATA,CONS)", optarg);
-				return 2;
-			}
-			o.ring_fd = rfds[0];
-			o.ring_cons_fd = rfds[1];
-			break;
-		}
-		case 'f':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 0 || v > INT_MAX) {
-				lp_err("invalid value '%s' for --files-fd", optarg);
-				return 2;
-			}
-			o.files_fd = (int)v;
-			break;
-		case 'c':
-			o.capture_path = optarg;
-			break;
-		case 'K':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 0 || v > INT_MAX) {
-				lp_err("invalid value '%s' for --capture-fd", optarg);
-				return 2;
-			}
-			o.capture_fd = (int)v;
-			break;
-		case 'p':
-			o.progress = true;
-			break;
-		case 'S':
-			o.no_sandbox = true;
-			break;
-		case 'M':
-			o.resumed = true;
-			break;
-		case 'k':
-			o.check_sandbox = true;
-			break;
-		case 'o':
-			o.out_dir = optarg;
-			break;
-		case 'O':
-			nfds = parse_fds(optarg, fds);
-			if (nfds < 0) {
-				lp_err("--output-fds takes three fds, PPROF,FOLDED,HTML, or with "
-				       "--off-cpu six, the off-CPU ones after those");
-				return 2;
-			}
-			break;
-		case 'F':
-			o.off_cpu = true;
-			break;
-		case 'u':
-			o.user = optarg;
-			break;
-		case 'P':
-			o.exit_with_parent = true;
-			break;
-		case 'N':
-			o.quiet_summary = true;
-			break;
-		case 'C':
-			o.cache_path = optarg;
-			break;
-		case 'Z':
-			if (lp_parse_size(optarg, &o.cache_size) || o.cache_size < (1u << 20)) {
-				lp_err("--cache-size %s: give a size of at least 1M", optarg);
-				return 2;
-			}
-			break;
-		case 'X':
-			no_cache = true;
-			break;
-		case 'G':
-			if (ndebug == SYMB_MAX_DEBUG_DIRS) {
-				lp_err("at most %d --debug-dir options", SYMB_MAX_DEBUG_DIRS);
-				return 2;
-			}
-			debug_dirs[ndebug++] = optarg;
-			break;
-		case 'v':
-			level = level < LP_LOG_DEBUG ? level + 1 : level;
-			lp_log_init(argv[0], level);
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			fputs(usage, stderr);
-			return 2;
-		}
-	}
+	while ((opt = getopt_long(argc, argv, "o:u:vh", longopts, NULL)) != -1)
+		if ((rc = parse_opt(opt, optarg, a)))
+			return rc;
 	if (optind < argc) {
 		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
 		return 2;
 	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct args a = {
+		.o =
+			{
+				.sz = sizeof(struct symb_opts),
+				.ring_fd = -1,
+				.ring_cons_fd = -1,
+				.files_fd = -1,
+				.capture_fd = -1,
+				.out_fds = {-1, -1, -1},
+				.offcpu_fds = {-1, -1, -1},
+				.user = LP_USER_DEFAULT,
+			},
+		.level = LP_LOG_INFO,
+	};
+	int rc;
+
+	a.prog = argv[0];
+	lp_log_init(argv[0], a.level);
+	a.o.parent = getppid();
+	rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	/* as root it becomes --user: a missing one is said before anything is made */
-	if (geteuid() == 0 && lp_user_lookup(o.user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
+	if (geteuid() == 0 && lp_user_lookup(a.o.user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return 1;
-	if (o.check_sandbox)
-		return symb_run(&o);
-	if ((o.ring_fd >= 0) + !!o.ring_path + !!o.capture_path + (o.capture_fd >= 0) != 1) {
-		lp_err("give exactly one of --ring PATH, --ring-fd DATA,CONS, --capture FILE or "
-		       "--capture-fd FD (see --help)");
-		return 2;
-	}
-	if (!o.out_dir == !nfds) {
-		lp_err("give exactly one of -o DIR or --output-fds (see --help)");
-		return 2;
-	}
-	if (o.capture_path || o.capture_fd >= 0) {
-		if (nfds && nfds != 6) {
-			lp_err("--output-fds: give six fds with a capture (its off-CPU data is "
-			       "known once it is read)");
-			return 2;
-		}
-		o.off_cpu = true;
-	}
-	if (nfds && nfds != (o.off_cpu ? 6 : 3)) {
-		lp_err("--output-fds: give %s fds %s --off-cpu", o.off_cpu ? "six" : "three",
-		       o.off_cpu ? "with" : "without");
-		return 2;
-	}
-	for (int i = 0; i < nfds; i++) {
-		if (i < 3)
-			o.out_fds[i] = fds[i];
-		else
-			o.offcpu_fds[i - 3] = fds[i];
-	}
-	if (no_cache)
-		o.cache_path = NULL;
-	else if (!o.cache_path)
-		o.cache_path = default_cache();
-	if (!ndebug)
-		debug_dirs[ndebug++] = SYMB_DEFAULT_DEBUG_DIR;
-	o.debug_dirs = debug_dirs;
-	return symb_run(&o);
+	if (a.o.check_sandbox)
+		return symb_run(&a.o);
+	rc = check_io(&a);
+	if (rc)
+		return rc;
+	if (a.no_cache)
+		a.o.cache_path = NULL;
+	else if (!a.o.cache_path)
+		a.o.cache_path = default_cache();
+	if (!a.ndebug)
+		a.debug_dirs[a.ndebug++] = SYMB_DEFAULT_DEBUG_DIR;
+	a.o.debug_dirs = a.debug_dirs;
+	return symb_run(&a.o);
 }

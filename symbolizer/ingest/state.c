@@ -857,6 +857,25 @@ static void feed_meta_kernel(struct symb_state *s, const struct lps_meta *m)
 	}
 }
 
+/* The run's metadata; a new meta record (a restarted collector) replaces it. */
+static void feed_meta(struct symb_state *s, const struct lps_meta *m)
+{
+	s->meta.have_meta = true;
+	s->meta.freq_hz = m->freq_hz;
+	s->meta.ncpus = m->ncpus_online;
+	s->meta.start_mono_ns = m->start_mono_ns;
+	s->meta.start_real_ns = m->start_real_ns;
+	copy_str(s->meta.hostname, sizeof(s->meta.hostname), m->hostname);
+	copy_str(s->meta.kernel_release, sizeof(s->meta.kernel_release), m->kernel_release);
+	s->meta.bpf_mem_bytes = m->bpf_mem_bytes;
+	s->meta.offcpu.on = m->off_cpu;
+	copy_str(s->meta.offcpu.mode, sizeof(s->meta.offcpu.mode), m->off_cpu_mode);
+	s->meta.offcpu.rate = m->off_cpu_rate;
+	s->meta.offcpu.min_ns = m->off_cpu_min_ns;
+	s->meta.offcpu.period_ns = m->off_cpu_period_ns;
+	feed_meta_kernel(s, m);
+}
+
 int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 {
 	struct lps_record r;
@@ -887,21 +906,7 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	}
 	switch (r.type) {
 	case LPS_META:
-		s->meta.have_meta = true;
-		s->meta.freq_hz = r.meta.freq_hz;
-		s->meta.ncpus = r.meta.ncpus_online;
-		s->meta.start_mono_ns = r.meta.start_mono_ns;
-		s->meta.start_real_ns = r.meta.start_real_ns;
-		copy_str(s->meta.hostname, sizeof(s->meta.hostname), r.meta.hostname);
-		copy_str(s->meta.kernel_release, sizeof(s->meta.kernel_release),
-			 r.meta.kernel_release);
-		s->meta.bpf_mem_bytes = r.meta.bpf_mem_bytes;
-		s->meta.offcpu.on = r.meta.off_cpu;
-		copy_str(s->meta.offcpu.mode, sizeof(s->meta.offcpu.mode), r.meta.off_cpu_mode);
-		s->meta.offcpu.rate = r.meta.off_cpu_rate;
-		s->meta.offcpu.min_ns = r.meta.off_cpu_min_ns;
-		s->meta.offcpu.period_ns = r.meta.off_cpu_period_ns;
-		feed_meta_kernel(s, &r.meta);
+		feed_meta(s, &r.meta);
 		break;
 	case LPS_SAMPLE:
 		err = feed_sample(s, &r.sample);
