@@ -38,6 +38,7 @@
 #include "lowprof/files.h"
 #include "lowprof/kernel.h"
 #include "lowprof/log.h"
+#include "lowprof/opts.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
 #include "lowprof/user.h"
@@ -639,13 +640,13 @@ int lp_record(const struct lp_record_opts *o)
 	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], stack[16], desc[64];
 	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS], *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	char *rargv[21 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
-	struct lp_record_opts eff = *o;
+	struct lp_record_opts eff;
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
 	struct cli_child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
 				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
 	int fds[LP_RECORD_MAX_OUTPUTS] = {-1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1;
 	int ring_fds[2] = {-1, -1}, reader_fd = -1, files[2] = {-1, -1};
-	int nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3, cap_fd = -1;
+	int nout, cap_fd = -1;
 	int out_dirfd = -1, cap_dirfd = -1;
 	struct stat cap_st = {0};
 	struct lp_ring *ring = NULL;
@@ -654,6 +655,10 @@ int lp_record(const struct lp_record_opts *o)
 	uint32_t cpus[LP_MAX_CPUS];
 	int ncpus, err;
 
+	if (LP_OPTS_CHECK(o, lp_record_opts, output_mode))
+		return 1;
+	eff = *o;
+	nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3;
 	if (check_privileges() || lp_check_kernel_btf())
 		return 1;
 	/* the symbolizer's user, before anything starts: it owns the ring */
