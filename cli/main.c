@@ -98,6 +98,57 @@ static const char record_usage[] =
 	"Ctrl-C once stops and writes what was collected; twice stops at once.\n"
 	"Exit status: 0 on success, 1 on errors, 2 on usage errors.\n";
 
+/* record's long options without a short one */
+enum {
+	OPT_OFF_CPU_RATE = 1000, /* the four in the order of lp_record_opts.off_cpu_args */
+	OPT_OFF_CPU_MIN_US,
+	OPT_OFF_CPU_MODE,
+	OPT_OFF_CPU_PERIOD_US,
+	OPT_CAPTURE,
+	OPT_CAPTURE_COMPRESS,
+	OPT_NO_SYMBOLIZE,
+	OPT_OUTPUT_MODE,
+};
+
+static const struct option record_longopts[] = {
+	{"duration", required_argument, NULL, 'd'},
+	{"freq", required_argument, NULL, 'F'},
+	{"pid", required_argument, NULL, 'p'},
+	{"output", required_argument, NULL, 'o'},
+	{"user", required_argument, NULL, 'u'},
+	{"stack-bytes", required_argument, NULL, 'B'},
+	{"cache", required_argument, NULL, 'C'},
+	{"cache-size", required_argument, NULL, 'Z'},
+	{"no-cache", no_argument, NULL, 'X'},
+	{"debug-dir", required_argument, NULL, 'G'},
+	{"off-cpu", no_argument, NULL, 'Q'},
+	{"off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE},
+	{"off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN_US},
+	{"off-cpu-mode", required_argument, NULL, OPT_OFF_CPU_MODE},
+	{"off-cpu-period-us", required_argument, NULL, OPT_OFF_CPU_PERIOD_US},
+	{"capture", required_argument, NULL, OPT_CAPTURE},
+	{"capture-compress", required_argument, NULL, OPT_CAPTURE_COMPRESS},
+	{"no-symbolize", no_argument, NULL, OPT_NO_SYMBOLIZE},
+	{"output-mode", required_argument, NULL, OPT_OUTPUT_MODE},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{},
+};
+
+/* lowprof record's command line: lp_record_opts and the tables it points into. */
+struct record_args {
+	struct lp_record_opts o;
+	pid_t pids[LP_RECORD_MAX_PIDS];
+	const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
+	size_t ndebug;
+};
+
+/*
+ * What the record_* parsing functions return when the arguments are fine
+ * so far; otherwise they return the exit code (0 after --help).
+ */
+#define ARGS_OK (-1)
+
 static int parse_uint(const char *s, unsigned long long max, unsigned long long *v)
 {
 	char *end;
@@ -107,196 +158,234 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 	return (errno || end == s || *end || *v > max || s[0] == '-') ? -EINVAL : 0;
 }
 
-static int cmd_record(int argc, char **argv)
+static void record_args_init(struct record_args *a)
 {
-	static const struct option longopts[] = {
-		{"duration", required_argument, NULL, 'd'},
-		{"freq", required_argument, NULL, 'F'},
-		{"pid", required_argument, NULL, 'p'},
-		{"output", required_argument, NULL, 'o'},
-		{"user", required_argument, NULL, 'u'},
-		{"stack-bytes", required_argument, NULL, 'B'},
-		{"cache", required_argument, NULL, 'C'},
-		{"cache-size", required_argument, NULL, 'Z'},
-		{"no-cache", no_argument, NULL, 'X'},
-		{"debug-dir", required_argument, NULL, 'G'},
-		{"off-cpu", no_argument, NULL, 'Q'},
-		{"off-cpu-rate", required_argument, NULL, 1000},
-		{"off-cpu-min-us", required_argument, NULL, 1001},
-		{"off-cpu-mode", required_argument, NULL, 1002},
-		{"off-cpu-period-us", required_argument, NULL, 1003},
-		{"capture", required_argument, NULL, 1004},
-		{"capture-compress", required_argument, NULL, 1005},
-		{"no-symbolize", no_argument, NULL, 1006},
-		{"output-mode", required_argument, NULL, 1007},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{},
-	};
-	static pid_t pids[LP_RECORD_MAX_PIDS];
-	struct lp_record_opts o = {.sz = sizeof(o),
-				   .freq_hz = 99,
-				   .pids = pids,
-				   .out_dir = "lowprof-out",
-				   .user = LP_USER_DEFAULT,
-				   .stack_bytes = 16384,
-				   .cache_path = LP_RECORD_DEFAULT_CACHE};
-	static const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
-	size_t ndebug = 0;
-	uint64_t size;
+	a->o = (struct lp_record_opts){.sz = sizeof(a->o),
+				       .freq_hz = 99,
+				       .pids = a->pids,
+				       .out_dir = "lowprof-out",
+				       .user = LP_USER_DEFAULT,
+				       .stack_bytes = 16384,
+				       .cache_path = LP_RECORD_DEFAULT_CACHE};
+}
+
+/* --off-cpu and --off-cpu-*, checked here, passed on as given: ARGS_OK, or the exit code. */
+static int record_off_cpu_opt(int key, const char *arg, struct record_args *a)
+{
 	unsigned long long v;
 	char *end;
-	int opt;
+	double p;
 
-	while ((opt = getopt_long(argc, argv, "d:F:p:o:u:vh", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'd':
-			errno = 0;
-			o.duration_s = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o.duration_s > 0) ||
-			    o.duration_s > 1e7) {
-				lp_err("-d %s: give a number of seconds > 0", optarg);
-				return 2;
-			}
-			break;
-		case 'F':
-			if (parse_uint(optarg, 10000, &v) || v == 0) {
-				lp_err("-F %s: give a frequency from 1 to 10000 Hz", optarg);
-				return 2;
-			}
-			o.freq_hz = (uint32_t)v;
-			break;
-		case 'p':
-			if (parse_uint(optarg, INT_MAX, &v) || v == 0) {
-				lp_err("-p %s: not a process id", optarg);
-				return 2;
-			}
-			if (o.npids == LP_RECORD_MAX_PIDS) {
-				lp_err("at most %d -p options", LP_RECORD_MAX_PIDS);
-				return 2;
-			}
-			pids[o.npids++] = (pid_t)v;
-			break;
-		case 'o':
-			o.out_dir = optarg;
-			break;
-		case 'u':
-			o.user = optarg;
-			break;
-		case 'B':
-			if (parse_uint(optarg, 65536, &v) || v % 8) {
-				lp_err("--stack-bytes %s: give a multiple of 8 from 0 to 65536",
-				       optarg);
-				return 2;
-			}
-			o.stack_bytes = (uint32_t)v;
-			break;
-		case 'C':
-			if (optarg[0] != '/') {
-				lp_err("--cache %s: give an absolute path", optarg);
-				return 2;
-			}
-			o.cache_path = optarg;
-			break;
-		case 'Z':
-			if (lp_parse_size(optarg, &size) || size < (1u << 20)) {
-				lp_err("--cache-size %s: give a size of at least 1M", optarg);
-				return 2;
-			}
-			o.cache_size = optarg;
-			break;
-		case 'X':
-			o.cache_path = NULL;
-			break;
-		case 'Q':
-			o.off_cpu = true;
-			break;
-		case 1000: {
-			double p;
-
-			errno = 0;
-			p = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(p > 0 && p <= 1)) {
-				lp_err("--off-cpu-rate %s: give a probability, 0 < P <= 1", optarg);
-				return 2;
-			}
-			o.off_cpu_args[0] = optarg;
-			break;
-		}
-		case 1001:
-			if (parse_uint(optarg, 3600000000ull, &v)) {
-				lp_err("--off-cpu-min-us %s: give microseconds, 0 or more", optarg);
-				return 2;
-			}
-			o.off_cpu_args[1] = optarg;
-			break;
-		case 1002:
-			if (strcmp(optarg, "event") && strcmp(optarg, "time")) {
-				lp_err("--off-cpu-mode %s: give event or time", optarg);
-				return 2;
-			}
-			o.off_cpu_args[2] = optarg;
-			break;
-		case 1003:
-			if (parse_uint(optarg, 3600000000ull, &v) || v == 0) {
-				lp_err("--off-cpu-period-us %s: give microseconds, 1 or more",
-				       optarg);
-				return 2;
-			}
-			o.off_cpu_args[3] = optarg;
-			break;
-		case 1004:
-			o.capture_path = optarg;
-			break;
-		case 1005:
-			if (strcmp(optarg, "zstd") && strcmp(optarg, "none")) {
-				lp_err("--capture-compress %s: give zstd or none", optarg);
-				return 2;
-			}
-			o.capture_compress = optarg;
-			break;
-		case 1006:
-			o.no_symbolize = true;
-			break;
-		case 1007:
-			if (cli_parse_output_mode(optarg, &o.output_mode))
-				return 2;
-			break;
-		case 'G':
-			if (ndebug == LP_RECORD_MAX_DEBUG_DIRS) {
-				lp_err("at most %d --debug-dir options", LP_RECORD_MAX_DEBUG_DIRS);
-				return 2;
-			}
-			debug_dirs[ndebug++] = optarg;
-			break;
-		case 'v':
-			o.verbose = true;
-			lp_log_init("lowprof", LP_LOG_DEBUG);
-			break;
-		case 'h':
-			fputs(record_usage, stdout);
-			return 0;
-		default:
-			fputs(record_usage, stderr);
+	switch (key) {
+	case 'Q':
+		a->o.off_cpu = true;
+		return ARGS_OK;
+	case OPT_OFF_CPU_RATE:
+		errno = 0;
+		p = strtod(arg, &end);
+		if (errno || end == arg || *end || !(p > 0 && p <= 1)) {
+			lp_err("--off-cpu-rate %s: give a probability, 0 < P <= 1", arg);
 			return 2;
 		}
+		break;
+	case OPT_OFF_CPU_MIN_US:
+		if (parse_uint(arg, 3600000000ull, &v)) {
+			lp_err("--off-cpu-min-us %s: give microseconds, 0 or more", arg);
+			return 2;
+		}
+		break;
+	case OPT_OFF_CPU_MODE:
+		if (strcmp(arg, "event") && strcmp(arg, "time")) {
+			lp_err("--off-cpu-mode %s: give event or time", arg);
+			return 2;
+		}
+		break;
+	case OPT_OFF_CPU_PERIOD_US:
+		if (parse_uint(arg, 3600000000ull, &v) || v == 0) {
+			lp_err("--off-cpu-period-us %s: give microseconds, 1 or more", arg);
+			return 2;
+		}
+		break;
+	default: /* unknown, or missing its value: getopt said which */
+		fputs(record_usage, stderr);
+		return 2;
+	}
+	a->o.off_cpu_args[key - OPT_OFF_CPU_RATE] = arg;
+	return ARGS_OK;
+}
+
+/* The symbolizer's: its user, the cache, the debug directories. */
+static int record_symb_opt(int key, const char *arg, struct record_args *a)
+{
+	uint64_t size;
+
+	switch (key) {
+	case 'u':
+		a->o.user = arg;
+		break;
+	case 'C':
+		if (arg[0] != '/') {
+			lp_err("--cache %s: give an absolute path", arg);
+			return 2;
+		}
+		a->o.cache_path = arg;
+		break;
+	case 'Z':
+		if (lp_parse_size(arg, &size) || size < (1u << 20)) {
+			lp_err("--cache-size %s: give a size of at least 1M", arg);
+			return 2;
+		}
+		a->o.cache_size = arg;
+		break;
+	case 'X':
+		a->o.cache_path = NULL;
+		break;
+	case 'G':
+		if (a->ndebug == LP_RECORD_MAX_DEBUG_DIRS) {
+			lp_err("at most %d --debug-dir options", LP_RECORD_MAX_DEBUG_DIRS);
+			return 2;
+		}
+		a->debug_dirs[a->ndebug++] = arg;
+		break;
+	default:
+		return record_off_cpu_opt(key, arg, a);
+	}
+	return ARGS_OK;
+}
+
+/* Where the results go: the output directory and its files' mode, the capture. */
+static int record_output_opt(int key, const char *arg, struct record_args *a)
+{
+	switch (key) {
+	case 'o':
+		a->o.out_dir = arg;
+		break;
+	case OPT_OUTPUT_MODE:
+		if (cli_parse_output_mode(arg, &a->o.output_mode))
+			return 2;
+		break;
+	case OPT_CAPTURE:
+		a->o.capture_path = arg;
+		break;
+	case OPT_CAPTURE_COMPRESS:
+		if (strcmp(arg, "zstd") && strcmp(arg, "none")) {
+			lp_err("--capture-compress %s: give zstd or none", arg);
+			return 2;
+		}
+		a->o.capture_compress = arg;
+		break;
+	case OPT_NO_SYMBOLIZE:
+		a->o.no_symbolize = true;
+		break;
+	default:
+		return record_symb_opt(key, arg, a);
+	}
+	return ARGS_OK;
+}
+
+/*
+ * record's option callback: one option key (getopt_long's) and its value
+ * into a. Sampling and the command's own options here, the others by group.
+ */
+static int record_opt(int key, const char *arg, struct record_args *a)
+{
+	struct lp_record_opts *o = &a->o;
+	unsigned long long v;
+	char *end;
+
+	switch (key) {
+	case 'd':
+		errno = 0;
+		o->duration_s = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->duration_s > 0) || o->duration_s > 1e7) {
+			lp_err("-d %s: give a number of seconds > 0", arg);
+			return 2;
+		}
+		break;
+	case 'F':
+		if (parse_uint(arg, 10000, &v) || v == 0) {
+			lp_err("-F %s: give a frequency from 1 to 10000 Hz", arg);
+			return 2;
+		}
+		o->freq_hz = (uint32_t)v;
+		break;
+	case 'p':
+		if (parse_uint(arg, INT_MAX, &v) || v == 0) {
+			lp_err("-p %s: not a process id", arg);
+			return 2;
+		}
+		if (o->npids == LP_RECORD_MAX_PIDS) {
+			lp_err("at most %d -p options", LP_RECORD_MAX_PIDS);
+			return 2;
+		}
+		a->pids[o->npids++] = (pid_t)v;
+		break;
+	case 'B':
+		if (parse_uint(arg, 65536, &v) || v % 8) {
+			lp_err("--stack-bytes %s: give a multiple of 8 from 0 to 65536", arg);
+			return 2;
+		}
+		o->stack_bytes = (uint32_t)v;
+		break;
+	case 'v':
+		o->verbose = true;
+		lp_log_init("lowprof", LP_LOG_DEBUG);
+		break;
+	case 'h':
+		fputs(record_usage, stdout);
+		return 0;
+	default:
+		return record_output_opt(key, arg, a);
+	}
+	return ARGS_OK;
+}
+
+/* The options together: ARGS_OK, or 2 after saying what does not fit. */
+static int record_check_args(struct record_args *a)
+{
+	struct lp_record_opts *o = &a->o;
+
+	o->debug_dirs = a->ndebug ? a->debug_dirs : NULL;
+	if ((o->no_symbolize || o->capture_compress) && !o->capture_path) {
+		lp_err("--no-symbolize and --capture-compress need --capture FILE");
+		return 2;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (o->off_cpu_args[i] && !o->off_cpu) {
+			lp_err("the --off-cpu-* options need --off-cpu");
+			return 2;
+		}
+	}
+	return ARGS_OK;
+}
+
+/* lowprof record's command line into a: ARGS_OK, or the exit code. */
+static int record_parse_args(int argc, char **argv, struct record_args *a)
+{
+	int key, rc;
+
+	while ((key = getopt_long(argc, argv, "d:F:p:o:u:vh", record_longopts, NULL)) != -1) {
+		rc = record_opt(key, optarg, a);
+		if (rc != ARGS_OK)
+			return rc;
 	}
 	if (optind < argc) {
 		lp_err("unexpected argument '%s' (see lowprof record --help)", argv[optind]);
 		return 2;
 	}
-	o.debug_dirs = ndebug ? debug_dirs : NULL;
-	if ((o.no_symbolize || o.capture_compress) && !o.capture_path) {
-		lp_err("--no-symbolize and --capture-compress need --capture FILE");
-		return 2;
-	}
-	for (int i = 0; i < 4; i++) {
-		if (o.off_cpu_args[i] && !o.off_cpu) {
-			lp_err("the --off-cpu-* options need --off-cpu");
-			return 2;
-		}
-	}
-	return lp_record(&o);
+	return record_check_args(a);
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static struct record_args a; /* the -p table: off the stack */
+	int rc;
+
+	record_args_init(&a);
+	rc = record_parse_args(argc, argv, &a);
+	if (rc != ARGS_OK)
+		return rc;
+	return lp_record(&a.o);
 }
 
 int main(int argc, char **argv)

@@ -38,6 +38,7 @@
 #include "lowprof/files.h"
 #include "lowprof/kernel.h"
 #include "lowprof/log.h"
+#include "lowprof/opts.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
 #include "lowprof/user.h"
@@ -634,194 +635,291 @@ int cli_parse_output_mode(const char *arg, mode_t *mode)
 	return 0;
 }
 
-int lp_record(const struct lp_record_opts *o)
-{
-	char coll_path[PATH_MAX], symb_path[PATH_MAX], freq[16], dur[32], stack[16], desc[64];
-	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS], *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+/* One recording, from set-up to tear-down. */
+struct rec {
+	struct lp_record_opts o; /* the caller's; cache_path NULL if the cache is unusable */
+	int nout;		 /* output files: 0 (--no-symbolize), 3, or 6 (--off-cpu) */
+	int fds[LP_RECORD_MAX_OUTPUTS];
+	int out_dirfd;
+	int cap_fd, cap_dirfd; /* --capture, and the directory it was made in */
+	struct stat cap_st;
+	/* the ring (data, consumer page), the symbolizer's read-only view of it, our mapping */
+	int ring_fds[2], reader_fd;
+	void *ring_mem;
+	size_t ring_size;
+	struct lp_ring *ring;
+	int files[2]; /* the file channel: the collector's end, the symbolizer's */
+	int sfd;      /* signals, from when the children start (cli_signalfd) */
+	struct cli_child kids[2];
+	/* the symbolizer, and how to start it again (its argv with --resumed, its fds) */
+	char symb_path[PATH_MAX];
 	char *rargv[21 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
-	struct lp_record_opts eff = *o;
-	static char pidbuf[LP_RECORD_MAX_PIDS][16];
-	struct cli_child kids[2] = {{.name = "lowprof-collector", .out = {-1, -1}},
-				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
-	int fds[LP_RECORD_MAX_OUTPUTS] = {-1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1;
-	int ring_fds[2] = {-1, -1}, reader_fd = -1, files[2] = {-1, -1};
-	int nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3, cap_fd = -1;
-	int out_dirfd = -1, cap_dirfd = -1;
-	struct stat cap_st = {0};
-	struct lp_ring *ring = NULL;
-	size_t ring_size = 0;
-	void *ring_mem = NULL;
-	uint32_t cpus[LP_MAX_CPUS];
-	int ncpus, err;
+	int sfds[3 + LP_RECORD_MAX_OUTPUTS];
+	struct cli_restart restart;
+};
+
+static void rec_init(struct rec *r, const struct lp_record_opts *o)
+{
+	*r = (struct rec){
+		.o = *o,
+		.fds = {-1, -1, -1, -1, -1, -1},
+		.out_dirfd = -1,
+		.cap_fd = -1,
+		.cap_dirfd = -1,
+		.ring_fds = {-1, -1},
+		.reader_fd = -1,
+		.files = {-1, -1},
+		.sfd = -1,
+		.kids = {{.name = "lowprof-collector", .out = {-1, -1}},
+			 {.name = "lowprof-symbolizer", .out = {-1, -1}}},
+	};
+	r->nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3;
+}
+
+/*
+ * What can be checked before anything starts (privileges, BTF, the
+ * symbolizer's user, the -p processes), then the outputs, the capture and
+ * the cache's directory. 0, or -1 after saying why.
+ */
+static int rec_setup(struct rec *r)
+{
+	const struct lp_record_opts *o = &r->o;
 
 	if (check_privileges() || lp_check_kernel_btf())
-		return 1;
+		return -1;
 	/* the symbolizer's user, before anything starts: it owns the ring */
-	if (nout && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
-		return 1;
+	if (r->nout && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
+		return -1;
 	for (size_t i = 0; i < o->npids; i++) {
 		char proc[32];
 
 		snprintf(proc, sizeof(proc), "/proc/%d", (int)o->pids[i]);
 		if (access(proc, F_OK)) {
 			lp_err("-p %d: no such process", (int)o->pids[i]);
-			return 1;
+			return -1;
 		}
 	}
-	if (nout && cli_open_outputs(o->out_dir, o->output_mode ? o->output_mode : LP_OUTPUT_MODE,
-				     fds, nout, &out_dirfd))
-		return 1;
+	if (r->nout &&
+	    cli_open_outputs(o->out_dir, o->output_mode ? o->output_mode : LP_OUTPUT_MODE, r->fds,
+			     r->nout, &r->out_dirfd))
+		return -1;
 	if (o->capture_path) {
 		/* 0600, root's: it holds copies of the profiled processes' stacks */
-		cap_fd = lp_open_output_path(o->capture_path, 0600, &cap_dirfd);
-		if (cap_fd < 0 || fstat(cap_fd, &cap_st)) {
+		r->cap_fd = lp_open_output_path(o->capture_path, 0600, &r->cap_dirfd);
+		if (r->cap_fd < 0 || fstat(r->cap_fd, &r->cap_st)) {
 			lp_err("--capture %s: %s", o->capture_path,
-			       cli_output_strerror(cap_fd < 0 ? cap_fd : -errno, true));
-			goto out;
+			       cli_output_strerror(r->cap_fd < 0 ? r->cap_fd : -errno, true));
+			return -1;
 		}
 	}
-	if (nout && eff.cache_path && cli_prepare_cache_dir(eff.cache_path, eff.user))
-		eff.cache_path = NULL; /* warned: the run goes on without the cache */
-	o = &eff;
-	if (o->no_symbolize)
-		goto start_collector;
+	if (r->nout && o->cache_path && cli_prepare_cache_dir(o->cache_path, o->user))
+		r->o.cache_path = NULL; /* warned: the run goes on without the cache */
+	return 0;
+}
+
+/* The shared-memory ring and the file channel: 0, or -1 after saying why. */
+static int rec_make_ring(struct rec *r)
+{
+	uint32_t cpus[LP_MAX_CPUS];
+	int ncpus, err;
+
 	ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
-	err = lp_ring_create_memfds(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, o->freq_hz,
-						     LPS_SAMPLE_RECORD_MAX(o->stack_bytes)),
-				    ring_fds);
+	err = lp_ring_create_memfds(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, r->o.freq_hz,
+						     LPS_SAMPLE_RECORD_MAX(r->o.stack_bytes)),
+				    r->ring_fds);
 	if (err) {
 		lp_err("ring: creating shared memory: %s", strerror(-err));
-		goto out;
+		return -1;
 	}
 	/*
 	 * our own view, to mark the stream closed if the collector dies; the
 	 * collector seals the ring against writes once it has mapped it too
 	 */
-	ring_mem = lp_ring_map_fds(ring_fds[LP_RING_FD_DATA], ring_fds[LP_RING_FD_CONS], true,
-				   &ring_size);
-	ring = ring_mem ? lp_ring__producer(ring_mem, ring_size) : NULL;
-	if (!ring) {
+	r->ring_mem = lp_ring_map_fds(r->ring_fds[LP_RING_FD_DATA], r->ring_fds[LP_RING_FD_CONS],
+				      true, &r->ring_size);
+	r->ring = r->ring_mem ? lp_ring__producer(r->ring_mem, r->ring_size) : NULL;
+	if (!r->ring) {
 		lp_err("ring: mapping shared memory: %m");
-		goto out;
+		return -1;
 	}
 	/* the symbolizer's: read-only, and it cannot open the object again (0600, root's) */
-	reader_fd = lp_ring_reader_fd(ring_fds[LP_RING_FD_DATA]);
-	if (reader_fd < 0) {
-		lp_err("ring: a read-only descriptor: %s", strerror(-reader_fd));
-		goto out;
+	r->reader_fd = lp_ring_reader_fd(r->ring_fds[LP_RING_FD_DATA]);
+	if (r->reader_fd < 0) {
+		lp_err("ring: a read-only descriptor: %s", strerror(-r->reader_fd));
+		return -1;
 	}
 	/* the file channel; the symbolizer's end stays here too, for a restarted one */
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, files)) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->files)) {
 		lp_err("file channel: %m");
-		goto out;
+		return -1;
 	}
-start_collector:
-	sfd = cli_signalfd();
-	if (sfd < 0)
-		goto out;
+	return 0;
+}
+
+/*
+ * The symbolizer, before the collector: it is ready to drain when the
+ * collector starts. With --no-symbolize there is none. 0 or -1 (said why).
+ */
+static int rec_start_symbolizer(struct rec *r)
+{
+	char *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	int n = 0;
+
+	cli_sibling("lowprof-symbolizer", r->symb_path, sizeof(r->symb_path));
+	/* inherited: the ring read-only and its consumer page, the file channel, the outputs */
+	r->sfds[0] = r->reader_fd;
+	r->sfds[1] = r->ring_fds[LP_RING_FD_CONS];
+	r->sfds[2] = r->files[1];
+	memcpy(r->sfds + 3, r->fds, sizeof(r->fds));
+	r->restart = (struct cli_restart){.prog = r->symb_path,
+					  .argv = r->rargv,
+					  .fds = r->sfds,
+					  .nfds = 3 + r->nout,
+					  .left = LP_RECORD_MAX_RESTARTS};
+	if (r->o.no_symbolize) {
+		r->kids[1].done = true; /* none: the collector alone */
+		return 0;
+	}
+	symbolizer_argv(&r->o, r->symb_path, sargv);
+	while (sargv[n]) {
+		r->rargv[n] = sargv[n];
+		n++;
+	}
+	r->rargv[n++] = "--resumed";
+	r->rargv[n] = NULL;
+	return cli_spawn(&r->kids[1], r->symb_path, sargv, r->sfds, 3 + r->nout, true);
+}
+
+/*
+ * The collector, on the ring (with --no-symbolize: only into the
+ * capture). One that cannot be started counts as failed.
+ */
+static void rec_start_collector(struct rec *r)
+{
+	char coll_path[PATH_MAX], freq[16], dur[32], stack[16];
+	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS];
+	static char pidbuf[LP_RECORD_MAX_PIDS][16];
+	const struct lp_record_opts *o = &r->o;
+	/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
+	int cfds[4] = {o->no_symbolize ? r->cap_fd : r->ring_fds[LP_RING_FD_DATA],
+		       r->ring_fds[LP_RING_FD_CONS], r->files[0], r->cap_fd};
+
 	cli_sibling("lowprof-collector", coll_path, sizeof(coll_path));
-	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
-
-	/* the symbolizer first: it is ready to drain when the collector starts */
-	int sfds[3 + LP_RECORD_MAX_OUTPUTS] = {reader_fd, ring_fds[LP_RING_FD_CONS],
-					       files[1],  fds[0],
-					       fds[1],	  fds[2],
-					       fds[3],	  fds[4],
-					       fds[5]};
-	struct cli_restart restart = {symb_path, rargv, sfds, 3 + nout, LP_RECORD_MAX_RESTARTS, 0};
-
-	if (o->no_symbolize) {
-		kids[1].done = true; /* none: the collector alone */
-	} else {
-		int n = 0;
-
-		symbolizer_argv(o, symb_path, sargv);
-		while (sargv[n]) {
-			rargv[n] = sargv[n];
-			n++;
-		}
-		rargv[n++] = "--resumed";
-		rargv[n] = NULL;
-		if (cli_spawn(&kids[1], symb_path, sargv, sfds, 3 + nout, true))
-			goto out;
-	}
 	collector_argv(o, coll_path, cargv, freq, dur, stack, pidbuf);
-	int cfds[4] = {o->no_symbolize ? cap_fd : ring_fds[LP_RING_FD_DATA],
-		       ring_fds[LP_RING_FD_CONS], files[0], cap_fd};
-
-	if (cli_spawn(&kids[0], coll_path, cargv, cfds, o->no_symbolize ? 1 : 3 + (cap_fd >= 0),
-		      false)) {
+	if (cli_spawn(&r->kids[0], coll_path, cargv, cfds,
+		      o->no_symbolize ? 1 : 3 + (r->cap_fd >= 0), false)) {
 		/* the collector never ran: count it as failed */
-		kids[0].done = true;
-		kids[0].status = 1 << 8;
-		if (ring)
-			lp_ring__close(ring);
+		r->kids[0].done = true;
+		r->kids[0].status = 1 << 8;
+		if (r->ring)
+			lp_ring__close(r->ring);
 	}
-	if (cap_fd >= 0) {
-		close(cap_fd);
-		cap_fd = -1;
+	if (r->cap_fd >= 0) {
+		close(r->cap_fd);
+		r->cap_fd = -1;
 	}
-	if (files[0] >= 0) { /* the collector's end: its hang-up is the collector's exit */
-		close(files[0]);
-		files[0] = -1;
+	if (r->files[0] >= 0) { /* the collector's end: its hang-up is the collector's exit */
+		close(r->files[0]);
+		r->files[0] = -1;
 	}
+}
+
+/* Until both children are done, relaying the symbolizer's output (cli_supervise). */
+static void rec_wait(struct rec *r)
+{
 	/* the ring and the outputs stay open here: a restarted symbolizer gets them */
-	cli_supervise(kids, sfd, ring, o->no_symbolize ? NULL : &restart);
-	if (restart.restarts)
+	cli_supervise(r->kids, r->sfd, r->ring, r->o.no_symbolize ? NULL : &r->restart);
+	if (r->restart.restarts)
 		lp_warn("the symbolizer was restarted %d times: the outputs cover the run "
 			"from its last start (the summary says from when)",
-			restart.restarts);
+			r->restart.restarts);
+}
 
-	if (!cli_child_ok(&kids[0]))
+/* How the children ended, and where the results are: the exit code. */
+static int rec_summary(const struct rec *r)
+{
+	const struct lp_record_opts *o = &r->o;
+	const struct cli_child *coll = &r->kids[0], *symb = &r->kids[1];
+	char desc[64];
+
+	if (!cli_child_ok(coll))
 		lp_err("lowprof-collector failed (%s)",
-		       cli_exit_desc(kids[0].status, desc, sizeof(desc)));
-	if (!cli_child_ok(&kids[1]))
+		       cli_exit_desc(coll->status, desc, sizeof(desc)));
+	if (!cli_child_ok(symb))
 		lp_err("lowprof-symbolizer failed (%s)",
-		       cli_exit_desc(kids[1].status, desc, sizeof(desc)));
+		       cli_exit_desc(symb->status, desc, sizeof(desc)));
 	else if (!o->no_symbolize)
 		printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0],
 		       cli_out_names[1], cli_out_names[2],
 		       o->off_cpu ? " offcpu.pb.gz offcpu.folded offcpu.html" : "");
-	if (o->capture_path && cli_child_ok(&kids[0]))
+	if (o->capture_path && cli_child_ok(coll))
 		printf("%sCapture in %s: lowprof replay %s -o DIR; lowprof capture-info %s\n",
 		       o->no_symbolize ? "\n" : "", o->capture_path, o->capture_path,
 		       o->capture_path);
-	rc = cli_child_ok(&kids[0]) && cli_child_ok(&kids[1]) ? 0 : 1;
-out:
-	if (kids[1].pid > 0 && !kids[1].done) {
-		/* set-up failed after the symbolizer started */
-		cli_signal_kids(kids, 2, SIGKILL);
-		while (waitpid(kids[1].pid, NULL, 0) < 0 && errno == EINTR)
+	return cli_child_ok(coll) && cli_child_ok(symb) ? 0 : 1;
+}
+
+/*
+ * Whatever point the run reached: a symbolizer still running (set-up
+ * failed after it started) is killed, every descriptor closed, and after
+ * a failure (rc != 0) outputs and a capture without samples removed.
+ */
+static void rec_teardown(struct rec *r, int rc)
+{
+	if (r->kids[1].pid > 0 && !r->kids[1].done) {
+		cli_signal_kids(r->kids, 2, SIGKILL);
+		while (waitpid(r->kids[1].pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
-	for (int i = 0; i < nout; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	for (int i = 0; i < r->nout; i++)
+		if (r->fds[i] >= 0)
+			close(r->fds[i]);
 	for (int i = 0; i < 2; i++)
-		if (kids[1].out[i] >= 0)
-			close(kids[1].out[i]);
+		if (r->kids[1].out[i] >= 0)
+			close(r->kids[1].out[i]);
 	for (int i = 0; i < 2; i++) {
-		if (ring_fds[i] >= 0)
-			close(ring_fds[i]);
-		if (files[i] >= 0)
-			close(files[i]);
+		if (r->ring_fds[i] >= 0)
+			close(r->ring_fds[i]);
+		if (r->files[i] >= 0)
+			close(r->files[i]);
 	}
-	if (reader_fd >= 0)
-		close(reader_fd);
-	if (cap_fd >= 0)
-		close(cap_fd);
-	if (sfd >= 0)
-		close(sfd);
-	lp_ring__free(ring);
-	if (ring_mem)
-		munmap(ring_mem, ring_size);
-	if (rc && out_dirfd >= 0)
-		cli_remove_empty_outputs(out_dirfd, nout);
-	if (rc && cap_dirfd >= 0)
-		remove_empty_capture(cap_dirfd, o->capture_path, &cap_st);
-	if (out_dirfd >= 0)
-		close(out_dirfd);
-	if (cap_dirfd >= 0)
-		close(cap_dirfd);
+	if (r->reader_fd >= 0)
+		close(r->reader_fd);
+	if (r->cap_fd >= 0)
+		close(r->cap_fd);
+	if (r->sfd >= 0)
+		close(r->sfd);
+	lp_ring__free(r->ring);
+	if (r->ring_mem)
+		munmap(r->ring_mem, r->ring_size);
+	if (rc && r->out_dirfd >= 0)
+		cli_remove_empty_outputs(r->out_dirfd, r->nout);
+	if (rc && r->cap_dirfd >= 0)
+		remove_empty_capture(r->cap_dirfd, r->o.capture_path, &r->cap_st);
+	if (r->out_dirfd >= 0)
+		close(r->out_dirfd);
+	if (r->cap_dirfd >= 0)
+		close(r->cap_dirfd);
+}
+
+int lp_record(const struct lp_record_opts *opts)
+{
+	struct rec r;
+	int rc = 1;
+
+	if (LP_OPTS_CHECK(opts, lp_record_opts, output_mode))
+		return 1;
+	rec_init(&r, opts);
+	if (rec_setup(&r) || (!r.o.no_symbolize && rec_make_ring(&r)))
+		goto out;
+	/* from here on signals come through sfd: cli_supervise acts on them */
+	r.sfd = cli_signalfd();
+	if (r.sfd < 0 || rec_start_symbolizer(&r))
+		goto out;
+	rec_start_collector(&r);
+	rec_wait(&r);
+	rc = rec_summary(&r);
+out:
+	rec_teardown(&r, rc);
 	return rc;
 }

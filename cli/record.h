@@ -10,7 +10,7 @@
 #define LP_RECORD_MAX_PIDS 1024
 
 struct lp_record_opts {
-	size_t sz; /* sizeof(struct lp_record_opts) */
+	size_t sz; /* sizeof(struct lp_record_opts), checked (lowprof/opts.h) */
 	uint32_t freq_hz;
 	double duration_s; /* 0: until Ctrl-C / SIGTERM */
 	const pid_t *pids;
@@ -39,7 +39,10 @@ struct lp_record_opts {
 #define LP_RECORD_DEFAULT_CACHE	 "/var/cache/lowprof/symbols.db"
 #define LP_RECORD_MAX_DEBUG_DIRS 16
 
-/* Runs a whole recording; returns the process exit code. */
+/*
+ * Runs a whole recording; returns the process exit code (1 also when
+ * opts->sz is not one this build can read: lowprof/opts.h).
+ */
 int lp_record(const struct lp_record_opts *opts);
 
 /* lowprof replay / capture-info: parse their arguments and run (replay.c, capinfo.c). */

@@ -41,6 +41,7 @@
 #include "lowprof/files.h"
 #include "lowprof/kernel.h"
 #include "lowprof/log.h"
+#include "lowprof/opts.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
 #include "procfs.h"
@@ -1878,6 +1879,8 @@ int coll_run(const struct coll_opts *o)
 	const char *reason;
 	int err;
 
+	if (LP_OPTS_CHECK(o, coll_opts, capture_compress))
+		return 1;
 	install_signals();
 	if (o->exit_with_parent) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);

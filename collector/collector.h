@@ -64,7 +64,7 @@ enum coll_off_cpu_mode {
 #define COLL_MAX_OFFCPU_PERIOD_NS     4000000000ull /* < 2^32 ns, see offcpu.h */
 
 struct coll_opts {
-	size_t sz;	   /* sizeof(struct coll_opts) */
+	size_t sz;	   /* sizeof(struct coll_opts), checked (lowprof/opts.h) */
 	uint32_t freq_hz;  /* sampling frequency per CPU */
 	double duration_s; /* 0: until SIGINT/SIGTERM */
 	const pid_t *pids; /* processes to profile; npids == 0: whole host */
@@ -98,7 +98,10 @@ struct coll_opts {
 	bool capture_compress;
 };
 
-/* Runs until the duration elapses or a signal arrives; returns an exit code. */
+/*
+ * Runs until the duration elapses or a signal arrives; returns an exit code
+ * (1 also when opts->sz is not one this build can read: lowprof/opts.h).
+ */
 int coll_run(const struct coll_opts *opts);
 
 #endif /* LOWPROF_COLLECTOR_H */

@@ -100,6 +100,50 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 after a complete run, 1 on errors, 2 on usage errors.\n";
 
+static const struct option longopts[] = {
+	{"freq", required_argument, NULL, 'F'},
+	{"duration", required_argument, NULL, 'd'},
+	{"pid", required_argument, NULL, 'p'},
+	{"ring", required_argument, NULL, 'r'},
+	{"ring-owner", required_argument, NULL, 'O'},
+	{"ring-size", required_argument, NULL, 'S'},
+	{"ring-fd", required_argument, NULL, 'R'},
+	{"files-fd", required_argument, NULL, 'f'},
+	{"drain-ms", required_argument, NULL, 'D'},
+	{"capture", required_argument, NULL, 'c'},
+	{"capture-fd", required_argument, NULL, 'C'},
+	{"capture-compress", required_argument, NULL, 'Z'},
+	{"stack-bytes", required_argument, NULL, 'B'},
+	{"off-cpu", no_argument, NULL, 'o'},
+	{"off-cpu-mode", required_argument, NULL, 'M'},
+	{"off-cpu-period-us", required_argument, NULL, 'T'},
+	{"off-cpu-rate", required_argument, NULL, 'A'},
+	{"off-cpu-min-us", required_argument, NULL, 'm'},
+	{"full-btf", no_argument, NULL, 'b'},
+	{"exit-with-parent", no_argument, NULL, 'P'},
+	{"keep-caps", no_argument, NULL, 'K'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{},
+};
+
+/* The command line: coll_opts, and what the checks after parsing need. */
+struct args {
+	struct coll_opts o;
+	pid_t pids[COLL_MAX_PIDS];
+	const char *prog; /* argv[0], for the log */
+	enum lp_log_level level;
+	const char *ring_owner; /* --ring-owner, or NULL */
+	bool off_cpu_opts;	/* an --off-cpu-* option was given */
+	bool mode_given, rate_given, period_given;
+};
+
+/*
+ * What parse_args and the option callbacks return when the arguments are
+ * fine so far; otherwise they return the exit code (0 after --help).
+ */
+#define ARGS_OK (-1)
+
 static int parse_uint(const char *s, unsigned long long max, unsigned long long *v)
 {
 	char *end;
@@ -109,239 +153,287 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 	return (errno || end == s || *end || *v > max || s[0] == '-') ? -EINVAL : 0;
 }
 
-int main(int argc, char **argv)
+/* An option's value is not one it takes: a usage error. */
+static int bad_value(int key, const char *arg)
 {
-	static const struct option longopts[] = {
-		{"freq", required_argument, NULL, 'F'},
-		{"duration", required_argument, NULL, 'd'},
-		{"pid", required_argument, NULL, 'p'},
-		{"ring", required_argument, NULL, 'r'},
-		{"ring-owner", required_argument, NULL, 'O'},
-		{"ring-size", required_argument, NULL, 'S'},
-		{"ring-fd", required_argument, NULL, 'R'},
-		{"files-fd", required_argument, NULL, 'f'},
-		{"drain-ms", required_argument, NULL, 'D'},
-		{"capture", required_argument, NULL, 'c'},
-		{"capture-fd", required_argument, NULL, 'C'},
-		{"capture-compress", required_argument, NULL, 'Z'},
-		{"stack-bytes", required_argument, NULL, 'B'},
-		{"off-cpu", no_argument, NULL, 'o'},
-		{"off-cpu-mode", required_argument, NULL, 'M'},
-		{"off-cpu-period-us", required_argument, NULL, 'T'},
-		{"off-cpu-rate", required_argument, NULL, 'A'},
-		{"off-cpu-min-us", required_argument, NULL, 'm'},
-		{"full-btf", no_argument, NULL, 'b'},
-		{"exit-with-parent", no_argument, NULL, 'P'},
-		{"keep-caps", no_argument, NULL, 'K'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{},
-	};
-	static pid_t pids[COLL_MAX_PIDS];
-	struct coll_opts o = {.sz = sizeof(o),
-			      .freq_hz = COLL_DEFAULT_FREQ,
-			      .ring_fd = -1,
-			      .ring_cons_fd = -1,
-			      .files_fd = -1,
-			      .drain_ms = COLL_DEFAULT_DRAIN_MS,
-			      .stack_bytes = COLL_DEFAULT_STACK_BYTES,
-			      .off_cpu_mode = COLL_DEFAULT_OFFCPU_MODE,
-			      .off_cpu_rate = COLL_DEFAULT_OFFCPU_RATE,
-			      .off_cpu_min_ns = COLL_DEFAULT_OFFCPU_MIN_NS,
-			      .off_cpu_period_ns = COLL_DEFAULT_OFFCPU_PERIOD_NS,
-			      .capture_fd = -1,
-			      .capture_compress = true,
-			      .pids = pids};
-	bool off_cpu_opts = false; /* an --off-cpu-* option was given */
-	bool mode_given = false, rate_given = false, period_given = false;
-	const char *ring_owner = NULL;
-	enum lp_log_level level = LP_LOG_INFO;
+	for (const struct option *lo = longopts; lo->name; lo++)
+		if (lo->val == key)
+			lp_err("invalid value '%s' for --%s (see --help)", arg, lo->name);
+	return 2;
+}
+
+static void args_init(struct args *a, const char *prog)
+{
+	const char *e = getenv("LOWPROF_FULL_BTF");
+
+	a->o = (struct coll_opts){.sz = sizeof(a->o),
+				  .freq_hz = COLL_DEFAULT_FREQ,
+				  .ring_fd = -1,
+				  .ring_cons_fd = -1,
+				  .files_fd = -1,
+				  .drain_ms = COLL_DEFAULT_DRAIN_MS,
+				  .stack_bytes = COLL_DEFAULT_STACK_BYTES,
+				  .off_cpu_mode = COLL_DEFAULT_OFFCPU_MODE,
+				  .off_cpu_rate = COLL_DEFAULT_OFFCPU_RATE,
+				  .off_cpu_min_ns = COLL_DEFAULT_OFFCPU_MIN_NS,
+				  .off_cpu_period_ns = COLL_DEFAULT_OFFCPU_PERIOD_NS,
+				  .capture_fd = -1,
+				  .capture_compress = true,
+				  .pids = a->pids};
+	a->prog = prog;
+	a->level = LP_LOG_INFO;
+	a->o.parent = getppid();
+	a->o.full_btf = e && *e && strcmp(e, "0");
+}
+
+/* --off-cpu and --off-cpu-*: ARGS_OK, or the exit code. */
+static int parse_off_cpu_opt(int key, const char *arg, struct args *a)
+{
+	struct coll_opts *o = &a->o;
 	unsigned long long v;
 	char *end;
-	int opt;
 
-	lp_log_init(argv[0], level);
-	o.parent = getppid();
-	{
-		const char *e = getenv("LOWPROF_FULL_BTF");
-
-		o.full_btf = e && *e && strcmp(e, "0");
-	}
-	while ((opt = getopt_long(argc, argv, "F:d:p:vh", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'F':
-			if (parse_uint(optarg, COLL_MAX_FREQ, &v) || v == 0)
-				goto bad_value;
-			o.freq_hz = (uint32_t)v;
-			break;
-		case 'd':
-			errno = 0;
-			o.duration_s = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o.duration_s > 0) ||
-			    o.duration_s > 1e7)
-				goto bad_value;
-			break;
-		case 'p':
-			if (parse_uint(optarg, INT_MAX, &v) || v == 0)
-				goto bad_value;
-			if (o.npids == COLL_MAX_PIDS) {
-				lp_err("at most %d -p options", COLL_MAX_PIDS);
-				return 2;
-			}
-			if (kill((pid_t)v, 0) && errno == ESRCH) {
-				lp_err("-p %llu: no such process", v);
-				return 2;
-			}
-			pids[o.npids++] = (pid_t)v;
-			break;
-		case 'r':
-			o.ring_path = optarg;
-			break;
-		case 'O':
-			ring_owner = optarg;
-			break;
-		case 'S':
-			if (parse_uint(optarg, 1ull << 32, &v))
-				goto bad_value;
-			o.ring_size = v;
-			break;
-		case 'R': {
-			int fds[2];
-
-			if (lp_parse_fds(optarg, fds, 2))
-				goto bad_value;
-			o.ring_fd = fds[0];
-			o.ring_cons_fd = fds[1];
-			break;
-		}
-		case 'f':
-			if (parse_uint(optarg, INT_MAX, &v))
-				goto bad_value;
-			o.files_fd = (int)v;
-			break;
-		case 'c':
-			o.capture_path = optarg;
-			break;
-		case 'C':
-			if (parse_uint(optarg, INT_MAX, &v))
-				goto bad_value;
-			o.capture_fd = (int)v;
-			break;
-		case 'Z':
-			if (!strcmp(optarg, "zstd"))
-				o.capture_compress = true;
-			else if (!strcmp(optarg, "none"))
-				o.capture_compress = false;
-			else
-				goto bad_value;
-			break;
-		case 'D':
-			if (parse_uint(optarg, 10000, &v) || v == 0)
-				goto bad_value;
-			o.drain_ms = (uint32_t)v;
-			break;
-		case 'B':
-			if (parse_uint(optarg, COLL_MAX_STACK_BYTES, &v) || v % 8)
-				goto bad_value;
-			o.stack_bytes = (uint32_t)v;
-			break;
-		case 'o':
-			o.off_cpu = true;
-			break;
-		case 'M':
-			if (!strcmp(optarg, "time"))
-				o.off_cpu_mode = COLL_OFFCPU_TIME;
-			else if (!strcmp(optarg, "event"))
-				o.off_cpu_mode = COLL_OFFCPU_EVENT;
-			else
-				goto bad_value;
-			off_cpu_opts = mode_given = true;
-			break;
-		case 'T':
-			if (parse_uint(optarg, COLL_MAX_OFFCPU_PERIOD_NS / 1000, &v) || v == 0)
-				goto bad_value;
-			o.off_cpu_period_ns = v * 1000;
-			off_cpu_opts = period_given = true;
-			break;
-		case 'A':
-			errno = 0;
-			o.off_cpu_rate = strtod(optarg, &end);
-			/* below 2^-32 the BPF threshold (rate * 2^32) would be 0 */
-			if (errno || end == optarg || *end || !(o.off_cpu_rate > 0) ||
-			    o.off_cpu_rate > 1 || o.off_cpu_rate < 1.0 / 4294967296.0)
-				goto bad_value;
-			off_cpu_opts = rate_given = true;
-			break;
-		case 'm':
-			if (parse_uint(optarg, 3600ull * 1000000, &v))
-				goto bad_value;
-			o.off_cpu_min_ns = v * 1000;
-			off_cpu_opts = true;
-			break;
-		case 'b':
-			o.full_btf = true;
-			break;
-		case 'P':
-			o.exit_with_parent = true;
-			break;
-		case 'K':
-			o.keep_caps = true;
-			break;
-		case 'v':
-			level = level < LP_LOG_DEBUG ? level + 1 : level;
-			lp_log_init(argv[0], level);
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			fputs(usage, stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
+	switch (key) {
+	case 'o':
+		o->off_cpu = true;
+		break;
+	case 'M':
+		if (!strcmp(arg, "time"))
+			o->off_cpu_mode = COLL_OFFCPU_TIME;
+		else if (!strcmp(arg, "event"))
+			o->off_cpu_mode = COLL_OFFCPU_EVENT;
+		else
+			return bad_value(key, arg);
+		a->off_cpu_opts = a->mode_given = true;
+		break;
+	case 'T':
+		if (parse_uint(arg, COLL_MAX_OFFCPU_PERIOD_NS / 1000, &v) || v == 0)
+			return bad_value(key, arg);
+		o->off_cpu_period_ns = v * 1000;
+		a->off_cpu_opts = a->period_given = true;
+		break;
+	case 'A':
+		errno = 0;
+		o->off_cpu_rate = strtod(arg, &end);
+		/* below 2^-32 the BPF threshold (rate * 2^32) would be 0 */
+		if (errno || end == arg || *end || !(o->off_cpu_rate > 0) || o->off_cpu_rate > 1 ||
+		    o->off_cpu_rate < 1.0 / 4294967296.0)
+			return bad_value(key, arg);
+		a->off_cpu_opts = a->rate_given = true;
+		break;
+	case 'm':
+		if (parse_uint(arg, 3600ull * 1000000, &v))
+			return bad_value(key, arg);
+		o->off_cpu_min_ns = v * 1000;
+		a->off_cpu_opts = true;
+		break;
+	default: /* unknown, or missing its value: getopt said which */
+		fputs(usage, stderr);
 		return 2;
 	}
-	if (off_cpu_opts && !o.off_cpu) {
+	return ARGS_OK;
+}
+
+/* Where the records go: the ring, the file channel, the capture. */
+static int parse_output_opt(int key, const char *arg, struct args *a)
+{
+	struct coll_opts *o = &a->o;
+	unsigned long long v;
+	int fds[2];
+
+	switch (key) {
+	case 'r':
+		o->ring_path = arg;
+		break;
+	case 'O':
+		a->ring_owner = arg;
+		break;
+	case 'S':
+		if (parse_uint(arg, 1ull << 32, &v))
+			return bad_value(key, arg);
+		o->ring_size = v;
+		break;
+	case 'R':
+		if (lp_parse_fds(arg, fds, 2))
+			return bad_value(key, arg);
+		o->ring_fd = fds[0];
+		o->ring_cons_fd = fds[1];
+		break;
+	case 'f':
+		if (parse_uint(arg, INT_MAX, &v))
+			return bad_value(key, arg);
+		o->files_fd = (int)v;
+		break;
+	case 'c':
+		o->capture_path = arg;
+		break;
+	case 'C':
+		if (parse_uint(arg, INT_MAX, &v))
+			return bad_value(key, arg);
+		o->capture_fd = (int)v;
+		break;
+	case 'Z':
+		if (!strcmp(arg, "zstd"))
+			o->capture_compress = true;
+		else if (!strcmp(arg, "none"))
+			o->capture_compress = false;
+		else
+			return bad_value(key, arg);
+		break;
+	case 'D':
+		if (parse_uint(arg, 10000, &v) || v == 0)
+			return bad_value(key, arg);
+		o->drain_ms = (uint32_t)v;
+		break;
+	default:
+		return parse_off_cpu_opt(key, arg, a);
+	}
+	return ARGS_OK;
+}
+
+/*
+ * The option callback: one option key (getopt_long's) and its value into
+ * a. Sampling and the process's own options here, the others by group.
+ */
+static int parse_opt(int key, const char *arg, struct args *a)
+{
+	struct coll_opts *o = &a->o;
+	unsigned long long v;
+	char *end;
+
+	switch (key) {
+	case 'F':
+		if (parse_uint(arg, COLL_MAX_FREQ, &v) || v == 0)
+			return bad_value(key, arg);
+		o->freq_hz = (uint32_t)v;
+		break;
+	case 'd':
+		errno = 0;
+		o->duration_s = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->duration_s > 0) || o->duration_s > 1e7)
+			return bad_value(key, arg);
+		break;
+	case 'p':
+		if (parse_uint(arg, INT_MAX, &v) || v == 0)
+			return bad_value(key, arg);
+		if (o->npids == COLL_MAX_PIDS) {
+			lp_err("at most %d -p options", COLL_MAX_PIDS);
+			return 2;
+		}
+		if (kill((pid_t)v, 0) && errno == ESRCH) {
+			lp_err("-p %llu: no such process", v);
+			return 2;
+		}
+		a->pids[o->npids++] = (pid_t)v;
+		break;
+	case 'B':
+		if (parse_uint(arg, COLL_MAX_STACK_BYTES, &v) || v % 8)
+			return bad_value(key, arg);
+		o->stack_bytes = (uint32_t)v;
+		break;
+	case 'b':
+		o->full_btf = true;
+		break;
+	case 'P':
+		o->exit_with_parent = true;
+		break;
+	case 'K':
+		o->keep_caps = true;
+		break;
+	case 'v':
+		a->level = a->level < LP_LOG_DEBUG ? a->level + 1 : a->level;
+		lp_log_init(a->prog, a->level);
+		break;
+	case 'h':
+		fputs(usage, stdout);
+		return 0;
+	default:
+		return parse_output_opt(key, arg, a);
+	}
+	return ARGS_OK;
+}
+
+/* The options together: ARGS_OK, or 2 after saying what does not fit. */
+static int check_args(struct args *a)
+{
+	struct coll_opts *o = &a->o;
+
+	if (a->off_cpu_opts && !o->off_cpu) {
 		lp_err("--off-cpu-mode, -period-us, -rate and -min-us need --off-cpu");
 		return 2;
 	}
 	/* a rate alone asks for event mode; a rate or period the mode ignores is an error */
-	if (rate_given && !mode_given)
-		o.off_cpu_mode = COLL_OFFCPU_EVENT;
-	if ((rate_given && o.off_cpu_mode != COLL_OFFCPU_EVENT) ||
-	    (period_given && o.off_cpu_mode != COLL_OFFCPU_TIME)) {
+	if (a->rate_given && !a->mode_given)
+		o->off_cpu_mode = COLL_OFFCPU_EVENT;
+	if ((a->rate_given && o->off_cpu_mode != COLL_OFFCPU_EVENT) ||
+	    (a->period_given && o->off_cpu_mode != COLL_OFFCPU_TIME)) {
 		lp_err("--off-cpu-rate goes with --off-cpu-mode event, --off-cpu-period-us with "
 		       "--off-cpu-mode time");
 		return 2;
 	}
-	if (o.capture_path && o.capture_fd >= 0) {
+	if (o->capture_path && o->capture_fd >= 0) {
 		lp_err("give one of --capture FILE or --capture-fd FD");
 		return 2;
 	}
-	if (o.ring_fd >= 0 && o.ring_path) {
+	if (o->ring_fd >= 0 && o->ring_path) {
 		lp_err("give one of --ring PATH or --ring-fd DATA,CONS (see --help)");
 		return 2;
 	}
-	if (o.ring_fd < 0 && !o.ring_path && !o.capture_path && o.capture_fd < 0) {
+	if (o->ring_fd < 0 && !o->ring_path && !o->capture_path && o->capture_fd < 0) {
 		lp_err("nowhere to write: give --ring PATH, --ring-fd DATA,CONS or --capture FILE "
 		       "(see "
 		       "--help)");
 		return 2;
 	}
-	/*
-	 * The ring's owner, only where there is a ring to hand over or a file
-	 * channel to serve; a number where no passwd entry names it (containers).
-	 */
-	if ((ring_owner || o.ring_path || o.files_fd >= 0) &&
-	    lp_user_lookup(ring_owner ? ring_owner : LP_USER_DEFAULT, "--ring-owner",
-			   LP_USER_NUMERIC, &o.ring_uid, NULL))
-		return ring_owner ? 2 : 1;
-	return coll_run(&o);
-bad_value:
-	for (const struct option *lo = longopts; lo->name; lo++)
-		if (lo->val == opt)
-			lp_err("invalid value '%s' for --%s (see --help)", optarg, lo->name);
-	return 2;
+	return ARGS_OK;
+}
+
+/*
+ * The ring's owner, only where there is a ring to hand over or a file
+ * channel to serve; a number where no passwd entry names it (containers).
+ * ARGS_OK, or the exit code: 2 for a --ring-owner that names nobody, 1
+ * when the default user is missing.
+ */
+static int resolve_ring_owner(struct args *a)
+{
+	struct coll_opts *o = &a->o;
+
+	if ((a->ring_owner || o->ring_path || o->files_fd >= 0) &&
+	    lp_user_lookup(a->ring_owner ? a->ring_owner : LP_USER_DEFAULT, "--ring-owner",
+			   LP_USER_NUMERIC, &o->ring_uid, NULL))
+		return a->ring_owner ? 2 : 1;
+	return ARGS_OK;
+}
+
+/* The command line into a: ARGS_OK, or the exit code. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	int key, rc;
+
+	while ((key = getopt_long(argc, argv, "F:d:p:vh", longopts, NULL)) != -1) {
+		rc = parse_opt(key, optarg, a);
+		if (rc != ARGS_OK)
+			return rc;
+	}
+	if (optind < argc) {
+		lp_err("unexpected argument '%s' (see --help)", argv[optind]);
+		return 2;
+	}
+	rc = check_args(a);
+	if (rc != ARGS_OK)
+		return rc;
+	return resolve_ring_owner(a);
+}
+
+int main(int argc, char **argv)
+{
+	static struct args a; /* the -p table: off the stack */
+	int rc;
+
+	lp_log_init(argv[0], LP_LOG_INFO);
+	args_init(&a, argv[0]);
+	rc = parse_args(argc, argv, &a);
+	if (rc != ARGS_OK)
+		return rc;
+	return coll_run(&a.o);
 }
