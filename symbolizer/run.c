@@ -28,6 +28,7 @@
 #include "lowprof/files.h"
 #include "cache.h"
 #include "lowprof/log.h"
+#include "lowprof/opts.h"
 #include "lowprof/ring.h"
 #include "lowprof/user.h"
 #include "lowprof/writers.h"
@@ -873,7 +874,7 @@ int symb_run(const struct symb_opts *o)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct lpc_reader *rd = NULL;
-	bool replay = o->capture_path || o->capture_fd >= 0, off_cpu = o->off_cpu || replay;
+	bool replay, off_cpu;
 	int cap_fd = -1;
 	struct ring_att att = {.files_fd = -1};
 	struct symb_cache *cache = NULL;
@@ -881,6 +882,10 @@ int symb_run(const struct symb_opts *o)
 	struct symb_state *s = NULL;
 	int err = 0, rc = 1;
 
+	if (!o || LP_OPTS_CHECK(o, symb_opts, check_sandbox))
+		return 1;
+	replay = o->capture_path || o->capture_fd >= 0;
+	off_cpu = o->off_cpu || replay;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -15,6 +15,7 @@
 #include "lowprof/grow.h"
 #include "lowprof/hash.h"
 #include "lowprof/log.h"
+#include "lowprof/opts.h"
 
 struct symb_map {
 	uint64_t start, end, offset;
@@ -83,7 +84,7 @@ struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 	struct symb_objects_opts oo = {.sz = sizeof(oo)};
 	struct symb_state *s;
 
-	if (!opts || opts->sz < sizeof(*opts)) {
+	if (!opts || LP_OPTS_CHECK(opts, symb_state_opts, files_fd)) {
 		errno = EINVAL;
 		return NULL;
 	}

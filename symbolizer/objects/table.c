@@ -11,6 +11,7 @@
 
 #include "lowprof/grow.h"
 #include "lowprof/hash.h"
+#include "lowprof/opts.h"
 #include "objects_int.h"
 
 /* every need is bounded by a SYMB_MAX_* far below 2^31 */
@@ -23,7 +24,7 @@ struct symb_objects *symb_objects__new(const struct symb_objects_opts *opts)
 {
 	struct symb_objects *t;
 
-	if (!opts || opts->sz < sizeof(*opts)) {
+	if (!opts || LP_OPTS_CHECK(opts, symb_objects_opts, files_fd)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -1081,9 +1081,34 @@ static void test_kernel_addresses_relative(void **state)
 	}
 }
 
+/* Options of another size are read only when this build knows all they say. */
+static void test_opts_size_checked(void **state)
+{
+	struct {
+		struct symb_state_opts o;
+		uint64_t newer;
+	} big = {.o = {.sz = sizeof(big), .files_fd = -1}};
+	struct symb_state_opts small = {.sz = offsetof(struct symb_state_opts, files_fd),
+					.files_fd = -1};
+	struct symb_state *s;
+
+	(void)state;
+	errno = 0;
+	assert_null(symb_state__new(&small));
+	assert_int_equal(errno, EINVAL);
+	assert_null(symb_state__new(NULL));
+	big.newer = 1; /* an option this build does not know: refused */
+	assert_null(symb_state__new(&big.o));
+	big.newer = 0; /* unset: read as this build's */
+	s = symb_state__new(&big.o);
+	assert_non_null(s);
+	symb_state__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_opts_size_checked),
 		cmocka_unit_test(test_stream_to_profile),
 		cmocka_unit_test(test_wrong_inode_not_symbolized),
 		cmocka_unit_test(test_bad_records_counted),
