@@ -83,42 +83,46 @@ static inline void rd_skip(struct rd *r, uint64_t n)
 	r->pos += n;
 }
 
-/* Bits past the 64th are dropped: CFI has no such values, and the bytes are consumed. */
-static inline uint64_t rd_uleb(struct rd *r)
+/*
+ * The bits of a LEB128 (past the 64th dropped: CFI has no such values, and
+ * the bytes are consumed); *shift: 7 per byte read, *last: the last byte.
+ * On a read past end: 0, and *last is 0.
+ */
+static inline uint64_t rd_leb(struct rd *r, unsigned *shift, uint8_t *last)
 {
 	uint64_t v = 0;
-	unsigned shift = 0;
 	uint8_t b;
 
+	*shift = 0;
 	do {
 		if (r->pos >= r->end) {
 			r->err = true;
+			*last = 0;
 			return 0;
 		}
 		b = r->p[r->pos++];
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
 	} while (b & 0x80);
+	*last = b;
 	return v;
+}
+
+static inline uint64_t rd_uleb(struct rd *r)
+{
+	unsigned shift;
+	uint8_t b;
+
+	return rd_leb(r, &shift, &b);
 }
 
 static inline int64_t rd_sleb(struct rd *r)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
+	unsigned shift;
 	uint8_t b;
+	uint64_t v = rd_leb(r, &shift, &b);
 
-	do {
-		if (r->pos >= r->end) {
-			r->err = true;
-			return 0;
-		}
-		b = r->p[r->pos++];
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
 	if (shift < 64 && (b & 0x40))
 		v |= ~(uint64_t)0 << shift;
 	return (int64_t)v;
