@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for symbolizer/unwind/cfi.c. Input (all little-endian):
+ * libFuzzer target for symbolizer/unwind/cfi_*.c. Input (all little-endian):
  *   u8 flags   bit 0: .eh_frame, bit 1: .eh_frame_hdr, bit 2: .debug_frame,
  *              bit 7: blob mode (below)
  *   u64 eh_frame vaddr, u32 eh_frame size, u32 hdr size, u64 hdr vaddr
@@ -9,8 +9,8 @@
  * read past it. A built table must keep the table's rules and survive
  * encode -> decode unchanged. In blob mode the bytes after the flags are a
  * blob without its trailing hash, which is appended here (a copy of
- * cfi.c's blob_hash) so mutations reach the decoder's field checks; a blob
- * that decodes must encode back to the same bytes (the format is
+ * cfi_blob.c's blob_hash) so mutations reach the decoder's field checks; a
+ * blob that decodes must encode back to the same bytes (the format is
  * canonical for encode's block size). Every input is also given to the
  * decoder as is.
  *
@@ -40,7 +40,7 @@ static uint64_t get_le(const uint8_t *p, unsigned n)
 	return v;
 }
 
-/* Must match blob_hash in symbolizer/unwind/cfi.c (else blob mode only finds hash mismatches). */
+/* Must match blob_hash in symbolizer/unwind/cfi_blob.c (else blob mode only finds hash mismatches). */
 static uint64_t blob_hash(const uint8_t *p, size_t len)
 {
 	const uint64_t k = 0x9e3779b97f4a7c15ull;
@@ -156,7 +156,7 @@ static bool lazy_probe(const uint8_t *blob, size_t len, const struct symb_deltas
 		if (r && r->pc > pc >> 32)
 			__builtin_trap();
 	}
-	/* the index's pcs (at offset 10: see cfi.c) and just below them */
+	/* the index's pcs (at offset 10: see cfi_blob.c) and just below them */
 	for (i = 10; i + 8 <= len && i < 10 + 8 * 64; i += 8) {
 		uint64_t pc = get_le(blob + i, 8);
 
@@ -214,7 +214,7 @@ static void blob_mode(const uint8_t *data, size_t size)
 	if (symb_deltas__decode(blob, len + 8, &d) == 0) {
 		check_table(&d);
 		if (symb_deltas__encode(&d, &again, &len2) == 0) {
-			/* encode writes block size 256 (byte 5: cfi.c's BLOB_SHIFT, 8) */
+			/* encode writes block size 256 (byte 5: cfi_blob.c's BLOB_SHIFT, 8) */
 			if (len > 5 && blob[5] == 8 &&
 			    (len2 != len + 8 || memcmp(again, blob, len2)))
 				__builtin_trap();

@@ -22,7 +22,8 @@ flags="-O2 -fcf-protection=none -fPIE -pie -Wl,-z,lazy"
 	gcc $flags -fno-asynchronous-unwind-tables -g -o "$tmp/gcc-dbg" "$fx"
 	gcc $flags -gdwarf-4 -fno-asynchronous-unwind-tables -o "$tmp/gcc-dbg4" "$fx"
 	clang -O1 -g -I"$root/symbolizer/unwind" -o "$tmp/gen_corpus" "$here/gen_corpus.c" \
-		"$root/symbolizer/unwind/cfi.c" "$root/common/src/log.c" -I"$root/common/include" -lelf
+		"$root"/symbolizer/unwind/cfi_*.c "$root/common/src/log.c" "$root/common/src/grow.c" \
+		-I"$root/common/include" -lelf
 }
 cp /lib/x86_64-linux-gnu/libc.so.6 "$tmp/libc"
 rm -rf "$here/corpus"

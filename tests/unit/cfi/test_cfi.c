@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for symbolizer/unwind/cfi.c. Three kinds of check:
+ * Unit tests for symbolizer/unwind/cfi_*.c (cfi.h). Three kinds of check:
  *  - fixtures built from fixture.c (see CMakeLists.txt): rows of known
  *    prologues, checked against the instruction bytes found there (so a
  *    change of compiler cannot make them pass silently), the PLT, _start,
@@ -1480,11 +1480,11 @@ static void test_blob_decode_rejects(void **state)
 
 /* ---- lazy tables (symb_deltas__open_blob) ---- */
 
-/* Layout of a version 2 blob (cfi.c): header, pc[nb], off[nb], blocks, hash. */
+/* Layout of a version 2 blob (cfi_blob.c): header, pc[nb], off[nb], blocks, hash. */
 #define BLOB_HDR   10
-#define BLOB_SHIFT 8 /* cfi.c's BLOB_SHIFT: encode's rows per block, log2 */
+#define BLOB_SHIFT 8 /* cfi_blob.c's BLOB_SHIFT: encode's rows per block, log2 */
 
-/* A copy of cfi.c's blob_hash, to craft blobs whose checksum is right. */
+/* A copy of cfi_blob.c's blob_hash, to craft blobs whose checksum is right. */
 static uint64_t blob_hash(const uint8_t *p, size_t len)
 {
 	const uint64_t k = 0x9e3779b97f4a7c15ull;
