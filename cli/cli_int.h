@@ -82,5 +82,7 @@ void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
 		   struct cli_restart *restart);
 /* Makes the cache's directory usable by user; 0 or -errno (warned). */
 int cli_prepare_cache_dir(const char *cache_path, const char *user);
+/* lowprof run's spool directory (record.c): 0, or -1 after saying why. */
+int cli_prepare_spool_dir(const char *dir, const char *user);
 
 #endif /* LOWPROF_CLI_INT_H */

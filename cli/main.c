@@ -26,6 +26,8 @@ static const char usage[] =
 	"  record        profile (on-CPU, and off-CPU with --off-cpu) and write pprof,\n"
 	"                folded stacks and an HTML flame graph; --capture FILE keeps\n"
 	"                the raw records to replay later\n"
+	"  run           profile continuously, as a service: every --window seconds\n"
+	"                the window's pprof profiles into a spool directory\n"
 	"  replay        the same outputs from a capture file, here or elsewhere\n"
 	"  capture-info  what a capture file holds: metadata, records, processes,\n"
 	"                time span, losses, damage\n"
@@ -98,6 +100,34 @@ static const char record_usage[] =
 	"Ctrl-C once stops and writes what was collected; twice stops at once.\n"
 	"Exit status: 0 on success, 1 on errors, 2 on usage errors.\n";
 
+static const char run_usage[] =
+	"Usage: lowprof run [--window SECONDS] [--spool DIR] [--spool-bytes SIZE] [-F HZ]\n"
+	"                   [-p PID]... [--off-cpu ...] [-d SECONDS] ...\n"
+	"\n"
+	"Profiles continuously until SIGTERM / Ctrl-C (or for -d SECONDS), as\n"
+	"'lowprof record' does, but writes no outputs at the end: every window\n"
+	"(default 10 s) the symbolizer writes that window's profiles into the\n"
+	"spool directory, the partial last one when it stops:\n"
+	"  DIR/cpu-TIME-SEQ.pb.gz     gzip'd pprof of the window's on-CPU samples\n"
+	"  DIR/offcpu-TIME-SEQ.pb.gz  with --off-cpu: its off-CPU time\n"
+	"TIME is the window's start (UTC, 20261125T215000Z), SEQ counts windows\n"
+	"from 0, so a gap shows. Each file has the window's start and duration,\n"
+	"and its losses in the profile's comments; samples are labelled with pid\n"
+	"and comm. Files appear under a temporary name and are renamed when\n"
+	"whole. When the spool holds more than --spool-bytes, the oldest windows\n"
+	"are removed; nothing else removes them.\n"
+	"\n"
+	"Options (and record's -F, -p, -u, --stack-bytes, --cache, --cache-size,\n"
+	"--no-cache, --debug-dir, --off-cpu and --off-cpu-*, -v):\n"
+	"      --window SECONDS    the windows' length (default 10; 1 to 3600)\n"
+	"      --spool DIR         where windows go (default " LP_RUN_DEFAULT_SPOOL "),\n"
+	"                          made if missing: the symbolizer user's, 0700\n"
+	"      --spool-bytes SIZE  the spool's budget, e.g. 512M, at least 1K (default 1G)\n"
+	"  -d, --duration SECONDS  stop after SECONDS (default: until SIGTERM)\n"
+	"  -h, --help              this help\n"
+	"\n"
+	"Exit status: 0 on success, 1 on errors, 2 on usage errors.\n";
+
 /* record's long options without a short one */
 enum {
 	OPT_OFF_CPU_RATE = 1000, /* the four in the order of lp_record_opts.off_cpu_args */
@@ -108,30 +138,48 @@ enum {
 	OPT_CAPTURE_COMPRESS,
 	OPT_NO_SYMBOLIZE,
 	OPT_OUTPUT_MODE,
+	OPT_SPOOL, /* lowprof run's */
+	OPT_WINDOW,
+	OPT_SPOOL_BYTES,
 };
 
+/* the options record and run share: sampling, the symbolizer's, off-CPU */
+// clang-format off
+#define PROFILE_LONGOPTS \
+	{"duration", required_argument, NULL, 'd'}, \
+	{"freq", required_argument, NULL, 'F'}, \
+	{"pid", required_argument, NULL, 'p'}, \
+	{"user", required_argument, NULL, 'u'}, \
+	{"stack-bytes", required_argument, NULL, 'B'}, \
+	{"cache", required_argument, NULL, 'C'}, \
+	{"cache-size", required_argument, NULL, 'Z'}, \
+	{"no-cache", no_argument, NULL, 'X'}, \
+	{"debug-dir", required_argument, NULL, 'G'}, \
+	{"off-cpu", no_argument, NULL, 'Q'}, \
+	{"off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE}, \
+	{"off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN_US}, \
+	{"off-cpu-mode", required_argument, NULL, OPT_OFF_CPU_MODE}, \
+	{"off-cpu-period-us", required_argument, NULL, OPT_OFF_CPU_PERIOD_US}, \
+	{"verbose", no_argument, NULL, 'v'}, \
+	{"help", no_argument, NULL, 'h'}
+// clang-format on
+
 static const struct option record_longopts[] = {
-	{"duration", required_argument, NULL, 'd'},
-	{"freq", required_argument, NULL, 'F'},
-	{"pid", required_argument, NULL, 'p'},
+	PROFILE_LONGOPTS,
 	{"output", required_argument, NULL, 'o'},
-	{"user", required_argument, NULL, 'u'},
-	{"stack-bytes", required_argument, NULL, 'B'},
-	{"cache", required_argument, NULL, 'C'},
-	{"cache-size", required_argument, NULL, 'Z'},
-	{"no-cache", no_argument, NULL, 'X'},
-	{"debug-dir", required_argument, NULL, 'G'},
-	{"off-cpu", no_argument, NULL, 'Q'},
-	{"off-cpu-rate", required_argument, NULL, OPT_OFF_CPU_RATE},
-	{"off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN_US},
-	{"off-cpu-mode", required_argument, NULL, OPT_OFF_CPU_MODE},
-	{"off-cpu-period-us", required_argument, NULL, OPT_OFF_CPU_PERIOD_US},
 	{"capture", required_argument, NULL, OPT_CAPTURE},
 	{"capture-compress", required_argument, NULL, OPT_CAPTURE_COMPRESS},
 	{"no-symbolize", no_argument, NULL, OPT_NO_SYMBOLIZE},
 	{"output-mode", required_argument, NULL, OPT_OUTPUT_MODE},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
+	{},
+};
+
+/* lowprof run's: record's but those of outputs and captures, and the spool's */
+static const struct option run_longopts[] = {
+	PROFILE_LONGOPTS,
+	{"spool", required_argument, NULL, OPT_SPOOL},
+	{"window", required_argument, NULL, OPT_WINDOW},
+	{"spool-bytes", required_argument, NULL, OPT_SPOOL_BYTES},
 	{},
 };
 
@@ -207,7 +255,7 @@ static int record_off_cpu_opt(int key, const char *arg, struct record_args *a)
 		}
 		break;
 	default: /* unknown, or missing its value: getopt said which */
-		fputs(record_usage, stderr);
+		fputs(a->o.spool_dir ? run_usage : record_usage, stderr);
 		return 2;
 	}
 	a->o.off_cpu_args[key - OPT_OFF_CPU_RATE] = arg;
@@ -256,6 +304,9 @@ static int record_symb_opt(int key, const char *arg, struct record_args *a)
 /* Where the results go: the output directory and its files' mode, the capture. */
 static int record_output_opt(int key, const char *arg, struct record_args *a)
 {
+	unsigned long long v;
+	uint64_t bytes;
+
 	switch (key) {
 	case 'o':
 		a->o.out_dir = arg;
@@ -276,6 +327,23 @@ static int record_output_opt(int key, const char *arg, struct record_args *a)
 		break;
 	case OPT_NO_SYMBOLIZE:
 		a->o.no_symbolize = true;
+		break;
+	case OPT_SPOOL:
+		a->o.spool_dir = arg;
+		break;
+	case OPT_WINDOW:
+		if (parse_uint(arg, 3600, &v) || v == 0) {
+			lp_err("--window %s: give whole seconds, 1 to 3600", arg);
+			return 2;
+		}
+		a->o.window_s = (uint32_t)v;
+		break;
+	case OPT_SPOOL_BYTES:
+		if (lp_parse_size(arg, &bytes) || bytes < 1024) {
+			lp_err("--spool-bytes %s: give a size of at least 1K", arg);
+			return 2;
+		}
+		a->o.spool_bytes = arg;
 		break;
 	default:
 		return record_symb_opt(key, arg, a);
@@ -332,7 +400,7 @@ static int record_opt(int key, const char *arg, struct record_args *a)
 		lp_log_init("lowprof", LP_LOG_DEBUG);
 		break;
 	case 'h':
-		fputs(record_usage, stdout);
+		fputs(a->o.spool_dir ? run_usage : record_usage, stdout);
 		return 0;
 	default:
 		return record_output_opt(key, arg, a);
@@ -376,6 +444,38 @@ static int record_parse_args(int argc, char **argv, struct record_args *a)
 	return record_check_args(a);
 }
 
+/* lowprof run's command line into a: ARGS_OK, or the exit code. */
+static int run_parse_args(int argc, char **argv, struct record_args *a)
+{
+	int key, rc;
+
+	/* the spool's default stands until --spool names another: it marks run too */
+	a->o.spool_dir = LP_RUN_DEFAULT_SPOOL;
+	a->o.out_dir = NULL;
+	while ((key = getopt_long(argc, argv, "d:F:p:u:vh", run_longopts, NULL)) != -1) {
+		rc = record_opt(key, optarg, a);
+		if (rc != ARGS_OK)
+			return rc;
+	}
+	if (optind < argc) {
+		lp_err("unexpected argument '%s' (see lowprof run --help)", argv[optind]);
+		return 2;
+	}
+	return record_check_args(a);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	static struct record_args a;
+	int rc;
+
+	record_args_init(&a);
+	rc = run_parse_args(argc, argv, &a);
+	if (rc != ARGS_OK)
+		return rc;
+	return lp_record(&a.o);
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	static struct record_args a; /* the -p table: off the stack */
@@ -397,6 +497,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "replay"))
 		return lp_cmd_replay(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "capture-info"))
@@ -404,6 +506,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		if (argc > 2 && !strcmp(argv[2], "record"))
 			fputs(record_usage, stdout);
+		else if (argc > 2 && !strcmp(argv[2], "run"))
+			fputs(run_usage, stdout);
 		else if (argc > 2 && !strcmp(argv[2], "replay"))
 			fputs(lp_replay_usage, stdout);
 		else if (argc > 2 && !strcmp(argv[2], "capture-info"))

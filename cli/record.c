@@ -340,7 +340,21 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **a
 	/* inherited: the ring (read-only) and its consumer page, the file channel, the outputs */
 	argv[n++] = "--ring-fd=3,4";
 	argv[n++] = "--files-fd=5";
-	argv[n++] = o->off_cpu ? "--output-fds=6,7,8,9,10,11" : "--output-fds=6,7,8";
+	if (o->spool_dir) {
+		static char window[16];
+
+		snprintf(window, sizeof(window), "%u", o->window_s ? o->window_s : 10);
+		argv[n++] = "--spool";
+		argv[n++] = (char *)o->spool_dir;
+		argv[n++] = "--window";
+		argv[n++] = window;
+		if (o->spool_bytes) {
+			argv[n++] = "--spool-bytes";
+			argv[n++] = (char *)o->spool_bytes;
+		}
+	} else {
+		argv[n++] = o->off_cpu ? "--output-fds=6,7,8,9,10,11" : "--output-fds=6,7,8";
+	}
 	if (o->off_cpu)
 		argv[n++] = "--off-cpu";
 	argv[n++] = "--user";
@@ -605,6 +619,50 @@ fail:
 }
 
 /*
+ * lowprof run's spool: made if missing (its parents 0755, root's), and
+ * then handed to the symbolizer's user, 0700; one that exists is used as it
+ * is (the symbolizer says if it cannot write there). Never through a
+ * symlink. 0, or -1 after saying why.
+ */
+int cli_prepare_spool_dir(const char *dir, const char *user)
+{
+	struct passwd *pw = getpwnam(user);
+	bool made = false;
+	struct stat st;
+	int dfd, err = 0;
+	char path[PATH_MAX];
+
+	if (!pw)
+		return 0; /* rec_setup said so */
+	if (dir[0] != '/' || snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+		lp_err("--spool %s: give an absolute path", dir);
+		return -1;
+	}
+	for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			err = -errno;
+		*p = '/';
+	}
+	if (!err && mkdir(path, 0700) == 0)
+		made = true;
+	else if (!err && errno != EEXIST)
+		err = -errno;
+	dfd = err ? -1 : open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (!err && (dfd < 0 || fstat(dfd, &st)))
+		err = -errno;
+	if (!err && made && (fchown(dfd, pw->pw_uid, pw->pw_gid) || fchmod(dfd, 0700)))
+		err = -errno;
+	if (dfd >= 0)
+		close(dfd);
+	if (!err)
+		return 0;
+	lp_err("--spool %s: %s%s", dir, strerror(-err),
+	       err == -ELOOP || err == -ENOTDIR ? " (not a directory, or a symlink)" : "");
+	return -1;
+}
+
+/*
  * A run that failed before the capture's first block leaves no capture
  * behind: the file we made (same inode), in the directory we made it in.
  */
@@ -638,7 +696,7 @@ int cli_parse_output_mode(const char *arg, mode_t *mode)
 /* One recording, from set-up to tear-down. */
 struct rec {
 	struct lp_record_opts o; /* the caller's; cache_path NULL if the cache is unusable */
-	int nout;		 /* output files: 0 (--no-symbolize), 3, or 6 (--off-cpu) */
+	int nout; /* output files: 0 (--no-symbolize, lowprof run), 3, or 6 (--off-cpu) */
 	int fds[LP_RECORD_MAX_OUTPUTS];
 	int out_dirfd;
 	int cap_fd, cap_dirfd; /* --capture, and the directory it was made in */
@@ -653,7 +711,7 @@ struct rec {
 	struct cli_child kids[2];
 	/* the symbolizer, and how to start it again (its argv with --resumed, its fds) */
 	char symb_path[PATH_MAX];
-	char *rargv[21 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	char *rargv[27 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	int sfds[3 + LP_RECORD_MAX_OUTPUTS];
 	struct cli_restart restart;
 };
@@ -673,7 +731,7 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 		.kids = {{.name = "lowprof-collector", .out = {-1, -1}},
 			 {.name = "lowprof-symbolizer", .out = {-1, -1}}},
 	};
-	r->nout = o->no_symbolize ? 0 : o->off_cpu ? 6 : 3;
+	r->nout = o->no_symbolize || o->spool_dir ? 0 : o->off_cpu ? 6 : 3;
 }
 
 /*
@@ -688,7 +746,7 @@ static int rec_setup(struct rec *r)
 	if (check_privileges() || lp_check_kernel_btf())
 		return -1;
 	/* the symbolizer's user, before anything starts: it owns the ring */
-	if (r->nout && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
+	if (!o->no_symbolize && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return -1;
 	for (size_t i = 0; i < o->npids; i++) {
 		char proc[32];
@@ -712,7 +770,9 @@ static int rec_setup(struct rec *r)
 			return -1;
 		}
 	}
-	if (r->nout && o->cache_path && cli_prepare_cache_dir(o->cache_path, o->user))
+	if (o->spool_dir && cli_prepare_spool_dir(o->spool_dir, o->user))
+		return -1;
+	if (!o->no_symbolize && o->cache_path && cli_prepare_cache_dir(o->cache_path, o->user))
 		r->o.cache_path = NULL; /* warned: the run goes on without the cache */
 	return 0;
 }
@@ -762,7 +822,7 @@ static int rec_make_ring(struct rec *r)
  */
 static int rec_start_symbolizer(struct rec *r)
 {
-	char *sargv[20 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	char *sargv[26 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	int n = 0;
 
 	cli_sibling("lowprof-symbolizer", r->symb_path, sizeof(r->symb_path));
@@ -848,6 +908,9 @@ static int rec_summary(const struct rec *r)
 	if (!cli_child_ok(symb))
 		lp_err("lowprof-symbolizer failed (%s)",
 		       cli_exit_desc(symb->status, desc, sizeof(desc)));
+	else if (o->spool_dir)
+		printf("\nWindows in %s/: go tool pprof -top %s/cpu-*.pb.gz\n", o->spool_dir,
+		       o->spool_dir);
 	else if (!o->no_symbolize)
 		printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0],
 		       cli_out_names[1], cli_out_names[2],
@@ -907,7 +970,7 @@ int lp_record(const struct lp_record_opts *opts)
 	struct rec r;
 	int rc = 1;
 
-	if (LP_OPTS_CHECK(opts, lp_record_opts, output_mode))
+	if (LP_OPTS_CHECK(opts, lp_record_opts, spool_bytes))
 		return 1;
 	rec_init(&r, opts);
 	if (rec_setup(&r) || (!r.o.no_symbolize && rec_make_ring(&r)))

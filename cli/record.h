@@ -30,6 +30,15 @@ struct lp_record_opts {
 	const char *capture_compress; /* "zstd" or "none" as given; NULL: default */
 	bool no_symbolize;	      /* the collector alone: only the capture */
 	mode_t output_mode; /* of the output files (dirs made: x where r); 0: LP_OUTPUT_MODE */
+	/*
+	 * lowprof run: no outputs at the end; every window_s seconds the
+	 * symbolizer writes the window's profiles into spool_dir (made if
+	 * missing, the symbolizer user's, 0700). spool_bytes as given; NULL:
+	 * the symbolizer's default.
+	 */
+	const char *spool_dir;
+	uint32_t window_s;
+	const char *spool_bytes;
 };
 
 #define LP_RECORD_MAX_OUTPUTS 6
@@ -37,6 +46,7 @@ struct lp_record_opts {
 #define LP_RECORD_MAX_RESTARTS 20
 
 #define LP_RECORD_DEFAULT_CACHE	 "/var/cache/lowprof/symbols.db"
+#define LP_RUN_DEFAULT_SPOOL	 "/var/lib/lowprof/spool"
 #define LP_RECORD_MAX_DEBUG_DIRS 16
 
 /*

@@ -58,6 +58,15 @@ static const char usage[] =
 	"      --progress         replaying, show progress on stderr (default: when it\n"
 	"                         is a terminal)\n"
 	"  -o, --output DIR       output directory (created if missing)\n"
+	"      --spool DIR        service mode, with a ring, instead of -o: every\n"
+	"                         --window the window's profiles go into DIR as\n"
+	"                         cpu-TIME-SEQ.pb.gz (and offcpu-...) under a\n"
+	"                         temporary name, then renamed; the partial last\n"
+	"                         window on SIGINT/SIGTERM. TIME is the window's\n"
+	"                         start (UTC), SEQ counts windows from 0\n"
+	"      --window SECONDS   the windows' length (default 10; 1 to 3600)\n"
+	"      --spool-bytes SIZE the spool's budget: the oldest windows are removed\n"
+	"                         while it holds more; K/M/G suffixes (default 1G)\n"
 	"      --output-fds A,B,C write pprof, folded and HTML to these inherited fds\n"
 	"                         instead of -o (lowprof record); with --off-cpu six:\n"
 	"                         A,B,C,D,E,F, D-F for the off-CPU profile\n"
@@ -182,6 +191,22 @@ static int parse_fd(const char *arg, const char *name)
 	return (int)v;
 }
 
+/* --window SECONDS: whole seconds, 1 to 3600. 0, or 2 (said why). */
+static int parse_window(const char *arg, uint64_t *ns)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1 || v > 3600) {
+		lp_err("--window %s: give whole seconds, 1 to 3600", arg);
+		return 2;
+	}
+	*ns = (uint64_t)v * 1000000000ull;
+	return 0;
+}
+
 /* One option of the ring, the capture or the outputs: 0, or 2 (said why). */
 static int parse_io_opt(int opt, const char *arg, struct args *a)
 {
@@ -215,6 +240,16 @@ static int parse_io_opt(int opt, const char *arg, struct args *a)
 	case 'o':
 		o->out_dir = arg;
 		return 0;
+	case 'W':
+		o->spool_dir = arg;
+		return 0;
+	case 'w':
+		return parse_window(arg, &o->window_ns);
+	case 'B':
+		if (!lp_parse_size(arg, &o->spool_bytes) && o->spool_bytes >= 1024)
+			return 0;
+		lp_err("--spool-bytes %s: give a size of at least 1K", arg);
+		return 2;
 	default: /* 'O' */
 		a->nfds = parse_fds(arg, a->fds);
 		if (a->nfds >= 0)
@@ -239,6 +274,9 @@ static int parse_opt(int opt, const char *arg, struct args *a)
 	case 'K':
 	case 'o':
 	case 'O':
+	case 'W':
+	case 'w':
+	case 'B':
 		return parse_io_opt(opt, arg, a);
 	case 'p':
 		o->progress = true;
@@ -305,8 +343,21 @@ static int check_io(struct args *a)
 		       "--capture-fd FD (see --help)");
 		return 2;
 	}
+	if (o->spool_dir && (o->out_dir || a->nfds || o->capture_path || o->capture_fd >= 0)) {
+		lp_err("--spool writes windows of a ring: not with -o, --output-fds or a capture");
+		return 2;
+	}
+	if (o->spool_dir) {
+		if (!o->window_ns)
+			o->window_ns = 10 * 1000000000ull;
+		return 0;
+	}
+	if (o->window_ns || o->spool_bytes) {
+		lp_err("--window and --spool-bytes go with --spool");
+		return 2;
+	}
 	if (!o->out_dir == !a->nfds) {
-		lp_err("give exactly one of -o DIR or --output-fds (see --help)");
+		lp_err("give exactly one of -o DIR, --output-fds or --spool (see --help)");
 		return 2;
 	}
 	if (o->capture_path || o->capture_fd >= 0) {
@@ -347,6 +398,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"check-sandbox", no_argument, NULL, 'k'},
 		{"output", required_argument, NULL, 'o'},
 		{"output-fds", required_argument, NULL, 'O'},
+		{"spool", required_argument, NULL, 'W'},
+		{"window", required_argument, NULL, 'w'},
+		{"spool-bytes", required_argument, NULL, 'B'},
 		{"user", required_argument, NULL, 'u'},
 		{"exit-with-parent", no_argument, NULL, 'P'},
 		{"no-summary", no_argument, NULL, 'N'},

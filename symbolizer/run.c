@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -33,6 +34,7 @@
 #include "lowprof/user.h"
 #include "lowprof/writers.h"
 #include "sandbox.h"
+#include "spool.h"
 #include "build.h"
 #include "symbolizer.h"
 
@@ -42,8 +44,10 @@
  * look at signals and print progress. A batch comes when the collector
  * drains, so a low-rate run wakes the symbolizer about once a second.
  */
-#define WAIT_MS		  1000
-#define ATTACH_WAIT_MS	  10000
+#define WAIT_MS	       1000
+#define ATTACH_WAIT_MS 10000
+/* how long after its end a window waits for samples the collector still holds */
+#define WINDOW_GRACE_NS	  (2000ull * 1000000)
 #define PROGRESS_EVERY_NS 10000000000ull
 
 static volatile sig_atomic_t stop_signal;
@@ -768,6 +772,170 @@ static int start_replay(const struct symb_opts *o, int fd, struct lpc_reader **r
 	return 0;
 }
 
+/* ---- service mode: a window of profiles into the spool at a time -------- */
+
+struct windows {
+	struct symb_spool *spool;
+	uint64_t window_ns;
+	bool off_cpu;
+	uint64_t seq;		 /* of the window being aggregated */
+	uint64_t start_mono;	 /* its start, CLOCK_MONOTONIC */
+	int64_t start_real;	 /* and CLOCK_REALTIME */
+	struct lps_loss loss_at; /* the collector's counters at its start */
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+_Static_assert(sizeof(struct lps_loss) % sizeof(uint64_t) == 0, "lps_loss: counters only");
+
+/* The collector's counters since then (a restarted collector's start over). */
+static struct lps_loss loss_since(const struct lps_loss *now, const struct lps_loss *then)
+{
+	uint64_t a[sizeof(*now) / 8], b[sizeof(*now) / 8];
+	struct lps_loss d;
+
+	memcpy(a, now, sizeof(a));
+	memcpy(b, then, sizeof(b));
+	for (size_t i = 0; i < sizeof(a) / 8; i++)
+		a[i] = a[i] >= b[i] ? a[i] - b[i] : a[i];
+	memcpy(&d, a, sizeof(d));
+	d.time_ns = now->time_ns;
+	return d;
+}
+
+/*
+ * Writes the window's profiles to the spool and starts the next window at
+ * end (the stream's clock).
+ */
+static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
+{
+	static const char *const names[SYMB_KIND__COUNT] = {"cpu", "offcpu"};
+	uint64_t now = end;
+	const struct lps_loss *loss = &symb_state__counters(s)->loss;
+	struct symb_window win = {
+		.seq = w->seq,
+		.start_real_ns = w->start_real,
+		.duration_ns = (int64_t)(now - w->start_mono),
+		.loss = loss_since(loss, &w->loss_at),
+	};
+
+	for (int k = 0; k < SYMB_KIND__COUNT; k++) {
+		struct symb_built *b;
+
+		if (k == SYMB_KIND_OFFCPU && !w->off_cpu)
+			continue;
+		b = symb_build_window(s, (enum symb_kind)k, &win);
+		if (!b) {
+			lp_err("window %" PRIu64 ": building the %s profile: %m", w->seq, names[k]);
+			continue;
+		}
+		if (!lpw_write_pprof(symb_built_profile(b), symb_spool__fd(w->spool)))
+			symb_spool__put(w->spool, names[k], w->seq, w->start_real);
+		symb_built_free(b);
+	}
+	lp_debug("window %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " off-CPU", w->seq,
+		 symb_state__counters(s)->samples, symb_state__counters(s)->offcpu_samples);
+	w->loss_at = *loss;
+	symb_state__new_window(s);
+	w->seq++;
+	/* the next one's real start: its monotonic start seen from here */
+	w->start_real += (int64_t)(now - w->start_mono);
+	w->start_mono = now;
+	symb_state__set_window_end(s, now + w->window_ns);
+}
+
+/*
+ * symb_state__feed, closing the windows a sample's time says are over. A
+ * sample from later than our clock (none from a sane collector) stays in
+ * the open window, so that no stream makes windows without end.
+ */
+static int feed_window(struct symb_state *s, struct windows *w, const void *data, uint32_t len)
+{
+	int err;
+
+	while ((err = symb_state__feed(s, data, len)) == SYMB_FEED_NEXT_WINDOW) {
+		uint64_t end = w->start_mono + w->window_ns;
+
+		if (end > clock_ns(CLOCK_MONOTONIC)) {
+			symb_state__set_window_end(s, 0);
+			err = symb_state__feed(s, data, len);
+			symb_state__set_window_end(s, end);
+			break;
+		}
+		close_window(w, s, end);
+	}
+	return err;
+}
+
+/*
+ * consume, with a window closed every w->window_ns: by the samples' clock
+ * (the collector's CLOCK_MONOTONIC, the same as ours), so that drain
+ * latency does not move samples between windows; and by ours, late by
+ * WINDOW_GRACE_NS, when no sample says the window is over. The last
+ * window is left open.
+ */
+static int consume_windows(struct lp_ring *ring, struct symb_state *s, struct windows *w)
+{
+	uint64_t n = 0;
+
+	w->seq = symb_spool__next_seq(w->spool);
+	w->start_mono = clock_ns(CLOCK_MONOTONIC);
+	w->start_real = (int64_t)clock_ns(CLOCK_REALTIME);
+	symb_state__set_window_end(s, w->start_mono + w->window_ns);
+	for (;;) {
+		const void *data;
+		uint32_t len;
+		int err = lp_ring__read(ring, &data, &len);
+		int64_t left;
+
+		if (err == 0) {
+			err = feed_window(s, w, data, len);
+			if (err == -EPROTO || err == -ENOMEM)
+				return err;
+			/* a busy ring is read without waits: look at the clock now and then */
+			if (++n & 255)
+				continue;
+		} else if (err == -EPIPE) {
+			return 0;
+		} else if (err == -EBADMSG) {
+			lp_err("ring: corrupt record or position; writing what was read so far");
+			return err;
+		} else if (stop_signal) {
+			return 0;
+		}
+		left = (int64_t)(w->start_mono + w->window_ns + WINDOW_GRACE_NS -
+				 clock_ns(CLOCK_MONOTONIC));
+		if (left <= 0) {
+			close_window(w, s, w->start_mono + w->window_ns);
+			continue;
+		}
+		if (err == -EAGAIN)
+			lp_ring__wait(ring, left / 1000000 + 1 < WAIT_MS
+						    ? (unsigned)(left / 1000000 + 1)
+						    : WAIT_MS);
+	}
+}
+
+/* The end of a service run: its last, partial window, and what the spool took. */
+static int finish_windows(struct windows *w, struct symb_state *s)
+{
+	const struct symb_spool_stats *st;
+
+	close_window(w, s, clock_ns(CLOCK_MONOTONIC));
+	st = symb_spool__stats(w->spool);
+	lp_info("spool: %" PRIu64 " files of %" PRIu64 " windows written (%" PRIu64
+		" bytes), %" PRIu64 " removed for the budget, %" PRIu64 " failed",
+		st->windows, w->seq - symb_spool__next_seq(w->spool), st->bytes, st->removed,
+		st->failed);
+	return st->failed ? 1 : 0;
+}
+
 /*
  * The state the stream is fed into, once everything it is given is open:
  * the cache, the file channel. NULL: said why.
@@ -825,7 +993,7 @@ struct ring_att {
  * Returns as run_replay does.
  */
 static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *cache,
-		    struct ring_att *att, struct symb_state **s, int *err)
+		    struct ring_att *att, struct symb_state **s, struct windows *w, int *err)
 {
 	bool resumed;
 
@@ -835,10 +1003,13 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 		lp_info("ring: resuming a run in progress; records before the "
 			"collector's metadata are skipped");
 	*s = new_state(o, off_cpu, false, o->resumed || resumed, cache, att->files_fd);
-	/* everything opened that needs more than the sandbox allows */
-	if (!*s || (!o->no_sandbox && symb_sandbox_enter()))
+	/* the spool's writer makes files: it is started outside the sandbox */
+	if (!*s || (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, &w->spool)))
 		return -1;
-	*err = consume(att->ring, *s);
+	/* everything opened that needs more than the sandbox allows */
+	if (!o->no_sandbox && symb_sandbox_enter())
+		return -1;
+	*err = w->spool ? consume_windows(att->ring, *s, w) : consume(att->ring, *s);
 	return 0;
 }
 
@@ -880,12 +1051,15 @@ int symb_run(const struct symb_opts *o)
 	struct symb_cache *cache = NULL;
 	int fds[NOUT] = {-1, -1, -1, -1, -1, -1};
 	struct symb_state *s = NULL;
+	struct windows w = {0};
 	int err = 0, rc = 1;
 
-	if (!o || LP_OPTS_CHECK(o, symb_opts, check_sandbox))
+	if (!o || LP_OPTS_CHECK(o, symb_opts, spool_bytes))
 		return 1;
 	replay = o->capture_path || o->capture_fd >= 0;
 	off_cpu = o->off_cpu || replay;
+	w.window_ns = o->window_ns;
+	w.off_cpu = off_cpu;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -900,7 +1074,7 @@ int symb_run(const struct symb_opts *o)
 		if (cap_fd < 0)
 			return 1;
 	}
-	if (open_outputs(o, off_cpu, fds)) {
+	if (!o->spool_dir && open_outputs(o, off_cpu, fds)) {
 		if (cap_fd >= 0 && cap_fd != o->capture_fd)
 			close(cap_fd);
 		return 1;
@@ -917,10 +1091,15 @@ int symb_run(const struct symb_opts *o)
 	}
 	cache = open_cache(o);
 	if (replay ? run_replay(o, cap_fd, cache, &rd, &s, &err)
-		   : run_live(o, off_cpu, cache, &att, &s, &err))
+		   : run_live(o, off_cpu, cache, &att, &s, &w, &err))
 		goto out;
 	if (err == -EPROTO)
 		goto out;
+	if (w.spool) {
+		rc = finish_windows(&w, s) || err ? 1 : 0;
+		report_files(s);
+		goto out;
+	}
 	if (!symb_state__meta(s)->have_meta)
 		lp_warn("the stream had no metadata record; times and rates are unknown");
 	if (replay && !symb_state__meta(s)->offcpu.on && !symb_state__counters(s)->offcpu_samples) {
@@ -944,6 +1123,7 @@ out:
 		munmap(att.mem, att.size);
 	if (att.files_fd >= 0 && att.files_fd != o->files_fd)
 		close(att.files_fd);
+	symb_spool__close(w.spool);
 	symb_state__free(s);
 	symb_cache__close(cache);
 	return rc;

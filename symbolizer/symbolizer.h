@@ -49,6 +49,14 @@ struct symb_opts {
 	bool no_sandbox;    /* skip the seccomp filter (debugging) */
 	bool resumed;	    /* restarted on a ring in use: wait for the resent metadata */
 	bool check_sandbox; /* drop privileges, enter the sandbox, try what it must stop */
+	/*
+	 * Service mode (with a ring): instead of outputs at the end, every
+	 * window_ns the profiles of that window go into the spool directory
+	 * (spool.h), and the partial last window when the run stops.
+	 */
+	const char *spool_dir;
+	uint64_t window_ns;
+	uint64_t spool_bytes; /* its budget; 0: the default */
 };
 
 #define SYMB_DEFAULT_CACHE     "/var/cache/lowprof/symbols.db"

@@ -405,13 +405,17 @@ const char *symb_offcpu_settings(const struct symb_meta *meta, char *buf, size_t
 	return buf;
 }
 
-/* Value types, period, title and comments of the profile of a kind. */
-static void describe(const struct symb_state *s, struct symb_built *b, enum symb_kind kind)
+/*
+ * Value types, period, title and comments of the profile of a kind; w: of
+ * a window (its sequence number and its own losses), or NULL.
+ */
+static void describe(const struct symb_state *s, struct symb_built *b, enum symb_kind kind,
+		     const struct symb_window *w)
 {
 	const struct symb_meta *m = symb_state__meta(s);
 	const struct symb_counters *c = symb_state__counters(s);
 	const char *host = m->hostname[0] ? m->hostname : "host";
-	const struct lps_loss *l = &c->loss;
+	const struct lps_loss *l = w ? &w->loss : &c->loss;
 	char set[160];
 
 	b->p.value_types[0] = (struct lpw_value_type){"samples", "count"};
@@ -455,11 +459,19 @@ static void describe(const struct symb_state *s, struct symb_built *b, enum symb
 		     " stack errors, %" PRIu64 " malformed records",
 		     l->bpf_ringbuf_full, l->shm_dropped, l->bpf_stack_errors, c->bad_records) >= 0)
 		b->comments[b->p.ncomments++] = b->comment_buf[2];
+	if (w && asprintf(&b->comment_buf[3], "lowprof window %" PRIu64, w->seq) >= 0)
+		b->comments[b->p.ncomments++] = b->comment_buf[3];
 	b->p.title = b->title;
 	b->p.comments = b->comments;
 }
 
 struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind)
+{
+	return symb_build_window(s, kind, NULL);
+}
+
+struct symb_built *symb_build_window(struct symb_state *s, enum symb_kind kind,
+				     const struct symb_window *w)
 {
 	const struct symb_meta *m = symb_state__meta(s);
 	struct symb_built *b = calloc(1, sizeof(*b));
@@ -523,9 +535,13 @@ struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind)
 	b->p.time_nanos = (int64_t)m->start_real_ns;
 	b->p.duration_nanos = (int64_t)((m->end_ns > m->start_mono_ns ? m->end_ns : m->last_ns) -
 					(m->start_mono_ns ? m->start_mono_ns : m->first_ns));
+	if (w) {
+		b->p.time_nanos = w->start_real_ns;
+		b->p.duration_nanos = w->duration_ns;
+	}
 	if (b->p.duration_nanos < 0)
 		b->p.duration_nanos = 0;
-	describe(s, b, kind);
+	describe(s, b, kind, w);
 	return b;
 }
 

@@ -40,6 +40,18 @@ struct symb_build_stats {
  * (symb_objects__store_lines). Destructor: symb_built_free (accepts NULL).
  */
 struct symb_built *symb_build(struct symb_state *s, enum symb_kind kind);
+
+/* A window of a service run (symb_state__new_window starts the next). */
+struct symb_window {
+	uint64_t seq;	       /* windows of a run count 0, 1, ...: gaps show */
+	int64_t start_real_ns; /* CLOCK_REALTIME at its start */
+	int64_t duration_ns;
+	struct lps_loss loss; /* the collector's counters in it (differences) */
+};
+
+/* symb_build of the samples of a window: its times, number and losses. */
+struct symb_built *symb_build_window(struct symb_state *s, enum symb_kind kind,
+				     const struct symb_window *w);
 const struct lpw_profile *symb_built_profile(const struct symb_built *b);
 const struct symb_build_stats *symb_built_stats(const struct symb_built *b);
 void symb_built_free(struct symb_built *b);

@@ -165,9 +165,12 @@ void symb_state__free(struct symb_state *s);
 
 /*
  * Feeds one encoded record; returns 0 (malformed records and what is beyond
- * the SYMB_MAX_* limits are counted), -EPROTO for an incompatible stream, or
- * -ENOMEM.
+ * the SYMB_MAX_* limits are counted), -EPROTO for an incompatible stream,
+ * -ENOMEM, or SYMB_FEED_NEXT_WINDOW: a sample taken at or after the window
+ * end (symb_state__set_window_end) was not fed; close the window
+ * (symb_state__new_window) and feed it again.
  */
+#define SYMB_FEED_NEXT_WINDOW 1
 int symb_state__feed(struct symb_state *s, const void *buf, size_t len);
 
 /* Replay: a buildid record, before the stream (symb_objects__note_build_id). */
@@ -189,6 +192,16 @@ struct symb_objects *symb_state__objects(struct symb_state *s);
 struct symb_ksyms *symb_state__ksyms(struct symb_state *s);
 const struct symb_objects_stats *symb_state__objects_stats(const struct symb_state *s);
 const struct symb_ksyms_stats *symb_state__ksyms_stats(const struct symb_state *s);
+
+/*
+ * Service mode: the aggregates (stacks, frames) and the counters of the
+ * samples are emptied for the next window; processes, mappings, objects,
+ * kernel symbols, the meta and the last loss record are kept, and so is
+ * the tables' memory, for the next window.
+ */
+void symb_state__new_window(struct symb_state *s);
+/* Samples taken at or after end_ns (the stream's clock) belong to the next window; 0: none. */
+void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns);
 
 /* Mappings pid holds now; 0 for an unknown pid (tests, diagnostics). */
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid);

@@ -39,7 +39,8 @@ struct symb_agg_slot {
 struct symb_state {
 	bool off_cpu;
 	bool wait_meta;
-	uint64_t seed; /* of every hash a stream can steer (no flooding) */
+	uint64_t seed;	     /* of every hash a stream can steer (no flooding) */
+	uint64_t window_end; /* samples from then are the next window's; 0: none */
 	struct symb_meta meta;
 
 	struct symb_objects *objs; /* owned */
@@ -910,6 +911,10 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		feed_meta(s, &r.meta);
 		break;
 	case LPS_SAMPLE:
+		if (s->window_end && r.sample.time_ns >= s->window_end) {
+			s->n.records--; /* fed again in the next window */
+			return SYMB_FEED_NEXT_WINDOW;
+		}
 		err = feed_sample(s, &r.sample);
 		break;
 	case LPS_MAPS:
@@ -944,6 +949,36 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		err = 0;
 	}
 	return err;
+}
+
+void symb_state__new_window(struct symb_state *s)
+{
+	struct symb_counters keep = s->n;
+
+	memset(&s->n, 0, sizeof(s->n));
+	/* what describes the tables and the stream, not the window's samples */
+	s->n.records = keep.records;
+	s->n.procs = keep.procs;
+	s->n.maps = keep.maps;
+	s->n.loss = keep.loss;
+	s->n.have_loss = keep.have_loss;
+	s->n.exec = keep.exec;
+	s->n.exit = keep.exit;
+	s->n.skipped_resume = keep.skipped_resume;
+	memset(s->naggs_kind, 0, sizeof(s->naggs_kind));
+	if (s->agg_index)
+		memset(s->agg_index, 0, (size_t)s->cap_agg_index * sizeof(*s->agg_index));
+	s->nframes = 0;
+	s->meta.first_ns = 0;
+	s->meta.last_ns = 0;
+	/* pids seen count per window: a set emptied, not freed */
+	if (s->seen_pids)
+		memset(s->seen_pids, 0, (size_t)s->cap_seen * sizeof(*s->seen_pids));
+}
+
+void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)
+{
+	s->window_end = end_ns;
 }
 
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid)

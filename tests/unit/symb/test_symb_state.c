@@ -1105,10 +1105,68 @@ static void test_opts_size_checked(void **state)
 	symb_state__free(s);
 }
 
+/*
+ * Windows: a sample at or after the window's end is handed back, not
+ * aggregated; a new window starts from no stacks and no sample counts but
+ * keeps the processes' mappings, so the next window's frames still resolve.
+ */
+static void test_windows(void **state)
+{
+	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
+	struct lps_sample smp = {.kind = LPS_KIND_CPU,
+				 .time_ns = 500,
+				 .pid = 100,
+				 .tid = 100,
+				 .comm = S("app"),
+				 .weight = 10000000};
+	const struct symb_counters *c;
+	struct symb_state *s;
+	struct symb_built *b;
+	uint64_t ule[1];
+	struct lps_enc e;
+	char *folded;
+
+	(void)state;
+	find_self();
+	s = state_new(false, false);
+	c = symb_state__counters(s);
+	lps_enc_init_dynamic(&e);
+	feed_maps(s, &e, 100, false, &self_text, 1);
+	ule[0] = htole64(u[0]);
+	smp.ustack = (const uint8_t *)ule;
+	smp.nustack = 1;
+	symb_state__set_window_end(s, 1000);
+	lps_enc_sample(&e, &smp);
+	feed(s, &e); /* at 500: this window's */
+	smp.time_ns = 1000;
+	lps_enc_sample(&e, &smp);
+	assert_int_equal(symb_state__feed(s, e.buf, e.len), SYMB_FEED_NEXT_WINDOW);
+	assert_int_equal(c->samples, 1);
+	assert_int_equal(c->records, 2); /* the maps and the first sample */
+
+	symb_state__new_window(s);
+	assert_int_equal(c->samples, 0);
+	assert_int_equal(c->stacks, 0);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 1);
+	symb_state__set_window_end(s, 2000);
+	assert_int_equal(symb_state__feed(s, e.buf, e.len), 0); /* the same record, again */
+	lps_enc_reset(&e);
+	assert_int_equal(c->samples, 1);
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	assert_string_equal(folded, "app;symb_test_leaf 1\n");
+	free(folded);
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opts_size_checked),
+		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_stream_to_profile),
 		cmocka_unit_test(test_wrong_inode_not_symbolized),
 		cmocka_unit_test(test_bad_records_counted),

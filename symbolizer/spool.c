@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The spool (spool.h): the writer process and the symbolizer's side of it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lowprof/files.h"
+#include "lowprof/log.h"
+#include "spool.h"
+
+#define SPOOL_MAGIC 0x6c70736cu /* "lpsl" */
+/* a name: "offcpu-" + 16 for the time + "-" + 20 digits + ".pb.gz" */
+#define SPOOL_NAME_MAX 64
+/* files a budget pass looks at; a spool of more is trimmed over passes */
+#define SPOOL_MAX_SCAN 65536
+
+static const char *const kinds[] = {"cpu", "offcpu"};
+
+/* symbolizer -> writer: a window's file is ready in the memory file */
+struct spool_msg {
+	uint32_t magic;
+	uint32_t kind; /* index into kinds */
+	uint64_t seq;
+	int64_t start_real_ns;
+	uint64_t len; /* bytes of the memory file, from 0 */
+};
+
+/* writer -> symbolizer; the first one (hello) has the next seq in removed */
+struct spool_ack {
+	int32_t err; /* 0 or a negative errno */
+	uint32_t pad;
+	uint64_t removed, removed_bytes;
+};
+
+struct symb_spool {
+	int sock;  /* SOCK_SEQPACKET to the writer */
+	int memfd; /* shared with the writer */
+	pid_t writer;
+	uint64_t next_seq; /* after the spool's highest */
+	struct symb_spool_stats n;
+};
+
+/* ---- the writer ----------------------------------------------------------- */
+
+struct spool_file {
+	char name[SPOOL_NAME_MAX];
+	const char *when; /* the time and sequence part of name: the sort key */
+	uint64_t size;
+};
+
+/* "cpu-20261125T215000Z-000012.pb.gz" for kind 0, window 12 of that time */
+static void spool_name(char *out, uint32_t kind, uint64_t seq, int64_t start_real_ns)
+{
+	time_t t = (time_t)(start_real_ns > 0 ? start_real_ns / 1000000000 : 0);
+	char when[32] = "19700101T000000Z";
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(out, SPOOL_NAME_MAX, "%s-%s-%06" PRIu64 ".pb.gz", kinds[kind], when, seq);
+}
+
+/* The time part of a spool file's name, or NULL when name is not one. */
+static const char *spool_when(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < 7 || strcmp(name + n - 6, ".pb.gz"))
+		return NULL;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		size_t l = strlen(kinds[k]);
+
+		if (!strncmp(name, kinds[k], l) && name[l] == '-')
+			return name + l + 1;
+	}
+	return NULL;
+}
+
+static int copy_out(int memfd, int fd, uint64_t len)
+{
+	char buf[65536];
+
+	for (uint64_t off = 0; off < len;) {
+		size_t want = len - off < sizeof(buf) ? (size_t)(len - off) : sizeof(buf);
+		ssize_t r = pread(memfd, buf, want, (off_t)off);
+
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		if (lp_write_all(fd, buf, (size_t)r))
+			return -errno;
+		off += (uint64_t)r;
+	}
+	return fdatasync(fd) ? -errno : 0;
+}
+
+/* Writes the window m describes to its name, through a temporary one. */
+static int write_window(int dirfd, int memfd, const struct spool_msg *m, char *name)
+{
+	char tmp[SPOOL_NAME_MAX + 8];
+	struct stat st;
+	int fd, err;
+
+	if (fstat(memfd, &st) || (uint64_t)st.st_size < m->len || m->len > SYMB_SPOOL_MAX_FILE)
+		return -EINVAL;
+	spool_name(name, m->kind, m->seq, m->start_real_ns);
+	snprintf(tmp, sizeof(tmp), ".tmp-%s", name);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = copy_out(memfd, fd, m->len);
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && renameat(dirfd, tmp, dirfd, name))
+		err = -errno;
+	if (err)
+		unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
+static int cmp_when(const void *a, const void *b)
+{
+	const struct spool_file *x = a, *y = b;
+	int c = strcmp(x->when, y->when);
+
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/*
+ * The spool's files (ours by name, regular), oldest first; *n of them and
+ * their bytes in *total. Temporary files a killed writer left are removed.
+ */
+static struct spool_file *scan(int dirfd, size_t *n, uint64_t *total, bool clean_tmp)
+{
+	struct spool_file *v = calloc(SPOOL_MAX_SCAN, sizeof(*v));
+	int dfd = dup(dirfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *e;
+
+	*n = 0;
+	*total = 0;
+	if (!v || !d) {
+		if (dfd >= 0 && !d)
+			close(dfd);
+		free(v);
+		return NULL;
+	}
+	rewinddir(d);
+	while ((e = readdir(d)) && *n < SPOOL_MAX_SCAN) {
+		struct stat st;
+
+		if (clean_tmp && !strncmp(e->d_name, ".tmp-", 5)) {
+			unlinkat(dirfd, e->d_name, 0);
+			continue;
+		}
+		if (!spool_when(e->d_name) || strlen(e->d_name) >= SPOOL_NAME_MAX ||
+		    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		memcpy(v[*n].name, e->d_name, strlen(e->d_name) + 1);
+		v[*n].size = (uint64_t)st.st_size;
+		*total += (uint64_t)st.st_size;
+		(*n)++;
+	}
+	closedir(d);
+	for (size_t i = 0; i < *n; i++)
+		v[i].when = spool_when(v[i].name);
+	qsort(v, *n, sizeof(*v), cmp_when);
+	return v;
+}
+
+/* Removes the oldest files while the spool holds more than max; never keep. */
+static void trim(int dirfd, uint64_t max, const char *keep, struct spool_ack *a)
+{
+	uint64_t total;
+	size_t n;
+	struct spool_file *v = scan(dirfd, &n, &total, false);
+
+	for (size_t i = 0; v && i < n && total > max; i++) {
+		if (!strcmp(v[i].name, keep) || unlinkat(dirfd, v[i].name, 0))
+			continue;
+		total -= v[i].size;
+		a->removed++;
+		a->removed_bytes += v[i].size;
+	}
+	free(v);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Closes every descriptor above stderr but keep[0..2]: the writer holds no other. */
+static void close_others(int keep0, int keep1, int keep2)
+{
+	int keep[3] = {keep0, keep1, keep2};
+	unsigned int from = 3;
+
+	qsort(keep, 3, sizeof(keep[0]), cmp_int);
+	for (int i = 0; i < 3; i++) {
+		if ((unsigned int)keep[i] > from)
+			close_range(from, (unsigned int)keep[i] - 1, 0);
+		from = (unsigned int)keep[i] + 1;
+	}
+	close_range(from, ~0u, 0);
+}
+
+static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t parent)
+{
+	struct spool_ack hello = {0};
+	struct spool_file *v;
+	struct spool_msg m;
+	uint64_t total;
+	size_t n;
+
+	/* the symbolizer writes the last window on SIGINT/SIGTERM: outlive them */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	/* the ring, the cache, the file channel: none of the writer's business */
+	close_others(sock, memfd, dirfd);
+	v = scan(dirfd, &n, &total, true);
+	for (size_t i = 0; v && i < n; i++) {
+		const char *dash = strrchr(v[i].when, '-');
+		uint64_t seq = dash ? strtoull(dash + 1, NULL, 10) : 0;
+
+		if (seq + 1 > hello.removed && seq < UINT64_MAX)
+			hello.removed = seq + 1;
+	}
+	free(v);
+	/* the first answer: the sequence number after the spool's highest */
+	if (send(sock, &hello, sizeof(hello), MSG_NOSIGNAL) != sizeof(hello))
+		_exit(1);
+	for (;;) {
+		struct spool_ack a = {0};
+		char name[SPOOL_NAME_MAX];
+		ssize_t r = recv(sock, &m, sizeof(m), 0);
+
+		if (r == 0)
+			_exit(0);
+		if (r != sizeof(m) || m.magic != SPOOL_MAGIC ||
+		    m.kind >= sizeof(kinds) / sizeof(kinds[0]))
+			_exit(1);
+		a.err = write_window(dirfd, memfd, &m, name);
+		if (!a.err)
+			trim(dirfd, max, name, &a);
+		if (send(sock, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
+			_exit(1);
+	}
+}
+
+/* ---- the symbolizer's side ------------------------------------------------ */
+
+static int open_dir(const char *dir)
+{
+	int fd;
+
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		lp_err("spool %s: %m", dir);
+		return -errno;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		int err = -errno;
+
+		lp_err("spool %s: %s%s", dir, strerror(-err),
+		       err == -ELOOP || err == -ENOTDIR ? " (not a directory, or a symlink)" : "");
+		return err;
+	}
+	if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS)) {
+		int err = -errno;
+
+		lp_err("spool %s: this user cannot write there: %s", dir, strerror(-err));
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int symb_spool__open(const char *dir, uint64_t max_bytes, struct symb_spool **out)
+{
+	struct symb_spool *sp = calloc(1, sizeof(*sp));
+	int sv[2] = {-1, -1}, dirfd = -1, err = 0;
+	struct spool_ack hello;
+	pid_t self = getpid();
+
+	*out = NULL;
+	if (!sp)
+		return -ENOMEM;
+	sp->sock = sp->memfd = -1;
+	dirfd = open_dir(dir);
+	if (dirfd < 0) {
+		free(sp);
+		return dirfd;
+	}
+	sp->memfd = memfd_create("lowprof-window", MFD_CLOEXEC);
+	if (sp->memfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		err = -errno;
+		lp_err("spool: %s", strerror(-err));
+		goto fail;
+	}
+	sp->writer = fork();
+	if (sp->writer < 0) {
+		err = -errno;
+		lp_err("spool: starting its writer: %s", strerror(-err));
+		goto fail;
+	}
+	if (sp->writer == 0) {
+		close(sv[0]);
+		writer_main(sv[1], sp->memfd, dirfd,
+			    max_bytes ? max_bytes : SYMB_SPOOL_DEFAULT_BYTES, self);
+	}
+	close(sv[1]);
+	close(dirfd);
+	sp->sock = sv[0];
+	if (recv(sp->sock, &hello, sizeof(hello), 0) != sizeof(hello)) {
+		lp_err("spool %s: its writer did not start", dir);
+		close(sp->sock);
+		close(sp->memfd);
+		free(sp);
+		return -EIO;
+	}
+	sp->next_seq = hello.removed;
+	*out = sp;
+	return 0;
+fail:
+	if (sv[0] >= 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	if (sp->memfd >= 0)
+		close(sp->memfd);
+	close(dirfd);
+	free(sp);
+	return err;
+}
+
+uint64_t symb_spool__next_seq(const struct symb_spool *sp)
+{
+	return sp->next_seq;
+}
+
+int symb_spool__fd(const struct symb_spool *sp)
+{
+	return sp->memfd;
+}
+
+/* sendmsg/recvmsg: the calls the symbolizer's sandbox allows for sockets */
+static int xfer(int sock, void *buf, size_t len, bool out)
+{
+	struct iovec iov = {buf, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t r;
+
+	do
+		r = out ? sendmsg(sock, &mh, MSG_NOSIGNAL) : recvmsg(sock, &mh, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	return (size_t)r == len ? 0 : -EPIPE;
+}
+
+int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64_t start_real_ns)
+{
+	struct spool_msg m = {.magic = SPOOL_MAGIC, .seq = seq, .start_real_ns = start_real_ns};
+	struct spool_ack a;
+	struct stat st;
+	int err;
+
+	m.kind = strcmp(kind, "offcpu") == 0;
+	err = fstat(sp->memfd, &st) ? -errno : 0;
+	m.len = err ? 0 : (uint64_t)st.st_size;
+	if (!err)
+		err = xfer(sp->sock, &m, sizeof(m), true);
+	if (!err)
+		err = xfer(sp->sock, &a, sizeof(a), false);
+	if (!err)
+		err = a.err;
+	/* emptied for the next, whatever became of this one */
+	if (ftruncate(sp->memfd, 0) || lseek(sp->memfd, 0, SEEK_SET) < 0)
+		err = err ? err : -errno;
+	if (err) {
+		sp->n.failed++;
+		lp_err("spool: %s window %" PRIu64 " not written: %s", kind, seq, strerror(-err));
+		return err;
+	}
+	sp->n.windows++;
+	sp->n.bytes += m.len;
+	sp->n.removed += a.removed;
+	sp->n.removed_bytes += a.removed_bytes;
+	if (a.removed)
+		lp_debug("spool: %" PRIu64 " oldest files removed (%" PRIu64
+			 " bytes) for the budget",
+			 a.removed, a.removed_bytes);
+	return 0;
+}
+
+const struct symb_spool_stats *symb_spool__stats(const struct symb_spool *sp)
+{
+	return &sp->n;
+}
+
+void symb_spool__close(struct symb_spool *sp)
+{
+	if (!sp)
+		return;
+	/* the writer sees the end and exits (its parent's death would kill it too) */
+	close(sp->sock);
+	close(sp->memfd);
+	free(sp);
+}

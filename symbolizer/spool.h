@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The spool: each window's profiles as files in one directory, for a reader
+ * (the exporter, a person with go tool pprof) that takes finished files.
+ *
+ * What it is: a writer process the symbolizer forks before its sandbox
+ * closes (which lets it make no file), and the symbolizer's side of talking
+ * to it. The symbolizer writes a window's pprof into a memory file both
+ * share and sends a fixed-size header on a socket; the writer copies those
+ * bytes to "KIND-YYYYmmddTHHMMSSZ-SEQ.pb.gz" through a temporary name and a
+ * rename, so a reader never sees half a file, then removes the oldest
+ * windows while the spool holds more than its byte budget, and answers.
+ * Nothing else here deletes a spool file.
+ *
+ * What it is not: a parser. The writer reads nothing from the symbolizer
+ * but the header's integers (checked) and bytes it copies as they are;
+ * names are its own. It runs as the symbolizer's unprivileged user, with
+ * no capabilities and no_new_privs.
+ */
+#ifndef LOWPROF_SYMB_SPOOL_H
+#define LOWPROF_SYMB_SPOOL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The default budget: a day of 10 s windows of a busy host is ~1-2 GiB. */
+#define SYMB_SPOOL_DEFAULT_BYTES (1ull << 30)
+/* A window's file is at most this big (the writer refuses more). */
+#define SYMB_SPOOL_MAX_FILE (1ull << 30)
+
+struct symb_spool_stats {
+	uint64_t windows; /* files written */
+	uint64_t bytes;	  /* their bytes */
+	uint64_t removed; /* oldest files removed for the budget */
+	uint64_t removed_bytes;
+	uint64_t failed; /* files that could not be written */
+};
+
+struct symb_spool;
+
+/*
+ * Opens (making it if missing, mode 0700) the spool directory dir and
+ * starts its writer process; call before the sandbox. max_bytes: the
+ * budget (0: SYMB_SPOOL_DEFAULT_BYTES). 0, or a negative errno (said why).
+ * Destructor: symb_spool__close (accepts NULL): the writer sees the socket
+ * close and exits (it is killed if the symbolizer dies).
+ */
+int symb_spool__open(const char *dir, uint64_t max_bytes, struct symb_spool **out);
+
+/*
+ * The number after the highest window already in the spool (0 if none), so
+ * that a restarted symbolizer's windows follow its predecessor's and no
+ * two files share a number.
+ */
+uint64_t symb_spool__next_seq(const struct symb_spool *sp);
+
+/* The memory file to write a window's pprof into (emptied by each put). */
+int symb_spool__fd(const struct symb_spool *sp);
+
+/*
+ * Hands the bytes written to the memory file since the last put to the
+ * writer as the profile of kind ("cpu", "offcpu") for window seq starting
+ * at start_real_ns, and waits until it is in the spool. 0, or a negative
+ * errno (the window is lost and counted; later windows are still tried).
+ */
+int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64_t start_real_ns);
+
+const struct symb_spool_stats *symb_spool__stats(const struct symb_spool *sp);
+void symb_spool__close(struct symb_spool *sp);
+
+#endif /* LOWPROF_SYMB_SPOOL_H */

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# lowprof run: windows of profiles in a spool. On a known call chain, with
+# 2 s windows: one cpu file per window, numbered without gaps, each whole
+# (go tool pprof reads it) with the chain, its window number and duration,
+# the windows' samples together those of the run; the partial last window
+# written on SIGTERM; a tiny --spool-bytes keeps the newest windows and
+# counts the removed ones; a second run on a spool numbers its windows after
+# the first's; a spool that is a symlink is refused.
+source "$(dirname "$0")/lib.sh"
+require_root
+
+start_bg "$WL/chain-fp" "$(scaled 60)"
+WPID=$BGPID
+sleep 0.3
+
+# --- a run with -d: every window, then the partial last one
+SP=$TMP/spool
+"$BIN/lowprof" run --window 2 --spool "$SP" -p "$WPID" -d 9 >"$TMP/run.out" 2>&1
+rc=$?
+cat "$TMP/run.out" | tail -5
+check "lowprof run -d 9 exits 0 (got $rc)" test "$rc" = 0
+mapfile -t files < <(ls "$SP" | grep -E '^cpu-[0-9]{8}T[0-9]{6}Z-[0-9]{6}\.pb\.gz$' | sort -t- -k3)
+echo "--- spool"; ls -l "$SP"
+check "4 to 6 cpu windows for 9 s of 2 s windows (got ${#files[@]})" \
+	test "${#files[@]}" -ge 4 -a "${#files[@]}" -le 6
+check "nothing but cpu windows in the spool (no temporary files)" \
+	test "$(ls -A "$SP" | wc -l)" = "${#files[@]}"
+check "the spool is the symbolizer user's, 0700" \
+	test "$(stat -c '%U %a' "$SP")" = "lowprof 700"
+total=0
+for i in "${!files[@]}"; do
+	f=$SP/${files[$i]}
+	seq=$(printf '%06d' "$i")
+	check "window $i is numbered $seq" test "${files[$i]: -12:6}" = "$seq"
+	check "window $i is the symbolizer user's, 0600" test "$(stat -c '%U %a' "$f")" = "lowprof 600"
+	raw=$(go tool pprof -raw "$f" 2>&1)
+	check "go tool pprof reads window $i" grep -q '^Samples:' <<<"$raw"
+	n=$(awk '/^Samples:/ {on = 1; next} on && /^ +[0-9]+ +[0-9]+:/ {s += $1} /^Locations/ {on = 0} END {print s + 0}' <<<"$raw")
+	total=$((total + n))
+	check "window $i's comments name it" \
+		bash -c "go tool pprof -comments '$f' 2>/dev/null | grep -qx 'lowprof window $i'"
+	if ((i > 0 && i < ${#files[@]} - 1)); then
+		check "window $i lasts 2 s" grep -Eq '^Duration: 2(\.00)?s?$' <<<"$raw"
+		traces=$(go tool pprof -traces "$f" 2>/dev/null)
+		check "window $i has the chain leaf under chain_one (samples: $n)" \
+			bash -c "grep -A4 -w chain_leaf <<<'$traces' | grep -qw chain_one"
+		check "window $i has about 2 s of samples at 99 Hz (got $n)" test "$n" -ge 150 -a "$n" -le 250
+		check "window $i's samples carry the pid" grep -Eq "pid: +$WPID" <<<"$traces"
+	fi
+done
+# 9 s at 99 Hz of one busy thread, less start-up: the windows hold the run
+check "the windows hold the run's samples (got $total of ~890)" test "$total" -ge 700 -a "$total" -le 900
+
+# --- SIGTERM: the partial last window is written, the run ends cleanly
+SP2=$TMP/spool2
+start_bg "$BIN/lowprof" run --window 2 --spool "$SP2" -p "$WPID"
+RUN=$BGPID
+sleep 3
+# the spool's writer: the symbolizer's child, unprivileged, holding nothing else
+SYM=$(desc_named "$RUN" lowprof-symboli)
+WR=$([[ -n "$SYM" ]] && desc_named "$SYM" lowprof-symboli)
+if [[ -n "$WR" ]]; then
+	check "the spool writer runs as the symbolizer's user" \
+		test "$(awk '/^Uid:/ {print $2}' /proc/$WR/status)" = "$(id -u lowprof)"
+	check "the spool writer has no capabilities" \
+		grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$WR/status
+	check "the spool writer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$WR/status
+	fds=$(ls /proc/$WR/fd | wc -l)
+	check "the spool writer holds stdio, its socket, the memory file and the spool (got $fds fds)" \
+		test "$fds" = 6
+else
+	fail "no spool writer below the symbolizer ($SYM) of lowprof run ($RUN)"
+fi
+sleep 2
+kill -TERM "$RUN"
+wait "$RUN"
+rc=$?
+check "lowprof run stops on SIGTERM with 0 (got $rc)" test "$rc" = 0
+n2=$(ls "$SP2" | grep -c '^cpu-')
+check "after ~5 s of 2 s windows, 3 windows: 2 whole and the partial last (got $n2)" \
+	test "$n2" -ge 2 -a "$n2" -le 4
+check "no lowprof process of the run is left" test -z "$(descendants "$RUN")"
+# a run on the same spool numbers its windows after the last one there
+"$BIN/lowprof" run --window 2 --spool "$SP2" -p "$WPID" -d 2 >/dev/null 2>&1
+seqs=$(ls "$SP2" | grep '^cpu-' | sed 's/.*-\([0-9]\{6\}\)\.pb\.gz$/\1/' | sort | tr '\n' ' ')
+check "the next run's windows follow the spool's (got $seqs)" \
+	test "$(ls "$SP2" | grep '^cpu-' | sed 's/.*-\([0-9]\{6\}\)\.pb\.gz$/\1/' | sort | uniq -d)" = "" -a \
+	"$(ls "$SP2" | grep -c '^cpu-')" -gt "$n2"
+first_new=$(printf '%06d' "$n2")
+check "the first of them is number $first_new" bash -c "ls '$SP2' | grep -q -- '-$first_new.pb.gz'"
+
+# --- a tiny budget keeps the newest windows and counts what it removed
+SP3=$TMP/spool3
+"$BIN/lowprof" run --window 1 --spool "$SP3" --spool-bytes 2K -p "$WPID" -d 6 >"$TMP/run3.out" 2>&1
+bytes=$(du -b --apparent-size -s "$SP3" | awk '{print $1}')
+kept=$(ls "$SP3" | grep -c '^cpu-')
+removed=$(sed -n 's/.* \([0-9]\+\) removed for the budget.*/\1/p' "$TMP/run3.out")
+grep 'spool:' "$TMP/run3.out"
+check "with --spool-bytes 2K the spool keeps a few windows (got $kept)" test "$kept" -ge 1 -a "$kept" -le 3
+check "the removed windows are counted (got '$removed')" test "${removed:-0}" -ge 3
+last=$(ls "$SP3" | grep '^cpu-' | sort -t- -k3 | tail -1)
+check "the newest window is kept ($last)" test "${last: -12:6}" -ge 5
+
+# --- a spool that is a symlink is refused
+ln -s "$TMP" "$TMP/link"
+"$BIN/lowprof" run --spool "$TMP/link" -p "$WPID" -d 1 >"$TMP/run4.out" 2>&1
+rc=$?
+check "a symlinked spool is refused (exit $rc)" test "$rc" -ne 0
+check "and the error says so" grep -q 'symlink' "$TMP/run4.out"
+finish
