@@ -839,10 +839,12 @@ static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
 			symb_spool__put(w->spool, names[k], w->seq, w->start_real);
 		symb_built_free(b);
 	}
-	lp_debug("window %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " off-CPU", w->seq,
-		 symb_state__counters(s)->samples, symb_state__counters(s)->offcpu_samples);
 	w->loss_at = *loss;
 	symb_state__new_window(s);
+	lp_debug("window %" PRIu64 " written; now %u processes, %u objects (%" PRIu64
+		 " dropped so far)",
+		 win.seq, symb_state__counters(s)->procs, symb_state__objects_stats(s)->objs,
+		 symb_state__objects_stats(s)->swept);
 	w->seq++;
 	/* the next one's real start: its monotonic start seen from here */
 	w->start_real += (int64_t)(now - w->start_mono);

@@ -309,7 +309,7 @@ static int build_mappings(struct symb_state *s, struct symb_built *b,
 			  const struct symb_agg *const *aggs, uint32_t naggs, uint32_t *nmap_out)
 {
 	struct symb_objects *t = symb_state__objects(s);
-	uint32_t nobjs = symb_objects__stats(t)->objs, n = 0;
+	uint32_t nobjs = symb_objects__stats(t)->slots, n = 0;
 	uint8_t *used = used_objects(s, aggs, naggs, nobjs);
 
 	b->mappings = calloc(nobjs + 1, sizeof(*b->mappings));

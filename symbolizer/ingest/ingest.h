@@ -195,9 +195,11 @@ const struct symb_ksyms_stats *symb_state__ksyms_stats(const struct symb_state *
 
 /*
  * Service mode: the aggregates (stacks, frames) and the counters of the
- * samples are emptied for the next window; processes, mappings, objects,
- * kernel symbols, the meta and the last loss record are kept, and so is
- * the tables' memory, for the next window.
+ * samples are emptied for the next window; live processes and their
+ * mappings, the objects they map, kernel symbols, the meta and the last
+ * loss record are kept. Processes that exited are dropped, and so are
+ * objects no mapping holds any more (symb_objects__sweep), so that a
+ * run's tables follow what is alive, not all it ever saw.
  */
 void symb_state__new_window(struct symb_state *s);
 /* Samples taken at or after end_ns (the stream's clock) belong to the next window; 0: none. */

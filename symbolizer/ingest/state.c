@@ -27,6 +27,7 @@ struct symb_proc {
 	uint32_t gen; /* maps_gen when its mappings last changed: keys its delta memo entries */
 	bool used;
 	bool has_maps;
+	bool exited; /* an exit record came, and no mappings since: dropped with the window */
 	struct symb_map *maps; /* ascending by start, non-overlapping */
 	uint32_t nmaps, cap_maps;
 };
@@ -263,6 +264,9 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
 	maps_changed(s, p);
+	for (uint32_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].obj != UINT32_MAX)
+			symb_objects__unref(s->objs, p->maps[i].obj);
 	s->n.maps -= p->nmaps;
 	free(p->maps);
 	p->maps = NULL;
@@ -386,6 +390,7 @@ static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 	else
 		maps_changed(s, p);
 	p->has_maps = true;
+	p->exited = false; /* a pid used again */
 	while ((r = lps_maps_next(rec, &m)) == 1) {
 		err = proc_add_map(s, p, &m);
 		if (err)
@@ -929,8 +934,10 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	case LPS_EXIT:
 		s->n.exit++;
 		p = proc_get(s, r.exit.pid);
-		if (p)
+		if (p) {
 			proc_clear_maps(s, p);
+			p->exited = true;
+		}
 		break;
 	case LPS_KSYMS:
 		err = symb_ksyms__feed(s->ksyms, &r.ksyms);
@@ -949,6 +956,40 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		err = 0;
 	}
 	return err;
+}
+
+/*
+ * The processes table again, without those that exited (their slots are
+ * otherwise kept, and a long run would fill SYMB_MAX_PROCS with the dead).
+ * Their delta memo entries cannot match a process that takes the pid
+ * later: it starts from a new generation. Without memory, the table stays.
+ */
+static void procs_compact(struct symb_state *s)
+{
+	uint32_t live = 0, ncap = 256;
+	struct symb_proc *n;
+
+	for (uint32_t i = 0; i < s->cap_procs; i++)
+		live += s->procs[i].used && !s->procs[i].exited;
+	if (live == s->n.procs)
+		return;
+	while ((live + 1) * 2 > ncap)
+		ncap *= 2;
+	n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return;
+	for (uint32_t i = 0; i < s->cap_procs; i++) {
+		if (!s->procs[i].used)
+			continue;
+		if (s->procs[i].exited)
+			free(s->procs[i].maps); /* none: cleared at the exit */
+		else
+			*proc_slot(s, n, ncap, s->procs[i].pid) = s->procs[i];
+	}
+	free(s->procs);
+	s->procs = n;
+	s->cap_procs = ncap;
+	s->n.procs = live;
 }
 
 void symb_state__new_window(struct symb_state *s)
@@ -974,6 +1015,9 @@ void symb_state__new_window(struct symb_state *s)
 	/* pids seen count per window: a set emptied, not freed */
 	if (s->seen_pids)
 		memset(s->seen_pids, 0, (size_t)s->cap_seen * sizeof(*s->seen_pids));
+	/* no aggregated frame refers to a process or an object any more */
+	procs_compact(s);
+	symb_objects__sweep(s->objs);
 }
 
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)

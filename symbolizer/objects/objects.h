@@ -74,6 +74,7 @@ struct symb_obj {
 	bool id_noted;	/* want_id is a live symbolizer's note (buildid record), not the kernel's */
 	bool not_found; /* no file with that build-id: frames are named path+0xoffset */
 	bool lines_loaded; /* the cache was asked for its DWARF results */
+	uint32_t refs;	   /* mappings that hold it (symb_objects__intern, __unref) */
 };
 
 struct symb_objects_opts {
@@ -100,8 +101,10 @@ struct symb_objects_opts {
 };
 
 struct symb_objects_stats {
-	uint32_t objs; /* in the table */
-	bool cache;    /* a cache was given (opts) */
+	uint32_t objs;	/* in the table */
+	uint32_t slots; /* indices are below this (free ones among them) */
+	uint64_t swept; /* objects dropped once no mapping held them */
+	bool cache;	/* a cache was given (opts) */
 	/* parsed from the file or taken from the cache */
 	uint64_t parsed_symbols, parsed_deltas;
 	uint64_t cache_hits, cache_stored, cache_bad;
@@ -128,11 +131,22 @@ void symb_objects__free(struct symb_objects *t);
  * The object of a file mapping (m->path absolute, m->inode set): found, or
  * added. pid is a process that maps it. Returns 0 and its index in *idx,
  * -ENOSPC when SYMB_MAX_OBJS or SYMB_MAX_OBJ_PATH_BYTES is reached, or
- * -ENOMEM. Indices are stable for the table's life, in first-seen order.
+ * -ENOMEM. The object holds one more reference (its refs), which the
+ * mapping gives back with symb_objects__unref. An index stays the object's
+ * until symb_objects__sweep drops it; until then new objects take new
+ * indices (first-seen order), after it they may take freed ones.
  */
 int symb_objects__intern(struct symb_objects *t, const struct lps_mapping *m, uint32_t pid,
 			 uint32_t *idx);
-/* idx < symb_objects__stats(t)->objs */
+/* A mapping of object idx is gone. */
+void symb_objects__unref(struct symb_objects *t, uint32_t idx);
+/*
+ * Drops the objects no mapping holds (their tables, their slots), for a
+ * long run: call only when nothing refers to their indices any more (no
+ * aggregated frame: at the start of a window). Returns how many.
+ */
+uint32_t symb_objects__sweep(struct symb_objects *t);
+/* idx < symb_objects__stats(t)->slots; a free slot's path is NULL */
 const struct symb_obj *symb_objects__get(const struct symb_objects *t, uint32_t idx);
 
 /*

@@ -26,8 +26,10 @@ struct symb_objects {
 	bool have_files;
 	int files_fd;
 
-	struct symb_obj *objs; /* in first-seen order */
+	struct symb_obj *objs; /* in first-seen order; path NULL: a free slot */
 	uint32_t nobjs, cap_objs;
+	uint32_t *free_slots; /* indices symb_objects__sweep freed, taken last first */
+	uint32_t nfree, cap_free;
 	uint32_t *obj_index; /* open-addressing hash: index + 1, 0 = empty */
 	uint32_t cap_obj_index;
 	size_t obj_path_bytes;

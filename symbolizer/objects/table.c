@@ -52,6 +52,7 @@ void symb_objects__free(struct symb_objects *t)
 	}
 	free(t->objs);
 	free(t->obj_index);
+	free(t->free_slots);
 	free(t->noted_ids);
 	free(t);
 }
@@ -169,12 +170,15 @@ static int obj_index_grow(struct symb_objects *s)
 
 	if (!n)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->nobjs; i++)
+	for (uint32_t i = 0; i < s->nobjs; i++) {
+		if (!s->objs[i].path)
+			continue; /* a free slot */
 		for (uint32_t j = (uint32_t)s->objs[i].hash & (ncap - 1);; j = (j + 1) & (ncap - 1))
 			if (!n[j]) {
 				n[j] = i + 1;
 				break;
 			}
+	}
 	free(s->obj_index);
 	s->obj_index = n;
 	s->cap_obj_index = ncap;
@@ -186,7 +190,7 @@ int symb_objects__intern(struct symb_objects *s, const struct lps_mapping *m, ui
 {
 	uint64_t h = obj_hash(s, m);
 	struct symb_obj *o;
-	uint32_t j;
+	uint32_t j, slot;
 
 	if ((s->nobjs + 1) * 2 > s->cap_obj_index && s->nobjs < SYMB_MAX_OBJS && obj_index_grow(s))
 		return -ENOMEM;
@@ -201,14 +205,17 @@ int symb_objects__intern(struct symb_objects *s, const struct lps_mapping *m, ui
 				o->want_id_len = m->build_id.len;
 			}
 			*idx = s->obj_index[j] - 1;
+			o->refs++;
 			return 0;
 		}
 	}
-	if (s->nobjs >= SYMB_MAX_OBJS || s->obj_path_bytes + m->path.len > SYMB_MAX_OBJ_PATH_BYTES)
+	if ((!s->nfree && s->nobjs >= SYMB_MAX_OBJS) ||
+	    s->obj_path_bytes + m->path.len > SYMB_MAX_OBJ_PATH_BYTES)
 		return -ENOSPC;
-	if (grow((void **)&s->objs, &s->cap_objs, s->nobjs + 1, sizeof(*s->objs)))
+	if (!s->nfree && grow((void **)&s->objs, &s->cap_objs, s->nobjs + 1, sizeof(*s->objs)))
 		return -ENOMEM;
-	o = &s->objs[s->nobjs];
+	slot = s->nfree ? s->free_slots[s->nfree - 1] : s->nobjs;
+	o = &s->objs[slot];
 	memset(o, 0, sizeof(*o));
 	o->path = strndup(m->path.ptr, m->path.len);
 	if (!o->path)
@@ -223,10 +230,66 @@ int symb_objects__intern(struct symb_objects *s, const struct lps_mapping *m, ui
 		memcpy(o->want_id, m->build_id.ptr, m->build_id.len);
 		o->want_id_len = m->build_id.len;
 	}
+	o->refs = 1;
 	obj_take_noted_id(s, o);
 	s->obj_path_bytes += m->path.len;
-	s->obj_index[j] = s->nobjs + 1;
-	*idx = s->nobjs++;
-	s->n.objs = s->nobjs;
+	s->obj_index[j] = slot + 1;
+	*idx = slot;
+	if (s->nfree)
+		s->nfree--;
+	else
+		s->nobjs++;
+	s->n.objs++;
+	s->n.slots = s->nobjs;
 	return 0;
+}
+
+void symb_objects__unref(struct symb_objects *t, uint32_t idx)
+{
+	if (idx < t->nobjs && t->objs[idx].refs)
+		t->objs[idx].refs--;
+}
+
+/* The index again, of the objects left (no tombstones: it is rebuilt). */
+static void obj_index_rebuild(struct symb_objects *s)
+{
+	memset(s->obj_index, 0, (size_t)s->cap_obj_index * sizeof(*s->obj_index));
+	for (uint32_t i = 0; i < s->nobjs; i++) {
+		if (!s->objs[i].path)
+			continue;
+		for (uint32_t j = (uint32_t)s->objs[i].hash & (s->cap_obj_index - 1);;
+		     j = (j + 1) & (s->cap_obj_index - 1))
+			if (!s->obj_index[j]) {
+				s->obj_index[j] = i + 1;
+				break;
+			}
+	}
+}
+
+uint32_t symb_objects__sweep(struct symb_objects *t)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->nobjs; i++) {
+		struct symb_obj *o = &t->objs[i];
+
+		if (!o->path || o->refs)
+			continue;
+		/* room for every slot: the array's length bounds the free list */
+		if (grow((void **)&t->free_slots, &t->cap_free, t->nfree + 1,
+			 sizeof(*t->free_slots)))
+			break;
+		t->obj_path_bytes -= o->path_len;
+		free(o->path);
+		symb_obj_release(o);
+		memset(o, 0, sizeof(*o));
+		t->free_slots[t->nfree++] = i;
+		n++;
+	}
+	if (n) {
+		obj_index_rebuild(t);
+		t->n.objs -= n;
+		t->n.swept += n;
+	}
+	return n;
 }

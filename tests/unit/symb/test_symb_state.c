@@ -1162,11 +1162,68 @@ static void test_windows(void **state)
 	symb_state__free(s);
 }
 
+/*
+ * A long run's tables follow what is alive: at a window's start, processes
+ * that exited are dropped, and objects no mapping holds any more; an
+ * object mapped again later takes a freed slot and still resolves.
+ */
+static void test_windows_drop_the_dead(void **state)
+{
+	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 1};
+	const struct symb_objects_stats *os;
+	const struct symb_counters *c;
+	struct symb_state *s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	(void)state;
+	find_self();
+	s = state_new(false, false);
+	c = symb_state__counters(s);
+	os = symb_state__objects_stats(s);
+	lps_enc_init_dynamic(&e);
+	feed_maps(s, &e, 100, false, &self_text, 1);
+	feed_maps(s, &e, 200, false, &self_text, 1);
+	assert_int_equal(os->objs, 1);
+	assert_int_equal(c->procs, 2);
+
+	lps_enc_exit(&e, &(struct lps_exit){.time_ns = 10, .pid = 100});
+	feed(s, &e);
+	symb_state__new_window(s);
+	assert_int_equal(c->procs, 1); /* 100 is gone */
+	assert_int_equal(os->objs, 1); /* 200 still maps the file */
+	assert_int_equal(os->swept, 0);
+
+	lps_enc_exit(&e, &(struct lps_exit){.time_ns = 20, .pid = 200});
+	feed(s, &e);
+	symb_state__new_window(s);
+	assert_int_equal(c->procs, 0);
+	assert_int_equal(os->objs, 0);
+	assert_int_equal(os->swept, 1);
+	assert_int_equal(os->slots, 1);
+
+	/* pid 100 again, a new process: the file in the freed slot, named right */
+	feed_maps(s, &e, 100, false, &self_text, 1);
+	assert_int_equal(os->objs, 1);
+	assert_int_equal(os->slots, 1);
+	feed_sample(s, &e, 100, "again", NULL, 0, u, 1);
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	assert_string_equal(folded, "again;symb_test_leaf 1\n");
+	free(folded);
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opts_size_checked),
 		cmocka_unit_test(test_windows),
+		cmocka_unit_test(test_windows_drop_the_dead),
 		cmocka_unit_test(test_stream_to_profile),
 		cmocka_unit_test(test_wrong_inode_not_symbolized),
 		cmocka_unit_test(test_bad_records_counted),
