@@ -2,11 +2,14 @@
 /*
  * The symbolizer's ingest on an arbitrary record stream: the input is a
  * sequence of [u32 little-endian length][record bytes] (so records up to
- * LPS_MAX_RECORD are reachable); every record goes through symb_state_feed,
+ * LPS_MAX_RECORD are reachable); every record goes through symb_state__feed,
  * then the on- and off-CPU profiles are built offline (the stream names the
- * files: the fuzzer must not make us open them) and all three writers and the
- * summary run (to /dev/null). Ingest, aggregation and the writers must survive any stream;
- * they are compiled into the target so they are instrumented.
+ * files: the fuzzer must not make us open them) and all three writers and
+ * the summary run (to /dev/null). A length whose top bit is set first ends
+ * a service window (its profile built, symb_state__new_window: the dead
+ * processes and objects dropped). Ingest, aggregation and the writers must
+ * survive any stream; they are compiled into the target so they are
+ * instrumented.
  */
 #include <fcntl.h>
 #include <stddef.h>
@@ -36,9 +39,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	while (size >= 4) {
 		size_t len = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 |
-			     (size_t)data[3] << 24;
+			     (size_t)(data[3] & 0x7f) << 24;
 		uint8_t *rec;
 
+		/* the length's top bit: a service window ends before this record */
+		if (data[3] & 0x80) {
+			struct symb_built *w = symb_build(s, SYMB_KIND_CPU);
+
+			if (w)
+				lpw_write_pprof(symb_built_profile(w), devnull);
+			symb_built_free(w);
+			symb_state__new_window(s);
+		}
 		data += 4;
 		size -= 4;
 		if (len > size)
