@@ -1006,7 +1006,8 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 			"collector's metadata are skipped");
 	*s = new_state(o, off_cpu, false, o->resumed || resumed, cache, att->files_fd);
 	/* the spool's writer makes files: it is started outside the sandbox */
-	if (!*s || (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, &w->spool)))
+	if (!*s || (o->spool_dir &&
+		    symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox, &w->spool)))
 		return -1;
 	/* everything opened that needs more than the sandbox allows */
 	if (!o->no_sandbox && symb_sandbox_enter())

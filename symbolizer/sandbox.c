@@ -282,6 +282,94 @@ int symb_sandbox_enter(void)
 	return err;
 }
 
+/* What the spool writer calls besides those with conditions (spool.c). */
+static const char *const spool_allowed[] = {
+	/* the header and answers on its socket, the window's bytes */
+	"recvfrom",
+	"recvmsg",
+	"sendto",
+	"sendmsg",
+	"read",
+	"write",
+	"pread64",
+	/* its files: synced, closed, looked at; the directory listed */
+	"fdatasync",
+	"close",
+	"newfstatat",
+	"fstat",
+	"getdents64",
+	"dup",
+	"lseek",
+	/* memory for the listing */
+	"brk",
+	"munmap",
+	"mremap",
+	"rt_sigreturn",
+	"exit",
+	"exit_group",
+	"clock_gettime",
+	"gettimeofday",
+};
+
+int symb_sandbox_enter_spool(int dirfd)
+{
+#ifdef SYMB_SANITIZED
+	/* sanitizer builds: what it must never do refused, the rest allowed */
+	static const char *const spool_refused[] = {
+		"execve",  "execveat",	       "ptrace",
+		"bpf",	   "perf_event_open",  "socket",
+		"connect", "process_vm_readv", "process_vm_writev",
+		"mount",   "setuid",	       "setns",
+		"unshare",
+	};
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	const uint32_t no = SCMP_ACT_ERRNO(ENOSYS);
+#else
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+	const uint32_t ok = SCMP_ACT_ALLOW;
+	const uint32_t d = (uint32_t)dirfd;
+#endif
+	int err = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+#ifdef SYMB_SANITIZED
+	(void)dirfd;
+	(void)spool_allowed;
+	for (size_t i = 0; !err && i < sizeof(spool_refused) / sizeof(spool_refused[0]); i++)
+		err = rule(ctx, no, spool_refused[i], 0, no_arg);
+#else
+	for (size_t i = 0; !err && i < sizeof(spool_allowed) / sizeof(spool_allowed[0]); i++)
+		err = rule(ctx, ok, spool_allowed[i], 0, no_arg);
+	/* files only by names in the spool (the writer makes them: spool.c) */
+	if (!err)
+		err = rule(ctx, ok, "openat", 1, SCMP_A0_32(SCMP_CMP_EQ, d));
+	if (!err)
+		err = rule(ctx, ok, "unlinkat", 1, SCMP_A0_32(SCMP_CMP_EQ, d));
+	if (!err)
+		err = seccomp_rule_add(ctx, ok, SCMP_SYS(renameat), 2, SCMP_A0_32(SCMP_CMP_EQ, d),
+				       SCMP_A2_32(SCMP_CMP_EQ, d));
+	if (!err)
+		err = seccomp_rule_add(ctx, ok, SCMP_SYS(renameat2), 2, SCMP_A0_32(SCMP_CMP_EQ, d),
+				       SCMP_A2_32(SCMP_CMP_EQ, d));
+	/* fdopendir checks the descriptor's flags */
+	if (!err)
+		err = rule(ctx, ok, "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, F_GETFL));
+	if (!err)
+		err = rule(ctx, ok, "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, F_GETFD));
+	if (!err)
+		err = rule(ctx, ok, "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, F_SETFD));
+	if (!err)
+		err = rule(ctx, ok, "mmap", 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+#endif
+	if (!err)
+		err = seccomp_load(ctx); /* sets no_new_privs first */
+	seccomp_release(ctx);
+	if (err)
+		lp_err("spool: installing the writer's seccomp filter: %s", strerror(-err));
+	return err;
+}
+
 static int report(const char *what, long rc, int err)
 {
 	bool denied = rc < 0;

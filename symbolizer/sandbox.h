@@ -22,6 +22,14 @@
 /* Installs the filter (and no_new_privs) for this process; 0 or -errno. */
 int symb_sandbox_enter(void);
 
+/*
+ * The spool writer's filter (spool.h): its socket and memory file read and
+ * written, files made, renamed and removed only by names relative to
+ * dirfd, the directory listed, memory that is never executable; nothing
+ * else (no other open, no exec, no socket, no signal). 0 or -errno.
+ */
+int symb_sandbox_enter_spool(int dirfd);
+
 /* The files symb_sandbox_check tries to change, in the directory it is given. */
 #define SYMB_CHECK_VICTIM  "victim"
 #define SYMB_CHECK_VICTIM2 "victim2"

@@ -22,6 +22,7 @@
 
 #include "lowprof/files.h"
 #include "lowprof/log.h"
+#include "sandbox.h"
 #include "spool.h"
 
 #define SPOOL_MAGIC 0x6c70736cu /* "lpsl" */
@@ -220,7 +221,7 @@ static void close_others(int keep0, int keep1, int keep2)
 	close_range(from, ~0u, 0);
 }
 
-static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t parent)
+static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t parent, bool sandbox)
 {
 	struct spool_ack hello = {0};
 	struct spool_file *v;
@@ -237,6 +238,8 @@ static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t pare
 		_exit(0);
 	/* the ring, the cache, the file channel: none of the writer's business */
 	close_others(sock, memfd, dirfd);
+	if (sandbox && symb_sandbox_enter_spool(dirfd))
+		_exit(1);
 	v = scan(dirfd, &n, &total, true);
 	for (size_t i = 0; v && i < n; i++) {
 		const char *dash = strrchr(v[i].when, '-');
@@ -295,7 +298,7 @@ static int open_dir(const char *dir)
 	return fd;
 }
 
-int symb_spool__open(const char *dir, uint64_t max_bytes, struct symb_spool **out)
+int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, struct symb_spool **out)
 {
 	struct symb_spool *sp = calloc(1, sizeof(*sp));
 	int sv[2] = {-1, -1}, dirfd = -1, err = 0;
@@ -326,7 +329,7 @@ int symb_spool__open(const char *dir, uint64_t max_bytes, struct symb_spool **ou
 	if (sp->writer == 0) {
 		close(sv[0]);
 		writer_main(sv[1], sp->memfd, dirfd,
-			    max_bytes ? max_bytes : SYMB_SPOOL_DEFAULT_BYTES, self);
+			    max_bytes ? max_bytes : SYMB_SPOOL_DEFAULT_BYTES, self, sandbox);
 	}
 	close(sv[1]);
 	close(dirfd);

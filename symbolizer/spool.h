@@ -15,11 +15,12 @@
  * What it is not: a parser. The writer reads nothing from the symbolizer
  * but the header's integers (checked) and bytes it copies as they are;
  * names are its own. It runs as the symbolizer's unprivileged user, with
- * no capabilities and no_new_privs.
+ * no capabilities, no_new_privs and a seccomp filter of its own.
  */
 #ifndef LOWPROF_SYMB_SPOOL_H
 #define LOWPROF_SYMB_SPOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -40,12 +41,14 @@ struct symb_spool;
 
 /*
  * Opens (making it if missing, mode 0700) the spool directory dir and
- * starts its writer process; call before the sandbox. max_bytes: the
+ * starts its writer process, under a seccomp filter of its own when
+ * sandbox (symb_sandbox_enter_spool); call before the symbolizer's
+ * sandbox. max_bytes: the
  * budget (0: SYMB_SPOOL_DEFAULT_BYTES). 0, or a negative errno (said why).
  * Destructor: symb_spool__close (accepts NULL): the writer sees the socket
  * close and exits (it is killed if the symbolizer dies).
  */
-int symb_spool__open(const char *dir, uint64_t max_bytes, struct symb_spool **out);
+int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, struct symb_spool **out);
 
 /*
  * The number after the highest window already in the spool (0 if none), so

@@ -65,6 +65,8 @@ if [[ -n "$WR" ]]; then
 	check "the spool writer has no capabilities" \
 		grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$WR/status
 	check "the spool writer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$WR/status
+	check "the spool writer runs under a seccomp filter (Seccomp: 2)" \
+		grep -q '^Seccomp:[[:space:]]*2$' /proc/$WR/status
 	fds=$(ls /proc/$WR/fd | wc -l)
 	check "the spool writer holds stdio, its socket, the memory file and the spool (got $fds fds)" \
 		test "$fds" = 6

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <setjmp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +32,15 @@
 #include "cache.h"
 #include "ident.h"
 #include "sandbox.h"
+
+/* as sandbox.c decides which filter a build has */
+#if defined(__SANITIZE_ADDRESS__)
+#define SYMB_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SYMB_TEST_SANITIZED 1
+#endif
+#endif
 
 #define BLOB  (200u << 10)
 #define NPUTS 24
@@ -262,12 +272,54 @@ static void test_identity_in_sandbox(void **state)
 			 out.usable);
 }
 
+/*
+ * The spool writer's filter (production builds): files by names in its
+ * directory made, renamed and removed; any other open, exec and sockets
+ * refused. A sanitizer build's filter only refuses exec and sockets.
+ */
+static void test_spool_filter(void **state)
+{
+	char dir[] = "/tmp/lp-spoolf-XXXXXX";
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, bad = 0;
+
+		if (d < 0 || symb_sandbox_enter_spool(d))
+			_exit(10);
+		fd = openat(d, "w", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		bad |= (fd < 0) << 0;
+		bad |= (renameat(d, "w", d, "w2") != 0) << 1;
+		bad |= (unlinkat(d, "w2", 0) != 0) << 2;
+		bad |= (execl("/bin/true", "true", (char *)NULL) == 0) << 3;
+		bad |= (socket(AF_UNIX, SOCK_STREAM, 0) >= 0) << 4;
+#ifndef SYMB_TEST_SANITIZED
+		bad |= (open("/etc/hostname", O_RDONLY) >= 0) << 5;
+		bad |= (renameat(AT_FDCWD, "/tmp/lp-nonexistent-a", AT_FDCWD,
+				 "/tmp/lp-nonexistent-b") == 0 ||
+			errno != ENOSYS)
+		       << 6;
+#endif
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_new_cache, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_warm_cache, fx_setup, fx_teardown),
 		cmocka_unit_test(test_identity_in_sandbox),
+		cmocka_unit_test(test_spool_filter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
