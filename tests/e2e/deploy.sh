@@ -59,7 +59,7 @@ check "symbolizer: no_new_privs" grep -qx 'NoNewPrivileges=yes' "$S"
 for opt in --ring --ring-owner -F; do
 	check "collector --help documents $opt" bash -c "\"$BIN/lowprof-collector\" --help | grep -q -- '$opt'"
 done
-for opt in --ring --cache -o; do
+for opt in --ring --cache --spool --window; do
 	check "symbolizer --help documents $opt" bash -c "\"$BIN/lowprof-symbolizer\" --help | grep -q -- '$opt'"
 done
 
@@ -91,7 +91,7 @@ ok("symbolizer is non-root (runAsNonRoot) with a uid of its own, 60101 (not nobo
 init = {x["name"]: x for x in pod["initContainers"]}["prepare-dirs"]
 script = " ".join(init["command"])
 ok("the init container gives the node's directories to that uid, dropping others' cache files",
-   "install -d -o 60101 -g 60101 -m 0700 /out /cache" in script
+   "install -d -o 60101 -g 60101 -m 0700 /spool /cache" in script
    and "find /cache -mindepth 1 -maxdepth 1 ! -type d ! -user 60101 -delete" in script)
 ok("symbolizer drops ALL and adds nothing",
    ss["capabilities"]["drop"] == ["ALL"] and not ss["capabilities"].get("add"))
@@ -102,6 +102,9 @@ mem = [v["name"] for v in pod["volumes"] if v.get("emptyDir", {}).get("medium") 
 mounts = lambda x: {m["name"]: m["mountPath"] for m in x.get("volumeMounts", [])}
 shared = [v for v in mem if v in mounts(col) and mounts(col)[v] == mounts(sym).get(v)]
 ok("a memory-backed volume mounted at the same path in both", len(shared) == 1)
+ok("the symbolizer writes windows into the node's spool (service mode)",
+   "--spool" in sym["args"] and mounts(sym).get("spool") ==
+   sym["args"][sym["args"].index("--spool") + 1])
 run = mounts(col)[shared[0]] if shared else "?"
 ok("the ring's socket is in it", any(a.startswith(run + "/") for a in col["args"]) and
    any(a.startswith(run + "/") for a in sym["args"]))
