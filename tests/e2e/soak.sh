@@ -4,8 +4,8 @@
 # binary of its own (copies of one program: distinct files, distinct
 # objects). The symbolizer's tables follow what is alive (processes and
 # objects of the dead are dropped at each window), and neither process's
-# RSS grows by more than a gross-leak bound after warm-up. Prints both RSS
-# over the run (the benchmark's figures; the host's own activity moves them).
+# private memory (RssAnon) grows by more than a leak bound after warm-up.
+# Prints both over the run (the host's own activity moves them).
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -23,7 +23,9 @@ SYM=$(desc_named "$RUN" lowprof-symboli)
 COL=$(desc_named "$RUN" lowprof-collect)
 [[ -n "$SYM" && -n "$COL" ]] || { fail "lowprof run did not start ($SYM, $COL)"; cat "$TMP/run.out"; finish; }
 
-rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# private memory (RssAnon): the tables; not the ring's shared pages (RssShmem),
+# which both map and whose resident part follows the host's activity
+rss() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 # the short processes, one after another, each ~0.15 s, each a new binary
 (
 	i=0
@@ -44,7 +46,7 @@ done
 wait "$LOAD" 2>/dev/null
 wait "$RUN"
 rc=$?
-echo "--- RSS (KiB) every second: symbolizer / collector"
+echo "--- RssAnon (KiB) every second: symbolizer / collector"
 for t in "${!srss[@]}"; do printf '%3ds %8s %8s\n' "$t" "${srss[t]}" "${crss[t]}"; done
 check "lowprof run ends cleanly (got $rc)" test "$rc" = 0
 
@@ -71,15 +73,17 @@ check "the object table follows what is alive (at most $maxobj, of $N+ binaries 
 third=$((${#srss[@]} / 3))
 s0=${srss[third]} s1=${srss[${#srss[@]} - 1]} c0=${crss[third]} c1=${crss[${#crss[@]} - 1]}
 if grep -q AddressSanitizer "$BIN/lowprof-symbolizer"; then
-	# ASan keeps freed memory in quarantine (256 MiB): RSS is its, not ours
-	echo "note: sanitizer build: RSS ${s0} -> ${s1} KiB (symbolizer), ${c0} -> ${c1} KiB" \
+	# ASan keeps freed memory in quarantine (256 MiB): the memory is its, not ours
+	echo "note: sanitizer build: RssAnon ${s0} -> ${s1} KiB (symbolizer), ${c0} -> ${c1} KiB" \
 		"(collector), not checked"
 else
-	# a gross-leak guard only (the host's own activity moves RSS too, and
-	# these machines are shared); the exact rule is the object table's, above
-	check "symbolizer RSS flat after warm-up (${s0} -> ${s1} KiB, at most +24 MiB)" \
-		test "$s1" -le $((s0 + 24576))
-	check "collector RSS flat after warm-up (${c0} -> ${c1} KiB, at most +16 MiB)" \
-		test "$c1" -le $((c0 + 16384))
+	# a gross-leak guard: the exact rule is the object table's, above. The
+	# whole host is profiled, and a host process sampled for the first
+	# time can bring a large binary's tables (+17 MiB in one step, seen
+	# here): growth, not a leak. The figures over time are the benchmark's.
+	check "symbolizer RssAnon flat after warm-up (${s0} -> ${s1} KiB, at most +48 MiB)" \
+		test "$s1" -le $((s0 + 49152))
+	check "collector RssAnon flat after warm-up (${c0} -> ${c1} KiB, at most +8 MiB)" \
+		test "$c1" -le $((c0 + 8192))
 fi
 finish
