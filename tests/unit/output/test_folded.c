@@ -211,7 +211,7 @@ static void test_bad_lines(void **state)
 	struct lpw_profile p = {
 		.locations = &loc, .nlocations = 1, .stacks = &st, .nstacks = 1, .folded_value = 1};
 	int (*writers[])(const struct lpw_profile *, int) = {lpw_write_folded, lpw_write_pprof,
-							      lpw_write_flamegraph};
+							     lpw_write_flamegraph};
 	size_t i, len;
 	int err;
 	char *got;
@@ -312,18 +312,18 @@ static void test_random_against_model(void **state)
 		locs[i] = (struct lpw_location){.mapping = LPW_NO_MAPPING, .function = names[i]};
 	for (int round = 0; round < 20; round++) {
 		struct lpw_profile p = {.locations = locs,
-					 .nlocations = NLOC,
-					 .stacks = stacks,
-					 .nstacks = NSTACK,
-					 .folded_value = 0};
+					.nlocations = NLOC,
+					.stacks = stacks,
+					.nstacks = NSTACK,
+					.folded_value = 0};
 		int64_t sums[NSTACK];
 
 		for (i = 0; i < NSTACK; i++) {
 			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
 			stacks[i] =
 				(struct lpw_stack){.comm = comms[(rnd >> 33) % N(comms)],
-						    .locs = idx[i],
-						    .nlocs = (uint32_t)((rnd >> 40) % (MAXD + 1))};
+						   .locs = idx[i],
+						   .nlocs = (uint32_t)((rnd >> 40) % (MAXD + 1))};
 			/* small and huge values, so that sums wrap and digits differ */
 			stacks[i].values[0] = (rnd >> 20) % 3 == 0 ? (int64_t)(rnd >> 1)
 								   : (int64_t)(rnd >> 56) - 100;

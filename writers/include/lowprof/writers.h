@@ -88,8 +88,8 @@ struct lpw_profile {
 
 	struct lpw_value_type value_types[2]; /* {samples,count}, {cpu,nanoseconds} */
 	struct lpw_value_type period_type;    /* {cpu,nanoseconds} */
-	int64_t period;			       /* e.g. 1e9 / frequency */
-	int folded_value;		       /* which values[] index folded/HTML use */
+	int64_t period;			      /* e.g. 1e9 / frequency */
+	int folded_value;		      /* which values[] index folded/HTML use */
 
 	int64_t time_nanos;	     /* wall-clock start of the profile (CLOCK_REALTIME) */
 	int64_t duration_nanos;	     /* length of the profile */
