@@ -367,61 +367,6 @@ out:
 	return rc;
 }
 
-/*
- * Drains the ring into the state. Returns when the producer closed the ring
- * and everything was read, on a signal, or on a corrupt ring. Each record
- * is decoded from the ring's private copy of it (lp_ring__read), never in
- * the shared mapping, where the collector's bytes could change between
- * the decoder's check of a length and its use.
- */
-static int consume(struct lp_ring *ring, struct symb_state *s)
-{
-	struct timespec t0;
-	uint64_t last_progress = 0;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		const void *data;
-		uint32_t len;
-		int err = lp_ring__read(ring, &data, &len);
-
-		if (err == 0) {
-			err = symb_state__feed(s, data, len);
-			if (err == -EPROTO)
-				return err;
-			if (err != -ENOMEM)
-				continue;
-		}
-		if (err == -ENOMEM) {
-			lp_err("out of memory; writing what was aggregated so far");
-			return err;
-		}
-		if (err == -EPIPE)
-			return 0;
-		if (err == -EBADMSG) {
-			lp_err("ring: corrupt record or position; writing what was read so far");
-			return err;
-		}
-		/* -EAGAIN: nothing yet */
-		if (stop_signal)
-			return 0;
-		lp_ring__wait(ring, WAIT_MS);
-		if (lp_log_level() >= LP_LOG_DEBUG) {
-			struct timespec t;
-			uint64_t ns;
-
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			ns = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull + t.tv_nsec;
-			if (ns - last_progress >= PROGRESS_EVERY_NS) {
-				lp_debug("%llu records, %llu samples",
-					 (unsigned long long)symb_state__counters(s)->records,
-					 (unsigned long long)symb_state__counters(s)->samples);
-				last_progress = ns;
-			}
-		}
-	}
-}
-
 /* Outputs: pprof, folded, HTML of the on-CPU profile, then of the off-CPU one. */
 #define NOUT 6
 
@@ -433,12 +378,12 @@ static void capture_warn(void *ctx, const char *msg)
 	lp_warn("capture %s: %s", (const char *)ctx, msg);
 }
 
-static uint64_t mono_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
-	struct timespec t;
+	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -499,7 +444,7 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 			   bool progress)
 {
 	bool tty = progress || isatty(STDERR_FILENO);
-	uint64_t last = mono_ns();
+	uint64_t last = clock_ns(CLOCK_MONOTONIC);
 	int err;
 
 	for (;;) {
@@ -527,8 +472,8 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 		if (!(symb_state__counters(s)->records & 1023))
 			replay_heap_advise();
 		if (tty && !(symb_state__counters(s)->records & 1023) &&
-		    mono_ns() - last >= 500000000ull) {
-			last = mono_ns();
+		    clock_ns(CLOCK_MONOTONIC) - last >= 500000000ull) {
+			last = clock_ns(CLOCK_MONOTONIC);
 			fprintf(stderr, "\rreplay: %3.0f%%  %llu records, %llu samples ",
 				size ? 100.0 * lpc_reader__offset(rd) / size : 0.0,
 				(unsigned long long)symb_state__counters(s)->records,
@@ -784,14 +729,6 @@ struct windows {
 	struct lps_loss loss_at; /* the collector's counters at its start */
 };
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 _Static_assert(sizeof(struct lps_loss) % sizeof(uint64_t) == 0, "lps_loss: counters only");
 
 /* The collector's counters since then (a restarted collector's start over). */
@@ -875,52 +812,90 @@ static int feed_window(struct symb_state *s, struct windows *w, const void *data
 	return err;
 }
 
-/*
- * consume, with a window closed every w->window_ns: by the samples' clock
- * (the collector's CLOCK_MONOTONIC, the same as ours), so that drain
- * latency does not move samples between windows; and by ours, late by
- * WINDOW_GRACE_NS, when no sample says the window is over. The last
- * window is left open.
- */
-static int consume_windows(struct lp_ring *ring, struct symb_state *s, struct windows *w)
+/* A service run's first window starts now. */
+static void windows_start(struct windows *w, struct symb_state *s)
 {
-	uint64_t n = 0;
-
 	w->seq = symb_spool__next_seq(w->spool);
 	w->start_mono = clock_ns(CLOCK_MONOTONIC);
 	w->start_real = (int64_t)clock_ns(CLOCK_REALTIME);
 	symb_state__set_window_end(s, w->start_mono + w->window_ns);
+}
+
+/*
+ * Closes the open window if our clock says it is over, late by
+ * WINDOW_GRACE_NS for samples the collector still holds (true); else
+ * shortens *wait_ms to its end.
+ */
+static bool window_due(struct windows *w, struct symb_state *s, unsigned *wait_ms)
+{
+	int64_t left = (int64_t)(w->start_mono + w->window_ns + WINDOW_GRACE_NS -
+				 clock_ns(CLOCK_MONOTONIC));
+
+	if (left <= 0) {
+		close_window(w, s, w->start_mono + w->window_ns);
+		return true;
+	}
+	if (left / 1000000 + 1 < *wait_ms)
+		*wait_ms = (unsigned)(left / 1000000 + 1);
+	return false;
+}
+
+/*
+ * Drains the ring into the state. Returns when the producer closed the ring
+ * and everything was read, on a signal, or on a corrupt ring. Each record
+ * is decoded from the ring's private copy of it (lp_ring__read), never in
+ * the shared mapping, where the collector's bytes could change between
+ * the decoder's check of a length and its use. With w (service mode) a
+ * window is closed every w->window_ns: by the samples' clock (the
+ * collector's CLOCK_MONOTONIC, the same as ours), so that drain latency
+ * does not move samples between windows, and by ours when no sample says
+ * the window is over (window_due). The last window is left open.
+ */
+static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0;
+
+	if (w)
+		windows_start(w, s);
 	for (;;) {
 		const void *data;
 		uint32_t len;
+		unsigned wait_ms = WAIT_MS;
 		int err = lp_ring__read(ring, &data, &len);
-		int64_t left;
 
 		if (err == 0) {
-			err = feed_window(s, w, data, len);
-			if (err == -EPROTO || err == -ENOMEM)
+			err = w ? feed_window(s, w, data, len) : symb_state__feed(s, data, len);
+			if (err == -EPROTO)
 				return err;
-			/* a busy ring is read without waits: look at the clock now and then */
-			if (++n & 255)
+			/* a busy ring is read without waits: windows look at the clock now and then */
+			if (err != -ENOMEM && (!w || (++n & 255)))
 				continue;
-		} else if (err == -EPIPE) {
+		}
+		if (err == -ENOMEM) {
+			lp_err("out of memory; writing what was aggregated so far");
+			return err;
+		}
+		if (err == -EPIPE)
 			return 0;
-		} else if (err == -EBADMSG) {
+		if (err == -EBADMSG) {
 			lp_err("ring: corrupt record or position; writing what was read so far");
 			return err;
-		} else if (stop_signal) {
+		}
+		/* -EAGAIN: nothing yet (or 0: a busy ring's look at the clock) */
+		if (err && stop_signal)
 			return 0;
-		}
-		left = (int64_t)(w->start_mono + w->window_ns + WINDOW_GRACE_NS -
-				 clock_ns(CLOCK_MONOTONIC));
-		if (left <= 0) {
-			close_window(w, s, w->start_mono + w->window_ns);
+		if (w && window_due(w, s, &wait_ms))
 			continue;
+		if (!err)
+			continue;
+		lp_ring__wait(ring, wait_ms);
+		if (lp_log_level() >= LP_LOG_DEBUG &&
+		    clock_ns(CLOCK_MONOTONIC) - t0 - last_progress >= PROGRESS_EVERY_NS) {
+			last_progress = clock_ns(CLOCK_MONOTONIC) - t0;
+			lp_debug("%llu records, %llu samples",
+				 (unsigned long long)symb_state__counters(s)->records,
+				 (unsigned long long)symb_state__counters(s)->samples);
 		}
-		if (err == -EAGAIN)
-			lp_ring__wait(ring, left / 1000000 + 1 < WAIT_MS
-						    ? (unsigned)(left / 1000000 + 1)
-						    : WAIT_MS);
 	}
 }
 
@@ -1012,7 +987,7 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 	/* everything opened that needs more than the sandbox allows */
 	if (!o->no_sandbox && symb_sandbox_enter())
 		return -1;
-	*err = w->spool ? consume_windows(att->ring, *s, w) : consume(att->ring, *s);
+	*err = consume(att->ring, *s, w->spool ? w : NULL);
 	return 0;
 }
 
