@@ -42,7 +42,12 @@ struct spool_msg {
 	uint64_t len; /* bytes of the memory file, from 0 */
 };
 
-/* writer -> symbolizer; the first one (hello) has the next seq in removed */
+/* writer -> symbolizer, first: the number after the spool's highest window */
+struct spool_hello {
+	uint64_t next_seq;
+};
+
+/* writer -> symbolizer, after each window */
 struct spool_ack {
 	int32_t err; /* 0 or a negative errno */
 	uint32_t pad;
@@ -223,7 +228,7 @@ static void close_others(int keep0, int keep1, int keep2)
 
 static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t parent, bool sandbox)
 {
-	struct spool_ack hello = {0};
+	struct spool_hello hello = {0};
 	struct spool_file *v;
 	struct spool_msg m;
 	uint64_t total;
@@ -245,8 +250,8 @@ static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t pare
 		const char *dash = strrchr(v[i].when, '-');
 		uint64_t seq = dash ? strtoull(dash + 1, NULL, 10) : 0;
 
-		if (seq + 1 > hello.removed && seq < UINT64_MAX)
-			hello.removed = seq + 1;
+		if (seq + 1 > hello.next_seq && seq < UINT64_MAX)
+			hello.next_seq = seq + 1;
 	}
 	free(v);
 	/* the first answer: the sequence number after the spool's highest */
@@ -302,7 +307,7 @@ int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, struct s
 {
 	struct symb_spool *sp = calloc(1, sizeof(*sp));
 	int sv[2] = {-1, -1}, dirfd = -1, err = 0;
-	struct spool_ack hello;
+	struct spool_hello hello;
 	pid_t self = getpid();
 
 	*out = NULL;
@@ -341,7 +346,7 @@ int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, struct s
 		free(sp);
 		return -EIO;
 	}
-	sp->next_seq = hello.removed;
+	sp->next_seq = hello.next_seq;
 	*out = sp;
 	return 0;
 fail:
