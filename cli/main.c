@@ -197,15 +197,6 @@ struct record_args {
  */
 #define ARGS_OK (-1)
 
-static int parse_uint(const char *s, unsigned long long max, unsigned long long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return (errno || end == s || *end || *v > max || s[0] == '-') ? -EINVAL : 0;
-}
-
 static void record_args_init(struct record_args *a)
 {
 	a->o = (struct lp_record_opts){.sz = sizeof(a->o),
@@ -220,7 +211,7 @@ static void record_args_init(struct record_args *a)
 /* --off-cpu and --off-cpu-*, checked here, passed on as given: ARGS_OK, or the exit code. */
 static int record_off_cpu_opt(int key, const char *arg, struct record_args *a)
 {
-	unsigned long long v;
+	uint64_t v;
 	char *end;
 	double p;
 
@@ -237,7 +228,7 @@ static int record_off_cpu_opt(int key, const char *arg, struct record_args *a)
 		}
 		break;
 	case OPT_OFF_CPU_MIN_US:
-		if (parse_uint(arg, 3600000000ull, &v)) {
+		if (lp_parse_uint(arg, 3600000000ull, &v)) {
 			lp_err("--off-cpu-min-us %s: give microseconds, 0 or more", arg);
 			return 2;
 		}
@@ -249,7 +240,7 @@ static int record_off_cpu_opt(int key, const char *arg, struct record_args *a)
 		}
 		break;
 	case OPT_OFF_CPU_PERIOD_US:
-		if (parse_uint(arg, 3600000000ull, &v) || v == 0) {
+		if (lp_parse_uint(arg, 3600000000ull, &v) || v == 0) {
 			lp_err("--off-cpu-period-us %s: give microseconds, 1 or more", arg);
 			return 2;
 		}
@@ -304,7 +295,7 @@ static int record_symb_opt(int key, const char *arg, struct record_args *a)
 /* Where the results go: the output directory and its files' mode, the capture. */
 static int record_output_opt(int key, const char *arg, struct record_args *a)
 {
-	unsigned long long v;
+	uint64_t v;
 	uint64_t bytes;
 
 	switch (key) {
@@ -332,7 +323,7 @@ static int record_output_opt(int key, const char *arg, struct record_args *a)
 		a->o.spool_dir = arg;
 		break;
 	case OPT_WINDOW:
-		if (parse_uint(arg, 3600, &v) || v == 0) {
+		if (lp_parse_uint(arg, 3600, &v) || v == 0) {
 			lp_err("--window %s: give whole seconds, 1 to 3600", arg);
 			return 2;
 		}
@@ -358,7 +349,7 @@ static int record_output_opt(int key, const char *arg, struct record_args *a)
 static int record_opt(int key, const char *arg, struct record_args *a)
 {
 	struct lp_record_opts *o = &a->o;
-	unsigned long long v;
+	uint64_t v;
 	char *end;
 
 	switch (key) {
@@ -371,14 +362,14 @@ static int record_opt(int key, const char *arg, struct record_args *a)
 		}
 		break;
 	case 'F':
-		if (parse_uint(arg, 10000, &v) || v == 0) {
+		if (lp_parse_uint(arg, 10000, &v) || v == 0) {
 			lp_err("-F %s: give a frequency from 1 to 10000 Hz", arg);
 			return 2;
 		}
 		o->freq_hz = (uint32_t)v;
 		break;
 	case 'p':
-		if (parse_uint(arg, INT_MAX, &v) || v == 0) {
+		if (lp_parse_uint(arg, INT_MAX, &v) || v == 0) {
 			lp_err("-p %s: not a process id", arg);
 			return 2;
 		}
@@ -389,7 +380,7 @@ static int record_opt(int key, const char *arg, struct record_args *a)
 		a->pids[o->npids++] = (pid_t)v;
 		break;
 	case 'B':
-		if (parse_uint(arg, 65536, &v) || v % 8) {
+		if (lp_parse_uint(arg, 65536, &v) || v % 8) {
 			lp_err("--stack-bytes %s: give a multiple of 8 from 0 to 65536", arg);
 			return 2;
 		}

@@ -112,22 +112,9 @@ static const char usage[] =
 /* A comma-separated list of 3 or 6 fds; returns how many, or -EINVAL. */
 static int parse_fds(const char *s, int fds[6])
 {
-	char *end;
-	int n = 0;
-
-	for (;;) {
-		long v;
-
-		errno = 0;
-		v = strtol(s, &end, 10);
-		if (errno || end == s || v < 0 || v > INT_MAX || n == 6)
-			return -EINVAL;
-		fds[n++] = (int)v;
-		if (*end != ',')
-			break;
-		s = end + 1;
-	}
-	return *end || (n != 3 && n != 6) ? -EINVAL : n;
+	if (!lp_parse_fds(s, fds, 6))
+		return 6;
+	return lp_parse_fds(s, fds, 3) ? -EINVAL : 3;
 }
 
 /*
@@ -176,34 +163,27 @@ struct args {
 	const char *prog;
 };
 
-/* A non-negative descriptor number for option name; -1: said why. */
+/* A descriptor number for option name; -1: said why. */
 static int parse_fd(const char *arg, const char *name)
 {
-	char *end;
-	long v;
+	int fd;
 
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v < 0 || v > INT_MAX) {
-		lp_err("invalid value '%s' for %s", arg, name);
-		return -1;
-	}
-	return (int)v;
+	if (!lp_parse_fds(arg, &fd, 1))
+		return fd;
+	lp_err("invalid value '%s' for %s", arg, name);
+	return -1;
 }
 
 /* --window SECONDS: whole seconds, 1 to 3600. 0, or 2 (said why). */
 static int parse_window(const char *arg, uint64_t *ns)
 {
-	char *end;
-	long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v < 1 || v > 3600) {
+	if (lp_parse_uint(arg, 3600, &v) || v < 1) {
 		lp_err("--window %s: give whole seconds, 1 to 3600", arg);
 		return 2;
 	}
-	*ns = (uint64_t)v * 1000000000ull;
+	*ns = v * 1000000000ull;
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lowprof/parse.h"
@@ -35,5 +36,20 @@ int lp_parse_size(const char *s, uint64_t *out)
 	if (shift && v > UINT64_MAX >> shift)
 		return -EINVAL;
 	*out = v << shift;
+	return 0;
+}
+
+int lp_parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
 	return 0;
 }

@@ -12,4 +12,10 @@
  */
 int lp_parse_size(const char *s, uint64_t *out);
 
+/*
+ * A decimal number from 0 to max: digits only (no sign, no space, no
+ * suffix). Returns 0, or -EINVAL for anything else.
+ */
+int lp_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
 #endif /* LOWPROF_PARSE_H */
