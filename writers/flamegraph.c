@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/writers.h"
 
@@ -83,15 +84,6 @@ struct fg_child {
 	uint32_t id;
 };
 
-static uint64_t fg_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 static uint32_t *fg_slots(size_t max_entries, size_t *mask)
 {
 	size_t n = 16;
@@ -106,7 +98,7 @@ static uint32_t fg_name(struct fg_tree *t, const char *s)
 {
 	size_t i;
 
-	for (i = fg_hash(s) & t->name_mask; t->name_slots[i]; i = (i + 1) & t->name_mask) {
+	for (i = lp_fnv1a_str(s) & t->name_mask; t->name_slots[i]; i = (i + 1) & t->name_mask) {
 		uint32_t e = t->name_slots[i] - 1;
 
 		if (strcmp(t->names[e], s) == 0)

@@ -20,6 +20,7 @@
 #include <libdeflate.h>
 
 #include "lowprof/files.h"
+#include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/writers.h"
 
@@ -76,15 +77,6 @@ static void *pp_calloc(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-static uint64_t pp_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 static int pp_index_init(struct pp_index *ix, size_t max_entries)
 {
 	size_t n = 16;
@@ -102,7 +94,8 @@ static int64_t pp_str(struct pp_build *b, const char *s)
 	size_t i;
 
 	s = nz(s);
-	for (i = pp_hash(s) & b->str_idx.mask; b->str_idx.slots[i]; i = (i + 1) & b->str_idx.mask) {
+	for (i = lp_fnv1a_str(s) & b->str_idx.mask; b->str_idx.slots[i];
+	     i = (i + 1) & b->str_idx.mask) {
 		uint32_t e = b->str_idx.slots[i] - 1;
 
 		if (strcmp(b->strs[e], s) == 0)

@@ -47,6 +47,7 @@
 
 #include "debuginfo.h"
 #include "lowprof/grow.h"
+#include "lowprof/hash.h"
 
 /* Bytes of strings kept per object; real binaries need a few MiB at most. */
 #define DW_ARENA_MAX   (64u << 20)
@@ -162,16 +163,6 @@ struct symb_dwarf {
 
 /* ---- strings ---------------------------------------------------------- */
 
-static uint64_t dw_hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
-
 static uint64_t dw_hash_ptr(const void *p)
 {
 	return ((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> 17;
@@ -209,7 +200,7 @@ static int dw_strtab_grow(struct dw_strtab *t)
 	for (i = 0; i < t->cap; i++) {
 		if (!t->slots[i])
 			continue;
-		j = dw_hash_bytes(t->slots[i], strlen(t->slots[i])) & (cap - 1);
+		j = lp_fnv1a(t->slots[i], strlen(t->slots[i])) & (cap - 1);
 		while (slots[j])
 			j = (j + 1) & (cap - 1);
 		slots[j] = t->slots[i];
@@ -241,7 +232,7 @@ static const char *dw_intern(struct symb_dwarf *d, const char *s)
 	}
 	if (d->strs.count * 2 >= d->strs.cap && dw_strtab_grow(&d->strs))
 		goto fail;
-	i = dw_hash_bytes(s, len) & (d->strs.cap - 1);
+	i = lp_fnv1a(s, len) & (d->strs.cap - 1);
 	for (; d->strs.slots[i]; i = (i + 1) & (d->strs.cap - 1)) {
 		if (strcmp(d->strs.slots[i], s) == 0)
 			return d->strs.slots[i];
@@ -874,7 +865,7 @@ struct dw_enc_strs {
 static uint32_t dw_enc_str(struct dw_enc_strs *t, const char *s)
 {
 	size_t len = strlen(s);
-	uint32_t j = (uint32_t)dw_hash_bytes(s, len) & (t->cap - 1);
+	uint32_t j = (uint32_t)lp_fnv1a(s, len) & (t->cap - 1);
 
 	for (; t->slots[j]; j = (j + 1) & (t->cap - 1))
 		if (strcmp(t->slots[j], s) == 0)

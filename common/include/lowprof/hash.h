@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Hash mixing for in-memory tables: a 64-bit finalizer and a chained hash
- * of byte strings. What it is: fast, well-mixed hashes for open-addressing
- * tables whose keys a record stream can choose, so callers seed them with
- * an unpredictable value (no flooding). What it is not: a cryptographic
- * hash or a stable one; never store these values.
+ * Hash mixing for in-memory tables: a 64-bit finalizer, a chained hash of
+ * byte strings, and FNV-1a. What it is: fast, well-mixed hashes for
+ * open-addressing tables; where a record stream or a file chooses the
+ * keys, callers seed them with an unpredictable value (no flooding). What
+ * it is not: a cryptographic hash or a stable one; never store these
+ * values.
  */
 #ifndef LOWPROF_HASH_H
 #define LOWPROF_HASH_H
@@ -37,6 +38,27 @@ static inline uint64_t lp_hash_bytes(uint64_t h, const void *p, size_t n)
 	v = 0;
 	memcpy(&v, b, n);
 	return lp_mix64(h ^ v ^ (uint64_t)n << 59);
+}
+
+/* FNV-1a of p[0..n) (unseeded: for keys no stream chooses, or bounded tables). */
+static inline uint64_t lp_fnv1a(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* lp_fnv1a of a NUL-terminated string, the NUL excluded. */
+static inline uint64_t lp_fnv1a_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
 }
 
 #endif /* LOWPROF_HASH_H */
