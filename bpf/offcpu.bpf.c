@@ -179,6 +179,7 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 	e->hdr.pid = pid_tgid >> 32;
 	e->hdr.tid = tid;
 	bpf_get_current_comm(e->hdr.comm, sizeof(e->hdr.comm));
+	e->hdr.cgroup_id = bpf_get_current_cgroup_id(); /* task is current */
 	e->weight_ns = p->weight_ns;
 	e->blocked_ns = p->blocked_ns;
 	e->ip = p->ip;

@@ -58,6 +58,7 @@ static __always_inline void fill_hdr(struct lp_ev_hdr *h, __u32 type, __u64 pid_
 	h->time_ns = bpf_ktime_get_ns();
 	h->pid = pid_tgid >> 32;
 	h->tid = (__u32)pid_tgid;
+	h->cgroup_id = bpf_get_current_cgroup_id();
 }
 
 /*

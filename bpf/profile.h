@@ -10,6 +10,7 @@
 
 #define LP_BPF_MAX_FRAMES 127 /* perf's default kernel.perf_event_max_stack */
 #define LP_BPF_COMM_LEN	  16
+#define LP_MAX_CGROUPS	  16 /* --cgroup directories in the filter */
 /*
  * Largest user stack copy per sample (--stack-bytes). 16 KiB is the default:
  * it holds the frames of ordinary call chains (most frames are well under
@@ -33,6 +34,7 @@ struct lp_ev_hdr {
 	__u32 pid;     /* tgid */
 	__u32 tid;
 	char comm[LP_BPF_COMM_LEN];
+	__u64 cgroup_id; /* bpf_get_current_cgroup_id: the task's cgroup v2 id */
 };
 
 /*
@@ -84,7 +86,7 @@ struct lp_bpf_stats {
 	__u64 kstack_errors; /* bpf_get_stack failed for the kernel stack */
 	__u64 ustack_errors; /* bpf_get_stack failed for the user stack */
 	__u64 idle;	     /* samples of the idle task, not emitted */
-	__u64 filtered;	     /* samples of other processes (pid filter) */
+	__u64 filtered;	     /* samples of other processes (pid or cgroup filter) */
 	__u64 task_events;   /* exec/exit records emitted */
 	__u64 task_lost;     /* exec/exit records that did not fit */
 	__u64 ustack_fp;     /* no stack top known: the frame-pointer walk instead of a copy */

@@ -11,6 +11,8 @@
 
 /* Set through each skeleton's rodata before load. */
 const volatile bool filter_pids = false;
+/* entries of the cgroups map (--cgroup), <= LP_MAX_CGROUPS; 0: no cgroup filter */
+const volatile __u32 filter_cgroups = 0;
 /* user stack bytes to copy per sample (--stack-bytes), <= LP_BPF_MAX_STACK_COPY; 0: FP walk */
 const volatile __u32 stack_bytes = 0;
 
@@ -50,6 +52,18 @@ struct {
 } pids SEC(".maps");
 
 /*
+ * Cgroups to profile when filter_cgroups is set: index -> cgroup v2
+ * directory fd (the collector fills it; the kernel keeps the cgroup).
+ * Resized to the --cgroup count; shared like pids.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroups SEC(".maps");
+
+/*
  * Flags for submitting a record: a wakeup (an irq_work, a self-interrupt)
  * only once the ring is half full, so the collector can sleep long at low
  * rates and still be woken well before the ring overflows at high ones.
@@ -61,9 +75,28 @@ static __always_inline __u64 lp_rb_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
+/* The current task is in one of the cgroups (or below one), or there is no cgroup filter. */
+static __always_inline bool lp_in_cgroups(void)
+{
+	for (__u32 i = 0; i < LP_MAX_CGROUPS; i++) {
+		if (i >= filter_cgroups)
+			break;
+		if (bpf_current_task_under_cgroup(&cgroups, i) == 1)
+			return true;
+	}
+	return !filter_cgroups;
+}
+
+/*
+ * Whether to profile process tgid, which the current task belongs to (or,
+ * for a new thread, its parent does): in the pid filter, and in the cgroup
+ * filter, each where one is set.
+ */
 static __always_inline bool lp_wanted(__u32 tgid)
 {
-	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
+		return false;
+	return lp_in_cgroups();
 }
 
 /*

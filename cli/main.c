@@ -55,6 +55,11 @@ static const char record_usage[] =
 	"  -d, --duration SECONDS  how long to profile (default: until Ctrl-C)\n"
 	"  -F, --freq HZ           samples per second per CPU (default 99, max 10000)\n"
 	"  -p, --pid PID           only this process and all its threads (repeatable)\n"
+	"      --cgroup PATH       only processes in this cgroup v2 directory or below\n"
+	"                          it (repeatable, at most 16), filtered in BPF:\n"
+	"                          absolute, or relative to the hierarchy's root\n"
+	"                          (/sys/fs/cgroup; /sys/fs/cgroup/unified on hybrid\n"
+	"                          hosts); with -p too, a process must pass both\n"
 	"  -o, --output DIR        output directory (default ./lowprof-out), made if\n"
 	"                          missing; no component of it may be a symlink\n"
 	"      --output-mode MODE  the outputs' mode (default 0600: root's alone, as\n"
@@ -102,7 +107,7 @@ static const char record_usage[] =
 
 static const char run_usage[] =
 	"Usage: lowprof run [--window SECONDS] [--spool DIR] [--spool-bytes SIZE] [-F HZ]\n"
-	"                   [-p PID]... [--off-cpu ...] [-d SECONDS] ...\n"
+	"                   [-p PID]... [--cgroup PATH]... [--off-cpu ...] [-d SECONDS] ...\n"
 	"\n"
 	"Profiles continuously until SIGTERM / Ctrl-C (or for -d SECONDS), as\n"
 	"'lowprof record' does, but writes no outputs at the end: every window\n"
@@ -112,13 +117,14 @@ static const char run_usage[] =
 	"  DIR/offcpu-TIME-SEQ.pb.gz  with --off-cpu: its off-CPU time\n"
 	"TIME is the window's start (UTC, 20261125T215000Z), SEQ counts windows\n"
 	"from 0, so a gap shows. Each file has the window's start and duration,\n"
-	"and its losses in the profile's comments; samples are labelled with pid\n"
-	"and comm. Files appear under a temporary name and are renamed when\n"
-	"whole. When the spool holds more than --spool-bytes, the oldest windows\n"
-	"are removed; nothing else removes them.\n"
+	"and its losses in the profile's comments; samples are labelled with pid,\n"
+	"comm, exe (the executable), cgroup (its v2 path) and, where the path\n"
+	"names them, container.id and k8s.pod.uid. Files appear under a temporary\n"
+	"name and are renamed when whole. When the spool holds more than\n"
+	"--spool-bytes, the oldest windows are removed; nothing else removes them.\n"
 	"\n"
-	"Options (and record's -F, -p, -u, --stack-bytes, --cache, --cache-size,\n"
-	"--no-cache, --debug-dir, --off-cpu and --off-cpu-*, -v):\n"
+	"Options (and record's -F, -p, --cgroup, -u, --stack-bytes, --cache,\n"
+	"--cache-size, --no-cache, --debug-dir, --off-cpu and --off-cpu-*, -v):\n"
 	"      --window SECONDS    the windows' length (default 10; 1 to 3600)\n"
 	"      --spool DIR         where windows go (default " LP_RUN_DEFAULT_SPOOL "),\n"
 	"                          made if missing: the symbolizer user's, 0700\n"
@@ -141,6 +147,7 @@ enum {
 	OPT_SPOOL, /* lowprof run's */
 	OPT_WINDOW,
 	OPT_SPOOL_BYTES,
+	OPT_CGROUP,
 };
 
 /* the options record and run share: sampling, the symbolizer's, off-CPU */
@@ -149,6 +156,7 @@ enum {
 	{"duration", required_argument, NULL, 'd'}, \
 	{"freq", required_argument, NULL, 'F'}, \
 	{"pid", required_argument, NULL, 'p'}, \
+	{"cgroup", required_argument, NULL, OPT_CGROUP}, \
 	{"user", required_argument, NULL, 'u'}, \
 	{"stack-bytes", required_argument, NULL, 'B'}, \
 	{"cache", required_argument, NULL, 'C'}, \
@@ -187,6 +195,7 @@ static const struct option run_longopts[] = {
 struct record_args {
 	struct lp_record_opts o;
 	pid_t pids[LP_RECORD_MAX_PIDS];
+	const char *cgroups[LP_RECORD_MAX_CGROUPS];
 	const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
 	size_t ndebug;
 };
@@ -202,6 +211,7 @@ static void record_args_init(struct record_args *a)
 	a->o = (struct lp_record_opts){.sz = sizeof(a->o),
 				       .freq_hz = 99,
 				       .pids = a->pids,
+				       .cgroups = a->cgroups,
 				       .out_dir = "lowprof-out",
 				       .user = LP_USER_DEFAULT,
 				       .stack_bytes = 16384,
@@ -378,6 +388,17 @@ static int record_opt(int key, const char *arg, struct record_args *a)
 			return 2;
 		}
 		a->pids[o->npids++] = (pid_t)v;
+		break;
+	case OPT_CGROUP:
+		if (o->ncgroups == LP_RECORD_MAX_CGROUPS) {
+			lp_err("at most %d --cgroup options", LP_RECORD_MAX_CGROUPS);
+			return 2;
+		}
+		if (!arg[0]) {
+			lp_err("--cgroup: give a cgroup v2 directory");
+			return 2;
+		}
+		a->cgroups[o->ncgroups++] = arg;
 		break;
 	case 'B':
 		if (lp_parse_uint(arg, 65536, &v) || v % 8) {

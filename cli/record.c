@@ -427,6 +427,10 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
 		argv[n++] = "-p";
 		argv[n++] = pidbuf[i];
 	}
+	for (size_t i = 0; i < o->ncgroups; i++) {
+		argv[n++] = "--cgroup";
+		argv[n++] = (char *)o->cgroups[i];
+	}
 	argv[n++] = "--exit-with-parent";
 	if (o->verbose)
 		argv[n++] = "-v";
@@ -757,6 +761,13 @@ static int rec_setup(struct rec *r)
 			return -1;
 		}
 	}
+	for (size_t i = 0; i < o->ncgroups; i++) {
+		int fd = lp_cgroup2_open(lp_cgroup2_root(), o->cgroups[i]);
+
+		if (fd < 0)
+			return -1;
+		close(fd);
+	}
 	if (r->nout &&
 	    cli_open_outputs(o->out_dir, o->output_mode ? o->output_mode : LP_OUTPUT_MODE, r->fds,
 			     r->nout, &r->out_dirfd))
@@ -857,7 +868,7 @@ static int rec_start_symbolizer(struct rec *r)
 static void rec_start_collector(struct rec *r)
 {
 	char coll_path[PATH_MAX], freq[16], dur[32], stack[16];
-	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS];
+	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS];
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
 	const struct lp_record_opts *o = &r->o;
 	/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
@@ -970,7 +981,7 @@ int lp_record(const struct lp_record_opts *opts)
 	struct rec r;
 	int rc = 1;
 
-	if (LP_OPTS_CHECK(opts, lp_record_opts, spool_bytes))
+	if (LP_OPTS_CHECK(opts, lp_record_opts, ncgroups))
 		return 1;
 	rec_init(&r, opts);
 	if (rec_setup(&r) || (!r.o.no_symbolize && rec_make_ring(&r)))

@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define LP_RECORD_MAX_PIDS 1024
+#define LP_RECORD_MAX_PIDS    1024
+#define LP_RECORD_MAX_CGROUPS 16
 
 struct lp_record_opts {
 	size_t sz; /* sizeof(struct lp_record_opts), checked (lowprof/opts.h) */
@@ -39,6 +40,9 @@ struct lp_record_opts {
 	const char *spool_dir;
 	uint32_t window_s;
 	const char *spool_bytes;
+	/* --cgroup: only processes in these cgroup v2 directories (the collector checks them) */
+	const char *const *cgroups;
+	size_t ncgroups;
 };
 
 #define LP_RECORD_MAX_OUTPUTS 6

@@ -34,6 +34,7 @@
 
 #include "btf.h"
 #include "capture.h"
+#include "cgroups.h"
 #include "kfeatures.h"
 #include "collector.h"
 #include "collector_int.h"
@@ -111,7 +112,9 @@ struct coll {
 	int capture_fd;		  /* --capture PATH: opened here */
 
 	struct coll_procs procs;
-	struct lps_enc dyn; /* maps, ksyms: grows as needed */
+	struct coll_cgroups *cgroups;	/* id -> path, for the cgroup records */
+	int cgroup_fds[LP_MAX_CGROUPS]; /* --cgroup directories, in the filter map */
+	struct lps_enc dyn;		/* maps, ksyms: grows as needed */
 	bool capture_failed;
 	bool consumer_stalled;
 	bool attached; /* the BPF programs are: the drain loop must not wait */
@@ -395,6 +398,23 @@ static void put_sample(struct coll *c, const struct lps_sample *s)
 	coll_capture__commit(c->cap, (uint32_t)len);
 }
 
+/*
+ * Before a sample of cgroup id: its path, where the reader has not had it
+ * (or not for a minute).
+ */
+static void send_cgroup(struct coll *c, uint64_t id, uint64_t time_ns)
+{
+	struct lps_cgroup g = {.time_ns = time_ns, .id = id};
+	const char *path;
+
+	if (!c->cgroups || !(path = coll_cgroups__due(c->cgroups, id, time_ns, &g.path.len)))
+		return;
+	g.path.ptr = path;
+	lps_enc_reset(&c->dyn);
+	lps_enc_cgroup(&c->dyn, &g);
+	write_enc(c, &c->dyn, WAIT_RUN_MS);
+}
+
 static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
 {
 	struct ev_stacks st = {e->nkstack, e->nustack, e->stack_len, e->stack};
@@ -409,8 +429,10 @@ static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t s
 		.ip = e->ip,
 		.sp = e->sp,
 		.bp = e->bp,
+		.cgroup_id = e->hdr.cgroup_id,
 	};
 
+	send_cgroup(c, s.cgroup_id, s.time_ns);
 	if (sample_stacks(c, &s, &st, LP_EV_SAMPLE_FIXED_SIZE, size) == 0)
 		put_sample(c, &s);
 }
@@ -431,8 +453,10 @@ static void handle_offcpu(struct coll *c, const struct lp_ev_offcpu *e, size_t s
 		.sp = e->sp,
 		.bp = e->bp,
 		.blocked_ns = e->blocked_ns,
+		.cgroup_id = e->hdr.cgroup_id,
 	};
 
+	send_cgroup(c, s.cgroup_id, s.time_ns);
 	if (sample_stacks(c, &s, &st, LP_EV_OFFCPU_FIXED_SIZE, size) == 0)
 		put_sample(c, &s);
 }
@@ -1123,6 +1147,7 @@ static int load_skel(struct coll *c, bool raw)
 		return err;
 	}
 	c->skel->rodata->filter_pids = o->npids > 0;
+	c->skel->rodata->filter_cgroups = (uint32_t)o->ncgroups;
 	c->skel->rodata->stack_bytes = o->stack_bytes;
 	c->bpf_ring_bytes =
 		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
@@ -1131,6 +1156,7 @@ static int load_skel(struct coll *c, bool raw)
 	bpf_map__set_max_entries(c->skel->maps.scratch, c->cpus[c->ncpus - 1] + 1);
 	bpf_map__set_max_entries(c->skel->maps.events, (uint32_t)c->bpf_ring_bytes);
 	bpf_map__set_max_entries(c->skel->maps.pids, o->npids ? (uint32_t)o->npids : 1);
+	bpf_map__set_max_entries(c->skel->maps.cgroups, o->ncgroups ? (uint32_t)o->ncgroups : 1);
 	coll_features__apply_profile(&c->feat, c->skel, raw);
 	if ((err = coll_btf__prepare(&c->btf, c->skel->obj)))
 		return err;
@@ -1158,6 +1184,7 @@ static int load_offcpu_with(struct coll *c)
 		return err;
 	}
 	off->rodata->filter_pids = o->npids > 0;
+	off->rodata->filter_cgroups = (uint32_t)o->ncgroups;
 	off->rodata->stack_bytes = o->stack_bytes;
 	off->rodata->wake_bytes = c->bpf_ring_bytes / 2;
 	off->rodata->mode = o->off_cpu_mode == COLL_OFFCPU_TIME ? LP_OFFCPU_TIME : LP_OFFCPU_EVENT;
@@ -1302,7 +1329,8 @@ static uint64_t bpf_mem(struct coll *c)
 
 	/* the off-CPU object's ring and pid filter are profile's (reused fds) */
 	if (c->off)
-		sum += obj_mem(c->off->obj, c->off->maps.events, c->off->maps.pids);
+		sum += obj_mem(c->off->obj, c->off->maps.events, c->off->maps.pids) -
+		       fd_memlock(bpf_map__fd(c->off->maps.cgroups));
 	return sum;
 }
 
@@ -1389,6 +1417,16 @@ static int load_bpf(struct coll *c)
 					 BPF_ANY)) {
 			err = -errno;
 			lp_err("bpf: pid filter: %s", strerror(-err));
+			return err;
+		}
+	}
+	for (uint32_t i = 0; i < o->ncgroups; i++) {
+		int fd = c->cgroup_fds[i];
+
+		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &fd, sizeof(fd),
+					 BPF_ANY)) {
+			err = -errno;
+			lp_err("bpf: cgroup filter: %s", strerror(-err));
 			return err;
 		}
 	}
@@ -1535,9 +1573,44 @@ static void coll_cleanup(struct coll *c)
 	if (c->kallsyms_fd >= 0)
 		close(c->kallsyms_fd);
 	coll_procs_free(&c->procs);
+	coll_cgroups__free(c->cgroups);
+	for (int i = 0; i < LP_MAX_CGROUPS; i++)
+		if (c->cgroup_fds[i] >= 0)
+			close(c->cgroup_fds[i]);
 	free(c->noted);
 	lps_enc_free(&c->dyn);
 	free(c->cpus);
+}
+
+/*
+ * The cgroup table (the samples' cgroup paths) and the --cgroup filter's
+ * directories, opened before anything loads: a wrong one is an error now.
+ */
+_Static_assert(COLL_MAX_CGROUPS == LP_MAX_CGROUPS, "the filter map holds every --cgroup");
+
+static int open_cgroups(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+
+	c->cgroups = coll_cgroups__new();
+	if (!c->cgroups)
+		return -ENOMEM;
+	if (!coll_cgroups__root(c->cgroups))
+		lp_info("cgroups: no cgroup v2 hierarchy: samples carry no cgroup path");
+	if (o->ncgroups > LP_MAX_CGROUPS) {
+		lp_err("at most %d --cgroup options", LP_MAX_CGROUPS);
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < o->ncgroups; i++) {
+		c->cgroup_fds[i] = coll_cgroups__open_dir(c->cgroups, o->cgroups[i]);
+		if (c->cgroup_fds[i] < 0) {
+			int err = c->cgroup_fds[i];
+
+			c->cgroup_fds[i] = -1;
+			return err;
+		}
+	}
+	return 0;
 }
 
 static void install_signals(void)
@@ -1565,6 +1638,8 @@ static void resend_state(struct coll *c)
 	uint32_t n = 0;
 
 	c->consumer_stalled = false; /* a new consumer: worth waiting for again */
+	if (c->cgroups)
+		coll_cgroups__resend_all(c->cgroups);
 	send_meta(c);
 	send_ksyms(c);
 	pids = malloc(sizeof(*pids) * (c->procs.count ? c->procs.count : 1));
@@ -1879,8 +1954,10 @@ int coll_run(const struct coll_opts *o)
 	const char *reason;
 	int err;
 
-	if (LP_OPTS_CHECK(o, coll_opts, capture_compress))
+	if (LP_OPTS_CHECK(o, coll_opts, ncgroups))
 		return 1;
+	for (int i = 0; i < LP_MAX_CGROUPS; i++)
+		c.cgroup_fds[i] = -1;
 	install_signals();
 	if (o->exit_with_parent) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -1895,6 +1972,9 @@ int coll_run(const struct coll_opts *o)
 		err = -ENOMEM;
 		goto err_out;
 	}
+	err = open_cgroups(&c);
+	if (err)
+		goto err_out;
 	c.ncpus = lp_online_cpus(c.cpus, LP_MAX_CPUS);
 	if (c.ncpus <= 0) {
 		err = c.ncpus ? c.ncpus : -ENODEV;

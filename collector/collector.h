@@ -23,6 +23,7 @@
 #define COLL_DEFAULT_DRAIN_MS 100
 #define COLL_MAX_FREQ	      10000
 #define COLL_MAX_PIDS	      1024
+#define COLL_MAX_CGROUPS      16 /* LP_MAX_CGROUPS of the BPF programs */
 /*
  * The longest nap between drains when the BPF programs can wake the
  * collector (once the ring is half full): at low rates a drain a second,
@@ -96,6 +97,14 @@ struct coll_opts {
 	const char *capture_path;
 	int capture_fd;
 	bool capture_compress;
+	/*
+	 * Cgroup filter (--cgroup): only processes in these cgroup v2
+	 * directories or below them (absolute, or relative to the hierarchy's
+	 * root), at most COLL_MAX_CGROUPS; with pids too, a process must pass
+	 * both.
+	 */
+	const char *const *cgroups;
+	size_t ncgroups;
 };
 
 /*

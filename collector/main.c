@@ -36,6 +36,11 @@ static const char usage[] =
 	"  -d, --duration SECS    stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
 	"  -p, --pid PID          profile only this process and its threads (repeatable);\n"
 	"                         files are opened for the symbolizer for these alone\n"
+	"      --cgroup PATH      profile only processes in this cgroup v2 directory or\n"
+	"                         below it (repeatable, at most 16): absolute, or relative\n"
+	"                         to the hierarchy's root (/sys/fs/cgroup, or\n"
+	"                         /sys/fs/cgroup/unified on hybrid hosts); filtered in\n"
+	"                         BPF. With -p too, a process must pass both.\n"
 	"      --ring PATH        create the ring and wait for a symbolizer to connect to\n"
 	"                         the Unix socket PATH, which receives it read-only; the\n"
 	"                         connection stays open for its requests for mapped\n"
@@ -104,6 +109,7 @@ static const struct option longopts[] = {
 	{"freq", required_argument, NULL, 'F'},
 	{"duration", required_argument, NULL, 'd'},
 	{"pid", required_argument, NULL, 'p'},
+	{"cgroup", required_argument, NULL, 'G'},
 	{"ring", required_argument, NULL, 'r'},
 	{"ring-owner", required_argument, NULL, 'O'},
 	{"ring-size", required_argument, NULL, 'S'},
@@ -131,6 +137,7 @@ static const struct option longopts[] = {
 struct args {
 	struct coll_opts o;
 	pid_t pids[COLL_MAX_PIDS];
+	const char *cgroups[COLL_MAX_CGROUPS];
 	const char *prog; /* argv[0], for the log */
 	enum lp_log_level level;
 	const char *ring_owner; /* --ring-owner, or NULL */
@@ -179,7 +186,8 @@ static void args_init(struct args *a, const char *prog)
 				  .off_cpu_period_ns = COLL_DEFAULT_OFFCPU_PERIOD_NS,
 				  .capture_fd = -1,
 				  .capture_compress = true,
-				  .pids = a->pids};
+				  .pids = a->pids,
+				  .cgroups = a->cgroups};
 	a->prog = prog;
 	a->level = LP_LOG_INFO;
 	a->o.parent = getppid();
@@ -325,6 +333,15 @@ static int parse_opt(int key, const char *arg, struct args *a)
 			return 2;
 		}
 		a->pids[o->npids++] = (pid_t)v;
+		break;
+	case 'G':
+		if (o->ncgroups == COLL_MAX_CGROUPS) {
+			lp_err("at most %d --cgroup options", COLL_MAX_CGROUPS);
+			return 2;
+		}
+		if (!arg[0] || strlen(arg) >= PATH_MAX)
+			return bad_value(key, arg);
+		a->cgroups[o->ncgroups++] = arg;
 		break;
 	case 'B':
 		if (parse_uint(arg, COLL_MAX_STACK_BYTES, &v) || v % 8)

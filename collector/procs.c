@@ -246,6 +246,26 @@ static size_t mapping_bytes(const struct lps_mapping *m)
 }
 
 /*
+ * The process's executable (LPS_PROC), before its mappings: the target of
+ * /proc/PID/exe, empty when the kernel gives none (gone, a kernel thread).
+ */
+static int emit_proc(uint32_t pid, uint64_t now_ns, struct lps_enc *enc,
+		     int (*emit)(void *ctx, struct lps_enc *enc), void *ctx)
+{
+	char path[64], exe[LPS_MAX_PATH];
+	struct lps_proc r = {.time_ns = now_ns, .pid = pid, .exe = {exe, 0}};
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe));
+	if (n > 0 && n < (ssize_t)sizeof(exe))
+		r.exe.len = (uint32_t)n;
+	lps_enc_reset(enc);
+	lps_enc_proc(enc, &r);
+	return emit(ctx, enc);
+}
+
+/*
  * Reads /proc/PID/maps and emits its executable mappings as one or more
  * LPS_MAPS records (the first replaces, the others append; each stays well
  * under LPS_MAX_RECORD), through emit(ctx, enc), with the build-ids the
@@ -295,6 +315,9 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 	}
 	count = i;
 	err = query_build_ids(fd, maps, count, ids);
+	if (err)
+		goto out;
+	err = emit_proc(p->pid, now_ns, enc, emit, ctx);
 	if (err)
 		goto out;
 	/* chunks by encoded size (mapping_bytes) */

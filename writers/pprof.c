@@ -280,11 +280,12 @@ static int pp_check(const struct lpw_profile *p, size_t *total_locs, size_t *tot
 static int pp_alloc(struct pp_build *b, const struct lpw_profile *p, size_t total_lines)
 {
 	/*
-	 * "", 2 value types, period type, "pid", "comm", then the profile's
-	 * strings: a function name and a file per line.
+	 * "", 2 value types, period type, "pid", "comm" and the four other
+	 * label keys, then the profile's strings: a function name and a file
+	 * per line, a comm and four labels per stack.
 	 */
 	size_t max_strs =
-		1 + 4 + 2 + 2 + p->ncomments + 2 * p->nmappings + 2 * total_lines + p->nstacks;
+		1 + 4 + 2 + 6 + p->ncomments + 2 * p->nmappings + 2 * total_lines + 5 * p->nstacks;
 	int err;
 
 	if (total_lines > UINT32_MAX / 8 || max_strs > UINT32_MAX / 4 ||
@@ -369,13 +370,27 @@ static void pp_encode_locations(struct pp_build *b, const struct lpw_profile *p)
 	}
 }
 
+/* Label {key 1, str 2} of the sample being built, when v is known; key interned first. */
+static void pp_str_label(struct pp_build *b, int64_t *key, const char *name, const char *v)
+{
+	if (!v)
+		return;
+	if (!*key)
+		*key = pp_str(b, name);
+	pb_int(&b->sub2, 1, (uint64_t)*key);
+	pb_int(&b->sub2, 2, (uint64_t)pp_str(b, v));
+	pb_msg(&b->sub, 3, &b->sub2);
+}
+
 /*
  * Sample {location_id 1 (packed, leaf first as the stacks), value 2
- * (packed), label 3: {key "pid", num pid}, {key "comm", str comm}}
+ * (packed), label 3: {key "pid", num pid}, {key "comm", str comm}, and
+ * where known {key "exe" | "cgroup" | "container.id" | "k8s.pod.uid", str}}
  */
 static void pp_encode_samples(struct pp_build *b, const struct lpw_profile *p)
 {
 	int64_t pid_key = pp_str(b, "pid"), comm_key = pp_str(b, "comm");
+	int64_t exe_key = 0, cgroup_key = 0, cid_key = 0, pod_key = 0;
 	uint64_t *ids = NULL;
 	size_t cap = 0;
 
@@ -405,6 +420,10 @@ static void pp_encode_samples(struct pp_build *b, const struct lpw_profile *p)
 		pb_int(&b->sub2, 1, (uint64_t)comm_key);
 		pb_int(&b->sub2, 2, (uint64_t)comm);
 		pb_msg(&b->sub, 3, &b->sub2);
+		pp_str_label(b, &exe_key, "exe", st->exe);
+		pp_str_label(b, &cgroup_key, "cgroup", st->cgroup);
+		pp_str_label(b, &cid_key, "container.id", st->container_id);
+		pp_str_label(b, &pod_key, "k8s.pod.uid", st->pod_uid);
 		pb_msg(&b->samples, 2, &b->sub);
 	}
 	free(ids);

@@ -1,7 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "lowprof/kernel.h"
 #include "lowprof/log.h"
@@ -19,4 +25,60 @@ int lp_check_kernel_btf(void)
 	       "or enable the option and rebuild",
 	       LP_KERNEL_BTF, strerror(err));
 	return -ENOENT;
+}
+
+static int is_cgroup2(const char *path)
+{
+	struct statfs sf;
+
+	return statfs(path, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+const char *lp_cgroup2_root(void)
+{
+	if (is_cgroup2("/sys/fs/cgroup"))
+		return "/sys/fs/cgroup";
+	if (is_cgroup2("/sys/fs/cgroup/unified"))
+		return "/sys/fs/cgroup/unified";
+	return NULL;
+}
+
+int lp_cgroup2_open(const char *root, const char *arg)
+{
+	char path[PATH_MAX];
+	struct statfs sf;
+	size_t rl;
+	int fd, err;
+
+	if (!root) {
+		lp_err("--cgroup %s: no cgroup v2 hierarchy (neither /sys/fs/cgroup nor "
+		       "/sys/fs/cgroup/unified is a cgroup2 mount)",
+		       arg);
+		return -ENOENT;
+	}
+	rl = strlen(root);
+	if (arg[0] == '/' && strncmp(arg, root, rl) == 0 && (arg[rl] == '/' || !arg[rl])) {
+		if (snprintf(path, sizeof(path), "%s", arg) >= (int)sizeof(path))
+			goto too_long;
+	} else if (snprintf(path, sizeof(path), "%s/%s", root, arg[0] == '/' ? arg + 1 : arg) >=
+		   (int)sizeof(path)) {
+		goto too_long;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		lp_err("--cgroup %s: %s: %s (give a directory of the cgroup v2 hierarchy, under %s "
+		       "or relative to it)",
+		       arg, path, strerror(-err), root);
+		return err;
+	}
+	if (fstatfs(fd, &sf) || sf.f_type != CGROUP2_SUPER_MAGIC) {
+		lp_err("--cgroup %s: %s is not in the cgroup v2 hierarchy (%s)", arg, path, root);
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+too_long:
+	lp_err("--cgroup %s: path too long", arg);
+	return -ENAMETOOLONG;
 }

@@ -469,7 +469,10 @@ static int dec_sample(struct cur *c, uint32_t n, struct lps_sample *s)
 	if (n < 15) /* 1.1 */
 		return skip_rest(c, 14, n);
 	TRY(rd_uint(c, &s->blocked_ns));
-	return skip_rest(c, 15, n);
+	if (n < 16) /* 1.2 - 1.4 */
+		return skip_rest(c, 15, n);
+	TRY(rd_uint(c, &s->cgroup_id));
+	return skip_rest(c, 16, n);
 }
 
 static int dec_mapping(struct cur *c, struct lps_mapping *m)
@@ -652,6 +655,30 @@ static int dec_buildid(struct cur *c, uint32_t n, struct lps_buildid *b)
 	return skip_rest(c, 7, n);
 }
 
+static int dec_cgroup(struct cur *c, uint32_t n, struct lps_cgroup *g)
+{
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_uint(c, &g->time_ns));
+	TRY(rd_uint(c, &g->id));
+	TRY(rd_str(c, &g->path));
+	if (!g->path.len || g->path.len > LPS_MAX_PATH || g->path.ptr[0] != '/')
+		return -EBADMSG;
+	return skip_rest(c, 4, n);
+}
+
+static int dec_proc(struct cur *c, uint32_t n, struct lps_proc *p)
+{
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_uint(c, &p->time_ns));
+	TRY(rd_u32(c, &p->pid));
+	TRY(rd_str(c, &p->exe));
+	if (p->exe.len > LPS_MAX_PATH)
+		return -EBADMSG;
+	return skip_rest(c, 4, n);
+}
+
 int lps_peek_type(const void *buf, size_t len, uint32_t *type)
 {
 	struct cur c;
@@ -722,6 +749,12 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 		break;
 	case LPS_BUILDID:
 		err = dec_buildid(&c, n, &rec->buildid);
+		break;
+	case LPS_CGROUP:
+		err = dec_cgroup(&c, n, &rec->cgroup);
+		break;
+	case LPS_PROC:
+		err = dec_proc(&c, n, &rec->proc);
 		break;
 	default:
 		return -ENOTSUP;

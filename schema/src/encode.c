@@ -137,7 +137,7 @@ void lps_enc_meta(struct lps_enc *e, const struct lps_meta *m, const uint32_t *p
 void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 15);
+	msgpack_pack_array(&pk, 16);
 	msgpack_pack_uint32(&pk, LPS_SAMPLE);
 	msgpack_pack_uint32(&pk, s->kind);
 	msgpack_pack_uint64(&pk, s->time_ns);
@@ -153,6 +153,7 @@ void lps_enc_sample(struct lps_enc *e, const struct lps_sample *s)
 	pk_bin(&pk, s->ustack, s->nustack * 8);
 	pk_bin(&pk, s->stack_copy, s->stack_copy_len);
 	msgpack_pack_uint64(&pk, s->blocked_ns); /* since 1.2 */
+	msgpack_pack_uint64(&pk, s->cgroup_id);	 /* since 1.5 */
 }
 
 void lps_enc_maps_begin(struct lps_enc *e, uint64_t time_ns, uint32_t pid, bool append,
@@ -275,12 +276,33 @@ void lps_enc_buildid(struct lps_enc *e, const struct lps_buildid *b)
 	pk_str(&pk, &b->source);
 }
 
+void lps_enc_cgroup(struct lps_enc *e, const struct lps_cgroup *g)
+{
+	PK(e);
+	msgpack_pack_array(&pk, 4);
+	msgpack_pack_uint32(&pk, LPS_CGROUP);
+	msgpack_pack_uint64(&pk, g->time_ns);
+	msgpack_pack_uint64(&pk, g->id);
+	pk_str(&pk, &g->path);
+}
+
+void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p)
+{
+	PK(e);
+	msgpack_pack_array(&pk, 4);
+	msgpack_pack_uint32(&pk, LPS_PROC);
+	msgpack_pack_uint64(&pk, p->time_ns);
+	msgpack_pack_uint32(&pk, p->pid);
+	pk_str(&pk, &p->exe);
+}
+
 const char *lps_type_name(uint32_t type)
 {
 	static const char *const names[] = {
-		[LPS_META] = "meta", [LPS_SAMPLE] = "sample", [LPS_MAPS] = "maps",
-		[LPS_EXEC] = "exec", [LPS_EXIT] = "exit",     [LPS_KSYMS] = "ksyms",
-		[LPS_LOSS] = "loss", [LPS_END] = "end",	      [LPS_BUILDID] = "buildid",
+		[LPS_META] = "meta",	 [LPS_SAMPLE] = "sample", [LPS_MAPS] = "maps",
+		[LPS_EXEC] = "exec",	 [LPS_EXIT] = "exit",	  [LPS_KSYMS] = "ksyms",
+		[LPS_LOSS] = "loss",	 [LPS_END] = "end",	  [LPS_BUILDID] = "buildid",
+		[LPS_CGROUP] = "cgroup", [LPS_PROC] = "proc",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

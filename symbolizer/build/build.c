@@ -518,8 +518,16 @@ struct symb_built *symb_build_window(struct symb_state *s, enum symb_kind kind,
 		const struct symb_agg *a = aggs[i];
 		struct lpw_stack *st = &b->stacks[i];
 
+		const struct symb_cgroup *cg = symb_state__cgroup(s, a->cgroup);
+
 		st->pid = a->pid;
 		st->comm = a->comm;
+		st->exe = symb_state__exe(s, a->exe);
+		if (cg) {
+			st->cgroup = cg->path;
+			st->container_id = cg->container_id;
+			st->pod_uid = cg->pod_uid;
+		}
 		st->locs = &b->locs[off];
 		st->nlocs = a->nframes;
 		st->values[0] = (int64_t)a->count;

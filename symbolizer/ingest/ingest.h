@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "labels.h"
 #include "lowprof/schema.h"
 #include "objects.h"
 #include "unwind.h"
@@ -69,11 +70,13 @@ enum symb_kind {
 	SYMB_KIND__COUNT,
 };
 
-/* One aggregated stack: key (kind, pid, comm, frames) -> values. */
+/* One aggregated stack: key (kind, pid, comm, exe, cgroup, frames) -> values. */
 struct symb_agg {
 	uint64_t hash;
 	uint32_t kind; /* enum symb_kind */
 	uint32_t pid;
+	uint64_t cgroup; /* the samples' cgroup id (symb_state__cgroup); 0: unknown */
+	uint32_t exe;	 /* the process's executable (symb_state__exe); 0: unknown */
 	char comm[LPS_COMM_LEN + 1];
 	uint32_t nframes;
 	uint32_t first; /* index of its first frame in symb_state__frames */
@@ -204,6 +207,11 @@ const struct symb_ksyms_stats *symb_state__ksyms_stats(const struct symb_state *
 void symb_state__new_window(struct symb_state *s);
 /* Samples taken at or after end_ns (the stream's clock) belong to the next window; 0: none. */
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns);
+
+/* An aggregate's labels: the executable's path (NULL: unknown), the cgroup (NULL: unnamed). */
+const char *symb_state__exe(const struct symb_state *s, uint32_t exe);
+const struct symb_cgroup *symb_state__cgroup(const struct symb_state *s, uint64_t id);
+void symb_state__labels_stats(const struct symb_state *s, struct symb_labels_stats *st);
 
 /* Mappings pid holds now; 0 for an unknown pid (tests, diagnostics). */
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid);

@@ -27,7 +27,8 @@ struct symb_proc {
 	uint32_t gen; /* maps_gen when its mappings last changed: keys its delta memo entries */
 	bool used;
 	bool has_maps;
-	bool exited; /* an exit record came, and no mappings since: dropped with the window */
+	bool exited;  /* an exit record came, and no mappings since: dropped with the window */
+	uint32_t exe; /* its executable (labels), 0: unknown; a reference */
 	struct symb_map *maps; /* ascending by start, non-overlapping */
 	uint32_t nmaps, cap_maps;
 };
@@ -44,8 +45,9 @@ struct symb_state {
 	uint64_t window_end; /* samples from then are the next window's; 0: none */
 	struct symb_meta meta;
 
-	struct symb_objects *objs; /* owned */
-	struct symb_ksyms *ksyms;  /* owned */
+	struct symb_objects *objs;  /* owned */
+	struct symb_ksyms *ksyms;   /* owned */
+	struct symb_labels *labels; /* owned */
 
 	struct symb_proc *procs; /* open-addressing hash by pid */
 	uint32_t cap_procs;
@@ -106,7 +108,8 @@ struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 	oo.files_fd = opts->files_fd;
 	s->objs = symb_objects__new(&oo);
 	s->ksyms = symb_ksyms__new();
-	if (!s->objs || !s->ksyms) {
+	s->labels = symb_labels__new(lp_mix64(s->seed + 1));
+	if (!s->objs || !s->ksyms || !s->labels) {
 		symb_state__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -120,6 +123,7 @@ void symb_state__free(struct symb_state *s)
 		return;
 	symb_objects__free(s->objs);
 	symb_ksyms__free(s->ksyms);
+	symb_labels__free(s->labels);
 	for (uint32_t i = 0; i < s->cap_procs; i++)
 		free(s->procs[i].maps);
 	free(s->procs);
@@ -185,6 +189,21 @@ const struct symb_objects_stats *symb_state__objects_stats(const struct symb_sta
 const struct symb_ksyms_stats *symb_state__ksyms_stats(const struct symb_state *s)
 {
 	return symb_ksyms__stats(s->ksyms);
+}
+
+const char *symb_state__exe(const struct symb_state *s, uint32_t exe)
+{
+	return symb_labels__exe(s->labels, exe);
+}
+
+const struct symb_cgroup *symb_state__cgroup(const struct symb_state *s, uint64_t id)
+{
+	return symb_labels__cgroup(s->labels, id);
+}
+
+void symb_state__labels_stats(const struct symb_state *s, struct symb_labels_stats *st)
+{
+	symb_labels__stats(s->labels, st);
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -418,11 +437,19 @@ static const struct symb_map *map_find(const struct symb_proc *p, uint64_t addr)
 
 /* ---- samples ------------------------------------------------------------ */
 
-static uint64_t hash_stack(const struct symb_state *s, uint32_t kind, uint32_t pid,
-			   const char *comm, const struct symb_frame *f, uint32_t n)
+/* What, besides its frames, keys an aggregate. */
+struct agg_key {
+	uint32_t kind, pid, exe;
+	uint64_t cgroup;
+	const char *comm;
+};
+
+static uint64_t hash_stack(const struct symb_state *s, const struct agg_key *k,
+			   const struct symb_frame *f, uint32_t n)
 {
-	uint64_t h =
-		lp_hash_bytes(lp_mix64(s->seed ^ ((uint64_t)kind << 32 | pid)), comm, strlen(comm));
+	uint64_t h = lp_hash_bytes(lp_mix64(s->seed ^ ((uint64_t)k->kind << 32 | k->pid) ^
+					    lp_mix64(k->cgroup ^ ((uint64_t)k->exe << 40))),
+				   k->comm, strlen(k->comm));
 
 	/*
 	 * Each frame is mixed on its own (the mixes of a stack's frames run in
@@ -436,11 +463,11 @@ static uint64_t hash_stack(const struct symb_state *s, uint32_t kind, uint32_t p
 }
 
 static bool agg_matches(const struct symb_state *s, const struct symb_agg *a, uint64_t h,
-			uint32_t kind, uint32_t pid, const char *comm, const struct symb_frame *f,
-			uint32_t n)
+			const struct agg_key *k, const struct symb_frame *f, uint32_t n)
 {
-	return a->hash == h && a->kind == kind && a->pid == pid && a->nframes == n &&
-	       strcmp(a->comm, comm) == 0 && memcmp(&s->frames[a->first], f, n * sizeof(*f)) == 0;
+	return a->hash == h && a->kind == k->kind && a->pid == k->pid && a->nframes == n &&
+	       a->cgroup == k->cgroup && a->exe == k->exe && strcmp(a->comm, k->comm) == 0 &&
+	       memcmp(&s->frames[a->first], f, n * sizeof(*f)) == 0;
 }
 
 /* The index, doubled: 0 or -ENOMEM. */
@@ -465,8 +492,8 @@ static int agg_index_grow(struct symb_state *s)
 }
 
 /* The stack's index slot: its aggregate's, or the empty slot where it belongs. */
-static struct symb_agg_slot *agg_slot(struct symb_state *s, uint64_t h, uint32_t kind, uint32_t pid,
-				      const char *comm, const struct symb_frame *f, uint32_t n)
+static struct symb_agg_slot *agg_slot(struct symb_state *s, uint64_t h, const struct agg_key *k,
+				      const struct symb_frame *f, uint32_t n)
 {
 	uint32_t hi = (uint32_t)(h >> 32);
 
@@ -474,8 +501,8 @@ static struct symb_agg_slot *agg_slot(struct symb_state *s, uint64_t h, uint32_t
 	     j = (j + 1) & (s->cap_agg_index - 1)) {
 		struct symb_agg_slot *e = &s->agg_index[j];
 
-		if (!e->agg || (e->hash_hi == hi &&
-				agg_matches(s, &s->aggs[e->agg - 1], h, kind, pid, comm, f, n)))
+		if (!e->agg ||
+		    (e->hash_hi == hi && agg_matches(s, &s->aggs[e->agg - 1], h, k, f, n)))
 			return e;
 	}
 }
@@ -484,11 +511,11 @@ static struct symb_agg_slot *agg_slot(struct symb_state *s, uint64_t h, uint32_t
  * Counts one sample of a stack of a kind (< SYMB_KIND__COUNT): 0, -ENOSPC
  * beyond the stack limits (shared by all kinds), or -ENOMEM.
  */
-static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const char *comm,
-		     const struct symb_frame *f, uint32_t n, uint64_t weight)
+static int aggregate(struct symb_state *s, const struct agg_key *k, const struct symb_frame *f,
+		     uint32_t n, uint64_t weight)
 {
-	uint64_t h = hash_stack(s, kind, pid, comm, f, n);
-	struct symb_agg_slot *e = s->cap_agg_index ? agg_slot(s, h, kind, pid, comm, f, n) : NULL;
+	uint64_t h = hash_stack(s, k, f, n);
+	struct symb_agg_slot *e = s->cap_agg_index ? agg_slot(s, h, k, f, n) : NULL;
 	struct symb_agg *a;
 	size_t clen;
 
@@ -503,7 +530,7 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 	if ((s->n.stacks + 1) * 2 > s->cap_agg_index) {
 		if (agg_index_grow(s))
 			return -ENOMEM;
-		e = agg_slot(s, h, kind, pid, comm, f, n);
+		e = agg_slot(s, h, k, f, n);
 	}
 	if (grow((void **)&s->aggs, &s->cap_aggs, s->n.stacks + 1, sizeof(*s->aggs)))
 		return -ENOMEM;
@@ -513,14 +540,16 @@ static int aggregate(struct symb_state *s, uint32_t kind, uint32_t pid, const ch
 	memcpy(&s->frames[s->nframes], f, n * sizeof(*f));
 	a = &s->aggs[s->n.stacks];
 	a->hash = h;
-	a->kind = kind;
-	a->pid = pid;
-	clen = strnlen(comm, sizeof(a->comm) - 1);
-	memcpy(a->comm, comm, clen);
+	a->kind = k->kind;
+	a->pid = k->pid;
+	a->cgroup = k->cgroup;
+	a->exe = k->exe;
+	clen = strnlen(k->comm, sizeof(a->comm) - 1);
+	memcpy(a->comm, k->comm, clen);
 	a->comm[clen] = '\0';
 	a->nframes = n;
 	a->first = (uint32_t)s->nframes; /* < SYMB_MAX_FRAMES */
-	a->seq = s->naggs_kind[kind]++;
+	a->seq = s->naggs_kind[k->kind]++;
 	a->count = 1;
 	a->weight = weight;
 	s->nframes += n;
@@ -811,8 +840,11 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 		f[n++] = user_frame(p, a, &unmapped, &bad_offsets);
 	}
 	err = note_pid_seen(s, smp->pid);
-	if (!err)
-		err = aggregate(s, smp->kind, smp->pid, comm, f, n, smp->weight);
+	if (!err) {
+		struct agg_key k = {smp->kind, smp->pid, p ? p->exe : 0, smp->cgroup_id, comm};
+
+		err = aggregate(s, &k, f, n, smp->weight);
+	}
 	if (err == -ENOSPC) {
 		s->n.over_limit_samples++;
 		return 0;
@@ -834,6 +866,29 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 		s->meta.first_ns = smp->time_ns;
 	if (smp->time_ns > s->meta.last_ns)
 		s->meta.last_ns = smp->time_ns;
+	return 0;
+}
+
+/* What a process runs: its executable, for the labels. */
+static int feed_proc(struct symb_state *s, const struct lps_proc *r)
+{
+	struct symb_proc *p = proc_get(s, r->pid);
+	uint32_t exe;
+	int err;
+
+	if (!p) {
+		err = proc_add(s, r->pid, &p);
+		if (err == -ENOSPC) {
+			s->n.over_limit_samples++;
+			return 0;
+		}
+		if (err)
+			return err;
+	}
+	exe = symb_labels__exe_get(s->labels, r->exe.ptr, r->exe.len);
+	symb_labels__exe_put(s->labels, p->exe);
+	p->exe = exe;
+	p->exited = false;
 	return 0;
 }
 
@@ -942,6 +997,15 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	case LPS_KSYMS:
 		err = symb_ksyms__feed(s->ksyms, &r.ksyms);
 		break;
+	case LPS_CGROUP:
+		err = symb_labels__cgroup_set(s->labels, r.cgroup.id, r.cgroup.path.ptr,
+					      r.cgroup.path.len, r.cgroup.time_ns);
+		if (err == -ENOSPC)
+			err = 0; /* counted: its samples keep the id alone */
+		break;
+	case LPS_PROC:
+		err = feed_proc(s, &r.proc);
+		break;
 	case LPS_LOSS:
 		s->n.loss = r.loss;
 		s->n.have_loss = true;
@@ -981,9 +1045,10 @@ static void procs_compact(struct symb_state *s)
 	for (uint32_t i = 0; i < s->cap_procs; i++) {
 		if (!s->procs[i].used)
 			continue;
-		if (s->procs[i].exited)
+		if (s->procs[i].exited) {
 			free(s->procs[i].maps); /* none: cleared at the exit */
-		else
+			symb_labels__exe_put(s->labels, s->procs[i].exe);
+		} else
 			*proc_slot(s, n, ncap, s->procs[i].pid) = s->procs[i];
 	}
 	free(s->procs);
@@ -995,6 +1060,11 @@ static void procs_compact(struct symb_state *s)
 void symb_state__new_window(struct symb_state *s)
 {
 	struct symb_counters keep = s->n;
+	uint64_t last_ns = s->meta.last_ns;
+
+	/* the window's cgroups stay known for a while after their last sample */
+	for (uint32_t i = 0; i < s->n.stacks; i++)
+		symb_labels__cgroup_used(s->labels, s->aggs[i].cgroup, last_ns);
 
 	memset(&s->n, 0, sizeof(s->n));
 	/* what describes the tables and the stream, not the window's samples */
@@ -1018,6 +1088,7 @@ void symb_state__new_window(struct symb_state *s)
 	/* no aggregated frame refers to a process or an object any more */
 	procs_compact(s);
 	symb_objects__sweep(s->objs);
+	symb_labels__sweep(s->labels, last_ns);
 }
 
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)

@@ -17,4 +17,18 @@
  */
 int lp_check_kernel_btf(void);
 
+/*
+ * The cgroup v2 hierarchy's mount point: /sys/fs/cgroup (pure v2) or
+ * /sys/fs/cgroup/unified (hybrid), whichever is a cgroup2 mount; NULL
+ * when neither is.
+ */
+const char *lp_cgroup2_root(void);
+
+/*
+ * Opens a --cgroup argument: a directory of the cgroup v2 hierarchy,
+ * absolute (under root) or relative to root. Returns an fd (O_RDONLY |
+ * O_DIRECTORY | O_CLOEXEC) or a negative errno after saying why.
+ */
+int lp_cgroup2_open(const char *root, const char *arg);
+
 #endif /* LOWPROF_KERNEL_H */

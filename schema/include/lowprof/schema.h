@@ -32,7 +32,7 @@
 #include <string.h>
 
 #define LPS_VERSION_MAJOR 1
-#define LPS_VERSION_MINOR 4
+#define LPS_VERSION_MINOR 5
 
 #define LPS_MAX_FRAMES	   127 /* kernel and user frame-pointer stacks */
 #define LPS_COMM_LEN	   16
@@ -61,6 +61,8 @@ enum lps_type {
 	LPS_LOSS = 7,	 /* loss counters, cumulative since the run began */
 	LPS_END = 8,	 /* the stream is complete */
 	LPS_BUILDID = 9, /* since 1.4: a mapped file's build-id the kernel did not give */
+	LPS_CGROUP = 10, /* since 1.5: the path of a cgroup id that samples carry */
+	LPS_PROC = 11,	 /* since 1.5: what a process runs: its executable's path */
 	LPS__TYPES,	 /* one past the last type this reader knows */
 };
 
@@ -137,6 +139,11 @@ struct lps_sample {
 	uint32_t stack_copy_len;
 	/* since 1.2: LPS_KIND_OFFCPU only, the measured blocked interval; 0 otherwise */
 	uint64_t blocked_ns;
+	/*
+	 * since 1.5: the thread's cgroup v2 id (the inode number of its
+	 * directory; an LPS_CGROUP record before it names it); 0: unknown
+	 */
+	uint64_t cgroup_id;
 };
 
 /* Protection bits of a mapping. */
@@ -243,6 +250,28 @@ struct lps_buildid {
 	struct lps_str source;	 /* at most LPS_MAX_MODE bytes */
 };
 
+/*
+ * since 1.5: the cgroup v2 id samples carry, with its path relative to the
+ * cgroup v2 root ("/system.slice/foo.service"; "/" for the root). Sent by
+ * the collector before the first sample that carries the id, and again
+ * after a while (a symbolizer may have forgotten it).
+ */
+struct lps_cgroup {
+	uint64_t time_ns;
+	uint64_t id;
+	struct lps_str path; /* 1..LPS_MAX_PATH bytes, starting with '/' */
+};
+
+/*
+ * since 1.5: a process's executable (the target of /proc/PID/exe), sent
+ * with each full read of its mappings (before the maps record).
+ */
+struct lps_proc {
+	uint64_t time_ns;
+	uint32_t pid;
+	struct lps_str exe; /* at most LPS_MAX_PATH bytes; empty: unknown */
+};
+
 /* Any record: type + the member that matches it. */
 struct lps_record {
 	uint32_t type;
@@ -256,6 +285,8 @@ struct lps_record {
 		struct lps_loss loss;
 		struct lps_end end;
 		struct lps_buildid buildid;
+		struct lps_cgroup cgroup;
+		struct lps_proc proc;
 	};
 };
 
@@ -324,6 +355,8 @@ void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k);
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l);
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
 void lps_enc_buildid(struct lps_enc *e, const struct lps_buildid *b);
+void lps_enc_cgroup(struct lps_enc *e, const struct lps_cgroup *g);
+void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p);
 
 /*
  * What a fallback of the meta means ("no-task-pt-regs": "no bpf_task_pt_regs

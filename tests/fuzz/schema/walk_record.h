@@ -68,6 +68,12 @@ static void walk_record(const uint8_t *buf, size_t len)
 		walk_touch(r.buildid.build_id);
 		walk_touch(r.buildid.source);
 		break;
+	case LPS_CGROUP:
+		walk_touch(r.cgroup.path);
+		break;
+	case LPS_PROC:
+		walk_touch(r.proc.exe);
+		break;
 	default:
 		break;
 	}

@@ -76,3 +76,13 @@ o1 = [2, 1, 230, 42, 44, 0, "true", 3000000, 0x400010, 0x7FFE0000, 0x7FFE0040,
       stack(0xFFFFFFFF81000010, 0xFFFFFFFF81001010, 0xFFFFFFFF81002010), stack(0x400010, 0x7F0000000100)]
 o2 = [2, 1, 240, 42, 42, 1, "true", 500000, 0x400010, 0, 0, b"", stack(0x400010, 0x7F0000000100, 0x1234)]
 open("corpus/offcpu-stream", "wb").write(frame(meta, oksyms, maps, s1, o1, o2, o1, s2, loss, end))
+# 1.5: what a process runs, and the cgroups its samples name (a Kubernetes
+# pod's container, a systemd service, one never named)
+proc = [11, 149, 42, "/usr/bin/true"]
+cg1 = [10, 199, 77, "/kubepods.slice/kubepods-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/"
+                    "cri-containerd-" + "ab" * 32 + ".scope"]
+cg2 = [10, 199, 78, "/system.slice/docker-" + "0f" * 32 + ".scope"]
+c1 = s1 + [b"", 0, 77]
+c2 = s2 + [b"", 0, 78]
+c3 = s1 + [b"", 0, 79]
+open("corpus/labels-stream", "wb").write(frame(meta, proc, maps, cg1, cg2, c1, c2, c3, c1, end))

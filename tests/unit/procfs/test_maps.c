@@ -37,6 +37,7 @@ struct sink {
 	struct seen *m;
 	uint32_t n, cap;
 	uint32_t records;
+	uint32_t procs; /* LPS_PROC records */
 	const char *exe;
 };
 
@@ -50,6 +51,17 @@ static int collect(void *ctx, struct lps_enc *enc)
 
 	assert_true(len > 0 && len <= (long)LPS_MAX_RECORD);
 	assert_int_equal(lps_decode(enc->buf, (size_t)len, &r), 0);
+	if (r.type == LPS_PROC) {
+		/* what the process runs, once, before its mappings */
+		assert_int_equal(r.proc.pid, getpid());
+		assert_int_equal(s->records, 0);
+		assert_int_equal(s->procs, 0);
+		assert_int_equal(r.proc.exe.len, strlen(s->exe));
+		assert_memory_equal(r.proc.exe.ptr, s->exe, r.proc.exe.len);
+		s->procs++;
+		return 0;
+	}
+	assert_int_equal(s->procs, 1);
 	assert_int_equal(r.type, LPS_MAPS);
 	assert_int_equal(r.maps.pid, getpid());
 	/* the first record replaces, the others append */
@@ -107,7 +119,7 @@ static uint32_t read_and_check(struct sink *s, uint32_t *records)
 	int nobj = self_objs(objs, 64);
 
 	assert_true(nobj >= 2 && objs[0].main && objs[0].idlen >= 16);
-	s->n = s->records = 0;
+	s->n = s->records = s->procs = 0;
 	lps_enc_init_dynamic(&enc);
 	assert_int_equal(coll_read_maps(&p, 1, &enc, collect, s), 0);
 	lps_enc_free(&enc);

@@ -107,11 +107,15 @@ static void test_sample_stack_copy(void **state)
 	struct lps_sample old;
 
 	n = enc_sample(&old, kst, ust);
-	/* 15 fields: ..., empty bin, blocked_ns 0 */
-	assert_true(n > 3 && buf[0] == 0x9f && buf[n - 1] == 0 && buf[n - 2] == 0);
+	/* 16 fields (array16 header): ..., empty bin, blocked_ns 0, cgroup 0 */
+	assert_true(n > 5 && buf[0] == 0xdc && buf[1] == 0 && buf[2] == 16);
+	assert_true(buf[n - 1] == 0 && buf[n - 2] == 0 && buf[n - 3] == 0);
+	assert_int_equal(buf[n - 4], 0xc4);
+	/* 13 fields: a fixarray header, the last four bytes gone */
+	memmove(buf + 1, buf + 3, (size_t)n - 3);
+	n -= 2;
 	buf[0] = 0x9d;
-	assert_int_equal(buf[n - 3], 0xc4);
-	assert_int_equal(lps_decode(buf, n - 3, &r), 0);
+	assert_int_equal(lps_decode(buf, n - 4, &r), 0);
 	assert_int_equal(r.sample.nustack, 3);
 	assert_null(r.sample.stack_copy);
 	assert_int_equal(r.sample.stack_copy_len, 0);
@@ -147,22 +151,52 @@ static void test_sample_offcpu(void **state)
 	assert_int_equal(r.sample.nkstack, 5);
 	assert_int_equal(r.sample.stack_copy_len, sizeof(copy));
 	assert_memory_equal(r.sample.stack_copy, copy, sizeof(copy));
+	/* since 1.5: 16 fields, the cgroup id last */
+	assert_int_equal(buf[0], 0xdc);
+	assert_int_equal(buf[2], 16);
+	assert_int_equal(buf[n - 1], 0);
+	s.cgroup_id = 0x1234;
+	{
+		struct lps_enc e;
+
+		lps_enc_init_fixed(&e, buf, sizeof(buf));
+		lps_enc_sample(&e, &s);
+		assert_int_equal(lps_decode(buf, lps_enc_len(&e), &r), 0);
+		assert_true(r.sample.cgroup_id == 0x1234);
+		assert_true(r.sample.blocked_ns == 20000001);
+	}
+	s.cgroup_id = 0;
+	{
+		struct lps_enc e;
+
+		lps_enc_init_fixed(&e, buf, sizeof(buf));
+		lps_enc_sample(&e, &s);
+	}
+	/* a 1.2-1.4 sample: 15 fields (fixarray), cgroup dropped */
+	memmove(buf + 1, buf + 3, (size_t)n - 3);
+	n -= 2;
+	buf[0] = 0x9f;
+	n -= 1;
+	assert_int_equal(lps_decode(buf, n, &r), 0);
+	assert_true(r.sample.cgroup_id == 0);
+	assert_true(r.sample.blocked_ns == 20000001);
 	/* the same as a 1.1 sample: 14 fields, blocked_ns (uint32: 5 bytes) dropped */
-	assert_int_equal(buf[0], 0x9f);
 	assert_int_equal(buf[n - 5], 0xce);
 	buf[0] = 0x9e;
 	assert_int_equal(lps_decode(buf, n - 5, &r), 0);
 	assert_int_equal(r.sample.kind, LPS_KIND_OFFCPU);
 	assert_true(r.sample.blocked_ns == 0);
 	assert_int_equal(r.sample.stack_copy_len, sizeof(copy));
-	/* a 1.3 sample with one more field still decodes */
+	/* a newer sample with one more field than 1.5's still decodes */
 	buf[0] = 0xdc;
 	memmove(buf + 3, buf + 1, (size_t)n - 1);
 	buf[1] = 0;
-	buf[2] = 16;
-	buf[n + 2] = 0x07;
-	assert_int_equal(lps_decode(buf, (size_t)n + 3, &r), 0);
+	buf[2] = 17;
+	buf[n + 2] = 0x07; /* cgroup */
+	buf[n + 3] = 0x08; /* unknown */
+	assert_int_equal(lps_decode(buf, (size_t)n + 4, &r), 0);
 	assert_true(r.sample.blocked_ns == 20000001);
+	assert_true(r.sample.cgroup_id == 7);
 }
 
 static void test_fixed_buffer_too_small(void **state)

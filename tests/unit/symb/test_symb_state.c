@@ -330,6 +330,178 @@ static void test_wrong_inode_not_symbolized(void **state)
 	symb_state__free(s);
 }
 
+/* The container ids and pod UIDs of the cgroup path forms runtimes make. */
+static void test_container_ids(void **state)
+{
+	static const char id[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	static const struct {
+		const char *path;
+		bool cid;
+		const char *pod;
+	} cases[] = {
+		{"/docker/%s", true, NULL},
+		{"/system.slice/docker-%s.scope", true, NULL},
+		{"/kubepods/burstable/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789/%s", true,
+		 "0a1b2c3d-4e5f-6789-abcd-ef0123456789"},
+		{"/kubepods.slice/kubepods-burstable.slice/"
+		 "kubepods-burstable-pod0a1b2c3d_4e5f_6789_"
+		 "abcd_ef0123456789.slice/cri-containerd-%s.scope",
+		 true, "0a1b2c3d-4e5f-6789-abcd-ef0123456789"},
+		{"/kubepods.slice/kubepods-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/"
+		 "crio-%s.scope",
+		 true, "0a1b2c3d-4e5f-6789-abcd-ef0123456789"},
+		{"/machine.slice/libpod-%s.scope/container", true, NULL},
+		{"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-%s.scope", true,
+		 NULL},
+		/* conmon is not the container */
+		{"/machine.slice/libpod-conmon-%s.scope", false, NULL},
+		{"/system.slice/crio-conmon-%s.scope", false, NULL},
+		/* no container */
+		{"/system.slice/cron.service%.0s", false, NULL},
+		{"/%.0s", false, NULL},
+		/* 63 digits, upper case, a pod UID with a bad group: none */
+		{"/docker/%.63s", false, NULL},
+		{"/kubepods/pod0a1b2c3d-4e5f-6789-abcd-ef012345678/x%.0s", false, NULL},
+	};
+	char path[512], cid[65], pod[37];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), cases[i].path, id);
+		symb_container_ids(path, strlen(path), cid, pod);
+		printf("%s -> [%s] [%s]\n", path, cid, pod);
+		assert_string_equal(cid, cases[i].cid ? id : "");
+		assert_string_equal(pod, cases[i].pod ? cases[i].pod : "");
+	}
+	strcpy(path, "/docker/0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef");
+	symb_container_ids(path, strlen(path), cid, pod);
+	assert_string_equal(cid, "");
+}
+
+/* A sample of pid in cgroup at time t (on-CPU, user frames u). */
+static void feed_cg_sample(struct symb_state *s, struct lps_enc *e, uint32_t pid, uint64_t cgroup,
+			   uint64_t t, const uint64_t *u, uint32_t nu)
+{
+	uint64_t ule[4];
+	struct lps_sample smp = {.kind = LPS_KIND_CPU,
+				 .time_ns = t,
+				 .pid = pid,
+				 .tid = pid,
+				 .comm = S("app"),
+				 .weight = 10000000,
+				 .ustack = (const uint8_t *)ule,
+				 .nustack = nu,
+				 .cgroup_id = cgroup};
+
+	for (uint32_t i = 0; i < nu; i++)
+		ule[i] = htole64(u[i]);
+	lps_enc_sample(e, &smp);
+	feed(s, e);
+}
+
+/*
+ * exe, cgroup, container.id and k8s.pod.uid: from the proc and cgroup
+ * records to the profile's stacks; samples of other cgroups or executables
+ * are other stacks; between windows, what nothing holds is forgotten.
+ */
+static void test_labels(void **state)
+{
+	static const char cgpath[] =
+		"/kubepods.slice/kubepods-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice/"
+		"cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef."
+		"scope";
+	uint64_t u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 2};
+	struct symb_labels_stats ls;
+	const struct lpw_profile *p;
+	struct symb_state *s;
+	struct symb_built *b;
+	struct lps_enc e;
+	int found = 0;
+
+	find_self();
+	s = state_new(false, false);
+	lps_enc_init_dynamic(&e);
+	lps_enc_proc(&e, &(struct lps_proc){900, 100, S("/usr/bin/app")});
+	feed(s, &e);
+	lps_enc_maps_begin(&e, 900, 100, false, 1);
+	lps_enc_mapping(&e, &self_text);
+	feed(s, &e);
+	lps_enc_cgroup(&e, &(struct lps_cgroup){950, 55, {cgpath, (uint32_t)strlen(cgpath)}});
+	feed(s, &e);
+	lps_enc_cgroup(&e, &(struct lps_cgroup){950, 56, S("/system.slice/cron.service")});
+	feed(s, &e);
+	/* malformed: a path that is not absolute, or empty */
+	lps_enc_cgroup(&e, &(struct lps_cgroup){950, 57, S("relative")});
+	assert_int_equal(symb_state__feed(s, e.buf, e.len), 0);
+	lps_enc_reset(&e);
+	assert_int_equal(symb_state__counters(s)->bad_records, 1);
+
+	feed_cg_sample(s, &e, 100, 55, 1000, u, 1);
+	feed_cg_sample(s, &e, 100, 55, 1001, u, 1);
+	feed_cg_sample(s, &e, 100, 56, 1002, u, 1);
+	feed_cg_sample(s, &e, 100, 99, 1003, u, 1); /* never named */
+	assert_int_equal(symb_state__counters(s)->stacks, 3);
+
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	p = symb_built_profile(b);
+	assert_int_equal(p->nstacks, 3);
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct lpw_stack *st = &p->stacks[i];
+
+		assert_string_equal(st->exe, "/usr/bin/app");
+		if (st->values[0] == 2) {
+			assert_string_equal(st->cgroup, cgpath);
+			assert_string_equal(st->container_id,
+					    "0123456789abcdef0123456789abcdef0123456789"
+					    "abcdef0123456789abcdef");
+			assert_string_equal(st->pod_uid, "0a1b2c3d-4e5f-6789-abcd-ef0123456789");
+			found |= 1;
+		} else if (st->cgroup) {
+			assert_string_equal(st->cgroup, "/system.slice/cron.service");
+			assert_null(st->container_id);
+			assert_null(st->pod_uid);
+			found |= 2;
+		} else {
+			assert_null(st->container_id);
+			found |= 4;
+		}
+	}
+	assert_int_equal(found, 7);
+	symb_built_free(b);
+
+	/* a new executable after exec: its samples are a stack of their own */
+	lps_enc_proc(&e, &(struct lps_proc){1100, 100, S("/usr/bin/app2")});
+	feed(s, &e);
+	feed_cg_sample(s, &e, 100, 55, 1101, u, 1);
+	assert_int_equal(symb_state__counters(s)->stacks, 4);
+	symb_state__labels_stats(s, &ls);
+	assert_int_equal(ls.exes, 2);
+	assert_int_equal(ls.cgroups, 2);
+
+	/* a window later: /usr/bin/app is held by no process */
+	symb_state__new_window(s);
+	symb_state__labels_stats(s, &ls);
+	assert_int_equal(ls.exes, 1);
+	assert_int_equal(ls.cgroups, 2);
+	assert_null(symb_state__exe(s, 1)); /* app's id: app2 took the next one */
+	assert_string_equal(symb_state__exe(s, 2), "/usr/bin/app2");
+	/* eleven minutes on: cgroup 56 named no sample since, 55 one now */
+	feed_cg_sample(s, &e, 100, 55, 1101 + SYMB_CGROUP_IDLE_NS + 60000000000ull, u, 1);
+	symb_state__new_window(s);
+	symb_state__labels_stats(s, &ls);
+	assert_int_equal(ls.cgroups, 1);
+	assert_non_null(symb_state__cgroup(s, 55));
+	assert_null(symb_state__cgroup(s, 56));
+	/* the process exits: its executable goes with the next window */
+	lps_enc_exit(&e, &(struct lps_exit){1200 + SYMB_CGROUP_IDLE_NS + 60000000000ull, 100});
+	feed(s, &e);
+	symb_state__new_window(s);
+	symb_state__labels_stats(s, &ls);
+	assert_int_equal(ls.exes, 0);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
 static void test_bad_records_counted(void **state)
 {
 	static const uint8_t garbage[] = {0x93, 0x02, 0xff, 0x00};
@@ -1238,6 +1410,8 @@ int main(void)
 		cmocka_unit_test(test_ksyms_unsorted_tail),
 		cmocka_unit_test(test_unwind_follows_maps),
 		cmocka_unit_test(test_kernel_addresses_relative),
+		cmocka_unit_test(test_container_ids),
+		cmocka_unit_test(test_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

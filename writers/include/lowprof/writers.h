@@ -67,7 +67,13 @@ struct lpw_location {
 
 struct lpw_stack {
 	uint32_t pid;
-	const char *comm;     /* never NULL */
+	const char *comm; /* never NULL */
+	/*
+	 * More labels, each NULL when unknown: the executable's path, the
+	 * cgroup v2 path, the container id and the Kubernetes pod UID (pprof:
+	 * "exe", "cgroup", "container.id", "k8s.pod.uid")
+	 */
+	const char *exe, *cgroup, *container_id, *pod_uid;
 	const uint32_t *locs; /* nlocs indices into profile->locations, leaf first */
 	uint32_t nlocs;
 	int64_t values[2]; /* one per profile->value_types, e.g. {count, ns} */
@@ -83,7 +89,7 @@ struct lpw_profile {
 	size_t nmappings;
 	const struct lpw_location *locations;
 	size_t nlocations;
-	const struct lpw_stack *stacks; /* distinct (pid, comm, stack) */
+	const struct lpw_stack *stacks; /* distinct (pid, comm, labels, stack) */
 	size_t nstacks;
 
 	struct lpw_value_type value_types[2]; /* {samples,count}, {cpu,nanoseconds} */
