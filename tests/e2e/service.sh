@@ -51,6 +51,38 @@ done
 # 9 s at 99 Hz of one busy thread, less start-up: the windows hold the run
 check "the windows hold the run's samples (got $total of ~890)" test "$total" -ge 700 -a "$total" -le 900
 
+# --- run and record side by side for 30 s on the same workload: the windows
+# together are the record's profile, within sampling noise
+SPC=$TMP/spool-cmp
+start_bg "$BIN/lowprof" record -p "$WPID" -d 30 -o "$TMP/cmp-rec" >"$TMP/cmp-rec.out" 2>&1
+REC=$BGPID
+"$BIN/lowprof" run --window 5 --spool "$SPC" -p "$WPID" -d 30 >"$TMP/cmp-run.out" 2>&1
+wait "$REC"
+# samples of each function a sample is in, summed over files: "name count"
+# lines, and "TOTAL count" (a file's location ids are its own)
+fn_counts() {
+	for f in "$@"; do
+		go tool pprof -raw "$f" 2>/dev/null | awk '
+			/^Samples:/ {mode = "s"; next} /^Locations/ {mode = "l"; next} /^Mappings/ {mode = ""}
+			mode == "s" && /^ +[0-9]+ +[0-9]+:/ {
+				n = $1; total += n
+				for (i = 3; i <= NF; i++) if ($i ~ /^[0-9]+$/) cnt[$i] += n }
+			mode == "l" && /^ +[0-9]+: / {id = $1; sub(/:$/, "", id); name[id] = $4}
+			END {for (id in cnt) byfn[name[id]] += cnt[id]
+			     for (fn in byfn) print fn, byfn[fn]; print "TOTAL", total}'
+	done | awk '{c[$1] += $2} END {for (k in c) print k, c[k]}'
+}
+mapfile -t cmpf < <(ls "$SPC"/cpu-*.pb.gz 2>/dev/null)
+check "30 s of 5 s windows: 6 or 7 files (got ${#cmpf[@]})" test "${#cmpf[@]}" -ge 6 -a "${#cmpf[@]}" -le 7
+fn_counts "${cmpf[@]}" | sort >"$TMP/cmp-run.txt"
+fn_counts "$TMP/cmp-rec/cpu.pb.gz" | sort >"$TMP/cmp-rec.txt"
+join "$TMP/cmp-run.txt" "$TMP/cmp-rec.txt" | grep -E '^(TOTAL|chain_[a-z]+|main) ' | tee "$TMP/cmp.txt"
+for fn in TOTAL chain_one chain_two chain_three chain_leaf; do
+	read -r r c < <(awk -v f="$fn" '$1 == f {print $2, $3}' "$TMP/cmp.txt")
+	# the two started within ~0.5 s of each other; 3 sigma of a count n is ~3 sqrt(n)
+	check "$fn: the windows' samples ($r) match the record's ($c) within sampling noise" 		awk -v r="${r:-0}" -v c="${c:-0}" 'BEGIN {d = r - c; if (d < 0) d = -d; exit !(c > 100 && d <= 0.06 * c + 3 * sqrt(c))}'
+done
+
 # --- SIGTERM: the partial last window is written, the run ends cleanly
 SP2=$TMP/spool2
 start_bg "$BIN/lowprof" run --window 2 --spool "$SP2" -p "$WPID"
