@@ -129,6 +129,10 @@ static const char run_usage[] =
 	"      --spool DIR         where windows go (default " LP_RUN_DEFAULT_SPOOL "),\n"
 	"                          made if missing: the symbolizer user's, 0700\n"
 	"      --spool-bytes SIZE  the spool's budget, e.g. 512M, at least 1K (default 1G)\n"
+	"      --mem-budget SIZE   the symbolizer's memory budget: between windows,\n"
+	"                          past SIZE of heap the tables of the binaries used\n"
+	"                          least recently are dropped, to load again from the\n"
+	"                          cache when needed (default 256M, at least 16M)\n"
 	"  -d, --duration SECONDS  stop after SECONDS (default: until SIGTERM)\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -148,6 +152,7 @@ enum {
 	OPT_WINDOW,
 	OPT_SPOOL_BYTES,
 	OPT_CGROUP,
+	OPT_MEM_BUDGET,
 };
 
 /* the options record and run share: sampling, the symbolizer's, off-CPU */
@@ -188,6 +193,7 @@ static const struct option run_longopts[] = {
 	{"spool", required_argument, NULL, OPT_SPOOL},
 	{"window", required_argument, NULL, OPT_WINDOW},
 	{"spool-bytes", required_argument, NULL, OPT_SPOOL_BYTES},
+	{"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
 	{},
 };
 
@@ -345,6 +351,13 @@ static int record_output_opt(int key, const char *arg, struct record_args *a)
 			return 2;
 		}
 		a->o.spool_bytes = arg;
+		break;
+	case OPT_MEM_BUDGET:
+		if (lp_parse_size(arg, &bytes) || bytes < (16u << 20)) {
+			lp_err("--mem-budget %s: give a size of at least 16M", arg);
+			return 2;
+		}
+		a->o.mem_budget = arg;
 		break;
 	default:
 		return record_symb_opt(key, arg, a);

@@ -352,6 +352,10 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **a
 			argv[n++] = "--spool-bytes";
 			argv[n++] = (char *)o->spool_bytes;
 		}
+		if (o->mem_budget) {
+			argv[n++] = "--mem-budget";
+			argv[n++] = (char *)o->mem_budget;
+		}
 	} else {
 		argv[n++] = o->off_cpu ? "--output-fds=6,7,8,9,10,11" : "--output-fds=6,7,8";
 	}

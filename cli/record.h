@@ -40,6 +40,7 @@ struct lp_record_opts {
 	const char *spool_dir;
 	uint32_t window_s;
 	const char *spool_bytes;
+	const char *mem_budget; /* as given (checked); NULL: the symbolizer's default */
 	/* --cgroup: only processes in these cgroup v2 directories (the collector checks them) */
 	const char *const *cgroups;
 	size_t ncgroups;

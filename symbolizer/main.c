@@ -67,6 +67,10 @@ static const char usage[] =
 	"      --window SECONDS   the windows' length (default 10; 1 to 3600)\n"
 	"      --spool-bytes SIZE the spool's budget: the oldest windows are removed\n"
 	"                         while it holds more; K/M/G suffixes (default 1G)\n"
+	"      --mem-budget SIZE  with --spool: between windows, when the heap in use\n"
+	"                         is over SIZE, the tables of the binaries used least\n"
+	"                         recently are dropped (and loaded again, from the\n"
+	"                         cache, when next needed); default 256M\n"
 	"      --output-fds A,B,C write pprof, folded and HTML to these inherited fds\n"
 	"                         instead of -o (lowprof record); with --off-cpu six:\n"
 	"                         A,B,C,D,E,F, D-F for the off-CPU profile\n"
@@ -230,6 +234,11 @@ static int parse_io_opt(int opt, const char *arg, struct args *a)
 			return 0;
 		lp_err("--spool-bytes %s: give a size of at least 1K", arg);
 		return 2;
+	case 'm':
+		if (!lp_parse_size(arg, &o->mem_budget) && o->mem_budget >= (16u << 20))
+			return 0;
+		lp_err("--mem-budget %s: give a size of at least 16M", arg);
+		return 2;
 	default: /* 'O' */
 		a->nfds = parse_fds(arg, a->fds);
 		if (a->nfds >= 0)
@@ -257,6 +266,7 @@ static int parse_opt(int opt, const char *arg, struct args *a)
 	case 'W':
 	case 'w':
 	case 'B':
+	case 'm':
 		return parse_io_opt(opt, arg, a);
 	case 'p':
 		o->progress = true;
@@ -330,10 +340,12 @@ static int check_io(struct args *a)
 	if (o->spool_dir) {
 		if (!o->window_ns)
 			o->window_ns = 10 * 1000000000ull;
+		if (!o->mem_budget)
+			o->mem_budget = SYMB_DEFAULT_MEM_BUDGET;
 		return 0;
 	}
-	if (o->window_ns || o->spool_bytes) {
-		lp_err("--window and --spool-bytes go with --spool");
+	if (o->window_ns || o->spool_bytes || o->mem_budget) {
+		lp_err("--window, --spool-bytes and --mem-budget go with --spool");
 		return 2;
 	}
 	if (!o->out_dir == !a->nfds) {
@@ -381,6 +393,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"spool", required_argument, NULL, 'W'},
 		{"window", required_argument, NULL, 'w'},
 		{"spool-bytes", required_argument, NULL, 'B'},
+		{"mem-budget", required_argument, NULL, 'm'},
 		{"user", required_argument, NULL, 'u'},
 		{"exit-with-parent", no_argument, NULL, 'P'},
 		{"no-summary", no_argument, NULL, 'N'},

@@ -910,6 +910,17 @@ static int finish_windows(struct windows *w, struct symb_state *s)
 		" bytes), %" PRIu64 " removed for the budget, %" PRIu64 " failed",
 		st->windows, w->seq - symb_spool__next_seq(w->spool), st->bytes, st->removed,
 		st->failed);
+	{
+		const struct symb_objects_stats *os = symb_state__objects_stats(s);
+		struct symb_labels_stats ls;
+
+		symb_state__labels_stats(s, &ls);
+		lp_info("memory: heap %.1f MiB in use at the last window; %" PRIu64
+			" binaries' tables dropped for the memory budget, %" PRIu64
+			" binaries no process maps forgotten; %u executables and %u cgroups known",
+			(double)os->heap_bytes / (1 << 20), os->evicted, os->swept, ls.exes,
+			ls.cgroups);
+	}
 	return st->failed ? 1 : 0;
 }
 
@@ -928,6 +939,7 @@ static struct symb_state *new_state(const struct symb_opts *o, bool off_cpu, boo
 		.cache = cache,
 		.debug_dirs = o->debug_dirs,
 		.files_fd = files_fd,
+		.mem_budget = o->mem_budget,
 	};
 	struct symb_state *s = symb_state__new(&so);
 

@@ -57,7 +57,11 @@ struct symb_opts {
 	const char *spool_dir;
 	uint64_t window_ns;
 	uint64_t spool_bytes; /* its budget; 0: the default */
+	/* the memory budget between windows (symb_objects__trim); 0: the default */
+	uint64_t mem_budget;
 };
+
+#define SYMB_DEFAULT_MEM_BUDGET (256ull << 20)
 
 #define SYMB_DEFAULT_CACHE     "/var/cache/lowprof/symbols.db"
 #define SYMB_DEFAULT_DEBUG_DIR "/usr/lib/debug"

@@ -157,6 +157,8 @@ struct symb_state_opts {
 	struct symb_cache *cache;      /* may be NULL; not owned */
 	const char *const *debug_dirs; /* NULL-terminated; may be NULL; not copied */
 	int files_fd;		       /* the file channel to the collector; -1: none */
+	/* between windows, the objects' loaded tables beyond it are dropped (symb_objects__trim); 0: none */
+	uint64_t mem_budget;
 };
 
 /*
@@ -205,6 +207,7 @@ const struct symb_ksyms_stats *symb_state__ksyms_stats(const struct symb_state *
  * run's tables follow what is alive, not all it ever saw.
  */
 void symb_state__new_window(struct symb_state *s);
+/* (and the objects' tables beyond opts' mem_budget are dropped: symb_objects__trim) */
 /* Samples taken at or after end_ns (the stream's clock) belong to the next window; 0: none. */
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns);
 

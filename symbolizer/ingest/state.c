@@ -43,6 +43,7 @@ struct symb_state {
 	bool wait_meta;
 	uint64_t seed;	     /* of every hash a stream can steer (no flooding) */
 	uint64_t window_end; /* samples from then are the next window's; 0: none */
+	uint64_t mem_budget; /* symb_objects__trim's, between windows */
 	struct symb_meta meta;
 
 	struct symb_objects *objs;  /* owned */
@@ -88,7 +89,7 @@ struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 	struct symb_objects_opts oo = {.sz = sizeof(oo)};
 	struct symb_state *s;
 
-	if (!opts || LP_OPTS_CHECK(opts, symb_state_opts, files_fd)) {
+	if (!opts || LP_OPTS_CHECK(opts, symb_state_opts, mem_budget)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -100,6 +101,7 @@ struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 		s->seed = lp_mix64((uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL));
 	s->off_cpu = opts->off_cpu;
 	s->wait_meta = opts->wait_meta;
+	s->mem_budget = opts->mem_budget;
 	oo.seed = lp_mix64(s->seed);
 	oo.offline = opts->offline;
 	oo.replay = opts->replay;
@@ -1089,6 +1091,7 @@ void symb_state__new_window(struct symb_state *s)
 	procs_compact(s);
 	symb_objects__sweep(s->objs);
 	symb_labels__sweep(s->labels, last_ns);
+	symb_objects__trim(s->objs, s->mem_budget);
 }
 
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)

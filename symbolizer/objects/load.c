@@ -813,6 +813,7 @@ void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 	struct obj_load ld = {.s = s, .o = o};
 	uint64_t t0;
 
+	o->used = s->epoch;
 	if (o->loaded)
 		return;
 	o->loaded = true;
@@ -835,11 +836,14 @@ void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 	s->n.load_ns += now_ns() - t0;
 }
 
-void symb_obj_release(struct symb_obj *o)
+void symb_obj_release(struct symb_objects *s, struct symb_obj *o)
 {
+	if (o->dwarf_src && s->ndwarf_open)
+		s->ndwarf_open--; /* another object may keep its DWARF open now */
 	symb_elf__free(o->elf);
 	o->elf = NULL;
 	symb_deltas__free(&o->deltas);
+	o->have_deltas = false;
 	/* libdw reads the source's handle until it is freed */
 	symb_dwarf__free(o->dwarf);
 	o->dwarf = NULL;
@@ -847,4 +851,6 @@ void symb_obj_release(struct symb_obj *o)
 	o->dwarf_src = NULL;
 	free(o->key);
 	o->key = NULL;
+	o->loaded = false;
+	o->lines_loaded = false;
 }

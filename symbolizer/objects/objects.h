@@ -75,6 +75,7 @@ struct symb_obj {
 	bool not_found; /* no file with that build-id: frames are named path+0xoffset */
 	bool lines_loaded; /* the cache was asked for its DWARF results */
 	uint32_t refs;	   /* mappings that hold it (symb_objects__intern, __unref) */
+	uint32_t used;	   /* the table's epoch when it was last used (symb_objects__trim) */
 };
 
 struct symb_objects_opts {
@@ -101,10 +102,12 @@ struct symb_objects_opts {
 };
 
 struct symb_objects_stats {
-	uint32_t objs;	/* in the table */
-	uint32_t slots; /* indices are below this (free ones among them) */
-	uint64_t swept; /* objects dropped once no mapping held them */
-	bool cache;	/* a cache was given (opts) */
+	uint32_t objs;	     /* in the table */
+	uint32_t slots;	     /* indices are below this (free ones among them) */
+	uint64_t swept;	     /* objects dropped once no mapping held them */
+	uint64_t evicted;    /* loaded tables dropped for the memory budget (reloaded on use) */
+	uint64_t heap_bytes; /* the process's heap in use at the last symb_objects__trim */
+	bool cache;	     /* a cache was given (opts) */
 	/* parsed from the file or taken from the cache */
 	uint64_t parsed_symbols, parsed_deltas;
 	uint64_t cache_hits, cache_stored, cache_bad;
@@ -146,6 +149,17 @@ void symb_objects__unref(struct symb_objects *t, uint32_t idx);
  * aggregated frame: at the start of a window). Returns how many.
  */
 uint32_t symb_objects__sweep(struct symb_objects *t);
+/*
+ * The memory budget, between windows like sweep: when the process's heap in
+ * use (malloc's count: tables, DWARF, everything) is over budget bytes, the
+ * loaded tables of the objects least recently used (symbols, stack deltas,
+ * DWARF handles and their lines) are dropped until it is at 7/8 of it or
+ * nothing is left to drop; the objects stay, and load again (from the
+ * cache, where there is one) when next used. Starts a new epoch of use.
+ * budget 0: no budget. Returns how many objects were unloaded.
+ */
+uint32_t symb_objects__trim(struct symb_objects *t, uint64_t budget);
+
 /* idx < symb_objects__stats(t)->slots; a free slot's path is NULL */
 const struct symb_obj *symb_objects__get(const struct symb_objects *t, uint32_t idx);
 

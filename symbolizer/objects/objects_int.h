@@ -40,12 +40,16 @@ struct symb_objects {
 	uint32_t cap_noted_ids, nnoted_ids;
 
 	uint32_t files_next_id; /* of the next request to the collector */
+	uint32_t epoch;		/* of use: symb_objects__trim starts a new one */
 	uint32_t ndwarf_open;
 	struct symb_objects_stats n;
 };
 
-/* load.c: loads o once (symb_objects__load); frees what it loaded. */
+/*
+ * load.c: loads o once (symb_objects__load) and notes its use; frees what
+ * it loaded (o can load again after it).
+ */
 void symb_obj_load(struct symb_objects *s, struct symb_obj *o);
-void symb_obj_release(struct symb_obj *o);
+void symb_obj_release(struct symb_objects *s, struct symb_obj *o);
 
 #endif /* LOWPROF_SYMB_OBJECTS_INT_H */

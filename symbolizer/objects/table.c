@@ -6,6 +6,7 @@
  * objects without a kernel build-id take when they are added.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +49,7 @@ void symb_objects__free(struct symb_objects *t)
 		return;
 	for (uint32_t i = 0; i < t->nobjs; i++) {
 		free(t->objs[i].path);
-		symb_obj_release(&t->objs[i]);
+		symb_obj_release(t, &t->objs[i]);
 	}
 	free(t->objs);
 	free(t->obj_index);
@@ -281,7 +282,7 @@ uint32_t symb_objects__sweep(struct symb_objects *t)
 			break;
 		t->obj_path_bytes -= o->path_len;
 		free(o->path);
-		symb_obj_release(o);
+		symb_obj_release(t, o);
 		memset(o, 0, sizeof(*o));
 		t->free_slots[t->nfree++] = i;
 		n++;
@@ -292,4 +293,56 @@ uint32_t symb_objects__sweep(struct symb_objects *t)
 		t->n.swept += n;
 	}
 	return n;
+}
+
+/* The process's heap in use, as malloc counts it (arenas and mmapped chunks). */
+static uint64_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
+/* Least recently used first; then by index, so the order is deterministic. */
+static int by_use(const void *a, const void *b, void *arg)
+{
+	const struct symb_objects *t = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t ux = t->objs[x].used, uy = t->objs[y].used;
+
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+uint32_t symb_objects__trim(struct symb_objects *t, uint64_t budget)
+{
+	uint64_t heap = heap_in_use();
+	uint32_t *order, n = 0, evicted = 0;
+
+	t->epoch++;
+	t->n.heap_bytes = heap;
+	if (!budget || heap <= budget)
+		return 0;
+	order = malloc((t->nobjs ? t->nobjs : 1) * sizeof(*order));
+	if (!order)
+		return 0;
+	for (uint32_t i = 0; i < t->nobjs; i++)
+		if (t->objs[i].path &&
+		    (t->objs[i].elf || t->objs[i].have_deltas || t->objs[i].dwarf))
+			order[n++] =
+				i; /* loaded, and holding tables (a failed load is not retried) */
+	qsort_r(order, n, sizeof(*order), by_use, t);
+	for (uint32_t i = 0; i < n && heap > budget / 8 * 7; i++) {
+		symb_obj_release(t, &t->objs[order[i]]);
+		evicted++;
+		if (evicted % 4 == 0 || i + 1 == n)
+			heap = heap_in_use();
+	}
+	free(order);
+	/* what was freed goes back to the system, so RSS follows the budget */
+	malloc_trim(0);
+	t->n.evicted += evicted;
+	t->n.heap_bytes = heap_in_use();
+	return evicted;
 }

@@ -482,6 +482,44 @@ static void test_dwarf_reads_the_loaded_content(void **state)
 	free_state(&s2);
 }
 
+/*
+ * The memory budget: over it, the loaded tables of the least recently used
+ * objects go (the DWARF handle too, so another object may open its own),
+ * and come back from the cache on the next use, naming the same; under it,
+ * or with no budget, nothing goes.
+ */
+static void test_trim_evicts_and_reloads(void **state)
+{
+	struct fx *f = *state;
+	const char *a = fixture("ident_a");
+	struct symb_objects *s;
+	const struct symb_obj *o;
+	uint64_t hits;
+
+	o = load(&s, a, f->cache, NULL);
+	expect_name(o, a, "ident_a_alpha");
+	assert_true(o->loaded && o->elf);
+	assert_int_equal(symb_objects__trim(s, 0), 0);
+	assert_int_equal(symb_objects__trim(s, UINT64_MAX), 0);
+	assert_true(o->elf);
+	assert_true(symb_objects__stats(s)->heap_bytes > 0);
+	/* a budget of one byte: everything loaded goes */
+	assert_int_equal(symb_objects__trim(s, 1), 1);
+	assert_false(o->loaded);
+	assert_null(o->elf);
+	assert_null(o->dwarf);
+	assert_false(o->have_deltas);
+	assert_int_equal(symb_objects__stats(s)->evicted, 1);
+	assert_int_equal(symb_objects__stats(s)->objs, 1); /* the object stays */
+	/* the next use loads it again, from the cache */
+	hits = symb_objects__stats(s)->cache_hits;
+	o = symb_objects__load(s, 0);
+	expect_name(o, a, "ident_a_alpha");
+	assert_true(symb_objects__stats(s)->cache_hits > hits);
+	assert_non_null(o->dwarf);
+	free_state(&s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -492,6 +530,7 @@ int main(void)
 		T(test_memo_serves_lookups_only),
 		T(test_memo_warm_load),
 		T(test_dwarf_reads_the_loaded_content),
+		T(test_trim_evicts_and_reloads),
 	};
 #undef T
 
