@@ -70,15 +70,20 @@ struct cli_restart {
 	int nfds;
 	int left;     /* restarts still allowed */
 	int restarts; /* done */
+	/* before a restart (may be NULL): updates argv; false: do not restart */
+	bool (*prepare)(void *ctx);
+	void *ctx;
 };
 
 /*
  * Waits for kids[0] (the collector; may be done already) and kids[1] (the
  * symbolizer), relaying the symbolizer's output; signals from sfd stop
  * them in turn. ring (may be NULL) is closed if the collector dies. With
- * restart (may be NULL), a symbolizer that dies is started again.
+ * restart (may be NULL), a symbolizer that dies is started again; with
+ * coll (may be NULL, lowprof run), a collector that dies is started again
+ * on the same ring, where the symbolizer goes on reading.
  */
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
+void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring, struct cli_restart *coll,
 		   struct cli_restart *restart);
 /* Makes the cache's directory usable by user; 0 or -errno (warned). */
 int cli_prepare_cache_dir(const char *cache_path, const char *user);

@@ -332,14 +332,21 @@ void cli_signal_kids(struct cli_child *kids, int n, int sig)
 }
 
 /* Arguments of the two children. */
-static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **argv)
+static void symbolizer_argv(const struct lp_record_opts *o, char *path, const char *sock,
+			    char **argv)
 {
 	int n = 0;
 
 	argv[n++] = path;
-	/* inherited: the ring (read-only) and its consumer page, the file channel, the outputs */
-	argv[n++] = "--ring-fd=3,4";
-	argv[n++] = "--files-fd=5";
+	if (o->spool_dir) {
+		/* lowprof run: the collector's socket, which outlives a collector */
+		argv[n++] = "--ring";
+		argv[n++] = (char *)sock;
+	} else {
+		/* inherited: the ring (read-only) and its consumer page, the file channel, the outputs */
+		argv[n++] = "--ring-fd=3,4";
+		argv[n++] = "--files-fd=5";
+	}
 	if (o->spool_dir) {
 		static char window[16];
 
@@ -387,14 +394,20 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, char **a
 static const char *const off_cpu_flags[4] = {"--off-cpu-rate", "--off-cpu-min-us", "--off-cpu-mode",
 					     "--off-cpu-period-us"};
 
-static void collector_argv(const struct lp_record_opts *o, char *path, char **argv, char *freq,
-			   char *dur, char *stack, char (*pidbuf)[16])
+static void collector_argv(const struct lp_record_opts *o, char *path, const char *sock,
+			   char **argv, char *freq, char *dur, char *stack, char (*pidbuf)[16])
 {
 	int n = 0;
 
 	argv[n++] = path;
-	/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
-	if (!o->no_symbolize) {
+	if (o->spool_dir) {
+		/* lowprof run: a ring of its own on a socket the symbolizer reconnects to */
+		argv[n++] = "--ring";
+		argv[n++] = (char *)sock;
+		argv[n++] = "--ring-owner";
+		argv[n++] = (char *)o->user;
+	} else if (!o->no_symbolize) {
+		/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
 		argv[n++] = "--ring-fd=3,4";
 		argv[n++] = "--files-fd=5";
 		argv[n++] = "--ring-owner";
@@ -455,6 +468,35 @@ static void collector_argv(const struct lp_record_opts *o, char *path, char **ar
  * what the new one needs to make sense of the stream. One that dies within
  * a second of starting is not restarted: that is a start-up failure.
  */
+/*
+ * The collector died (not stopped by us) in lowprof run: start it again on
+ * the same ring and file channel. The symbolizer, still reading, takes the
+ * new one's metadata and goes on; the windows in between lose what was not
+ * sampled, and the next window's comments say the collector restarted (its
+ * counters start over). Not when it died within a second of starting.
+ */
+static bool restart_collector(struct cli_child *kids, struct cli_restart *r)
+{
+	struct cli_child *coll = &kids[0];
+	char desc[64];
+
+	if (!r || r->left <= 0 || mono_ns() - coll->start_ns < 1000000000ull ||
+	    (r->prepare && !r->prepare(r->ctx)))
+		return false;
+	lp_warn("lowprof-collector died (%s); starting it again (%d restarts left)",
+		cli_exit_desc(coll->status, desc, sizeof(desc)), r->left - 1);
+	coll->done = false;
+	coll->status = 0;
+	if (cli_spawn(coll, r->prog, r->argv, r->fds, r->nfds, false)) {
+		coll->done = true;
+		coll->status = 1 << 8;
+		return false;
+	}
+	r->left--;
+	r->restarts++;
+	return true;
+}
+
 static bool restart_symbolizer(struct cli_child *kids, struct cli_restart *r)
 {
 	struct cli_child *symb = &kids[1];
@@ -485,7 +527,7 @@ static bool restart_symbolizer(struct cli_child *kids, struct cli_restart *r)
 	return true;
 }
 
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
+void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring, struct cli_restart *coll_r,
 		   struct cli_restart *restart)
 {
 	struct cli_child *coll = &kids[0], *symb = &kids[1];
@@ -528,6 +570,14 @@ void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
 			/* it never wrote its end: let the symbolizer finish */
 			lp_ring__close(ring);
 		}
+		/*
+		 * lowprof run: the symbolizer waits for the next collector on
+		 * the socket. One that died is started again; after the last
+		 * one, the symbolizer writes its last window and ends.
+		 */
+		if (coll_r && coll->done && !coll_was_done && !symb->done &&
+		    (nsignals || cli_child_ok(coll) || !restart_collector(kids, coll_r)))
+			cli_signal_kids(symb, 1, SIGTERM);
 		if (symb->done && !symb_was_done && !coll->done &&
 		    (nsignals || cli_child_ok(symb) || !restart_symbolizer(kids, restart))) {
 			/* nobody reads the ring any more: stop collecting */
@@ -722,6 +772,14 @@ struct rec {
 	char *rargv[27 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	int sfds[3 + LP_RECORD_MAX_OUTPUTS];
 	struct cli_restart restart;
+	/* lowprof run: the collector's command line, fds and start, to start it again */
+	char coll_path[PATH_MAX], freq[16], dur[32], stack[16];
+	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS];
+	int cfds[4];
+	uint64_t start_ns;
+	struct cli_restart coll_restart;
+	/* lowprof run: the ring is the collector's, on a socket in a directory of our own */
+	char sock_dir[64], sock_path[96];
 };
 
 static void rec_init(struct rec *r, const struct lp_record_opts *o)
@@ -793,6 +851,29 @@ static int rec_setup(struct rec *r)
 }
 
 /* The shared-memory ring and the file channel: 0, or -1 after saying why. */
+/*
+ * lowprof run: a directory of our own for the collector's socket, which
+ * the symbolizer's user may enter (the socket itself is its alone). 0 or
+ * -1 (said why).
+ */
+static int rec_make_socket_dir(struct rec *r)
+{
+	const char *base = access("/run", W_OK) == 0 ? "/run" : "/tmp";
+
+	snprintf(r->sock_dir, sizeof(r->sock_dir), "%s/lowprof-run.XXXXXX", base);
+	if (!mkdtemp(r->sock_dir)) {
+		lp_err("a directory for the ring's socket in %s: %m", base);
+		r->sock_dir[0] = '\0';
+		return -1;
+	}
+	if (chmod(r->sock_dir, 0711)) {
+		lp_err("%s: %m", r->sock_dir);
+		return -1;
+	}
+	snprintf(r->sock_path, sizeof(r->sock_path), "%s/ring.sock", r->sock_dir);
+	return 0;
+}
+
 static int rec_make_ring(struct rec *r)
 {
 	uint32_t cpus[LP_MAX_CPUS];
@@ -849,40 +930,68 @@ static int rec_start_symbolizer(struct rec *r)
 	r->restart = (struct cli_restart){.prog = r->symb_path,
 					  .argv = r->rargv,
 					  .fds = r->sfds,
-					  .nfds = 3 + r->nout,
+					  .nfds = r->o.spool_dir ? 0 : 3 + r->nout,
 					  .left = LP_RECORD_MAX_RESTARTS};
 	if (r->o.no_symbolize) {
 		r->kids[1].done = true; /* none: the collector alone */
 		return 0;
 	}
-	symbolizer_argv(&r->o, r->symb_path, sargv);
+	symbolizer_argv(&r->o, r->symb_path, r->sock_path, sargv);
 	while (sargv[n]) {
 		r->rargv[n] = sargv[n];
 		n++;
 	}
 	r->rargv[n++] = "--resumed";
 	r->rargv[n] = NULL;
-	return cli_spawn(&r->kids[1], r->symb_path, sargv, r->sfds, 3 + r->nout, true);
+	return cli_spawn(&r->kids[1], r->symb_path, sargv, r->sfds, r->restart.nfds, true);
 }
 
 /*
  * The collector, on the ring (with --no-symbolize: only into the
  * capture). One that cannot be started counts as failed.
  */
+/* A collector started again: for what is left of -d; false when nothing is. */
+static bool rec_prepare_collector(void *ctx)
+{
+	struct rec *r = ctx;
+	double left;
+
+	if (!(r->o.duration_s > 0))
+		return true;
+	left = r->o.duration_s - (double)(mono_ns() - r->start_ns) / 1e9;
+	if (left < 1)
+		return false;
+	snprintf(r->dur, sizeof(r->dur), "%g", left);
+	return true;
+}
+
 static void rec_start_collector(struct rec *r)
 {
-	char coll_path[PATH_MAX], freq[16], dur[32], stack[16];
-	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS];
 	static char pidbuf[LP_RECORD_MAX_PIDS][16];
 	const struct lp_record_opts *o = &r->o;
-	/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
-	int cfds[4] = {o->no_symbolize ? r->cap_fd : r->ring_fds[LP_RING_FD_DATA],
-		       r->ring_fds[LP_RING_FD_CONS], r->files[0], r->cap_fd};
+	int *cfds = r->cfds;
 
-	cli_sibling("lowprof-collector", coll_path, sizeof(coll_path));
-	collector_argv(o, coll_path, cargv, freq, dur, stack, pidbuf);
-	if (cli_spawn(&r->kids[0], coll_path, cargv, cfds,
-		      o->no_symbolize ? 1 : 3 + (r->cap_fd >= 0), false)) {
+	/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
+	cfds[0] = o->no_symbolize ? r->cap_fd : r->ring_fds[LP_RING_FD_DATA];
+	cfds[1] = r->ring_fds[LP_RING_FD_CONS];
+	cfds[2] = r->files[0];
+	cfds[3] = r->cap_fd;
+	cli_sibling("lowprof-collector", r->coll_path, sizeof(r->coll_path));
+	collector_argv(o, r->coll_path, r->sock_path, r->cargv, r->freq, r->dur, r->stack, pidbuf);
+	r->start_ns = mono_ns();
+	/* lowprof run: a collector that dies is started again; the symbolizer reconnects */
+	r->coll_restart = (struct cli_restart){.prog = r->coll_path,
+					       .argv = r->cargv,
+					       .fds = r->cfds,
+					       .nfds = 0,
+					       .left = LP_RECORD_MAX_RESTARTS,
+					       .prepare = rec_prepare_collector,
+					       .ctx = r};
+	if (cli_spawn(&r->kids[0], r->coll_path, r->cargv, cfds,
+		      o->spool_dir	 ? 0
+		      : o->no_symbolize ? 1
+					 : 3 + (r->cap_fd >= 0),
+		      false)) {
 		/* the collector never ran: count it as failed */
 		r->kids[0].done = true;
 		r->kids[0].status = 1 << 8;
@@ -893,7 +1002,8 @@ static void rec_start_collector(struct rec *r)
 		close(r->cap_fd);
 		r->cap_fd = -1;
 	}
-	if (r->files[0] >= 0) { /* the collector's end: its hang-up is the collector's exit */
+	/* the collector's end: its hang-up is the collector's exit */
+	if (r->files[0] >= 0) {
 		close(r->files[0]);
 		r->files[0] = -1;
 	}
@@ -903,7 +1013,12 @@ static void rec_start_collector(struct rec *r)
 static void rec_wait(struct rec *r)
 {
 	/* the ring and the outputs stay open here: a restarted symbolizer gets them */
-	cli_supervise(r->kids, r->sfd, r->ring, r->o.no_symbolize ? NULL : &r->restart);
+	cli_supervise(r->kids, r->sfd, r->ring, r->o.spool_dir ? &r->coll_restart : NULL,
+		      r->o.no_symbolize ? NULL : &r->restart);
+	if (r->coll_restart.restarts)
+		lp_warn("the collector was started again (%d in all): the windows of those moments "
+			"lack what was not sampled (their comments say so)",
+			r->coll_restart.restarts);
 	if (r->restart.restarts)
 		lp_warn("the symbolizer was restarted %d times: the outputs cover the run "
 			"from its last start (the summary says from when)",
@@ -970,6 +1085,10 @@ static void rec_teardown(struct rec *r, int rc)
 	lp_ring__free(r->ring);
 	if (r->ring_mem)
 		munmap(r->ring_mem, r->ring_size);
+	if (r->sock_dir[0]) {
+		unlink(r->sock_path); /* the collector's, if it could not */
+		rmdir(r->sock_dir);
+	}
 	if (rc && r->out_dirfd >= 0)
 		cli_remove_empty_outputs(r->out_dirfd, r->nout);
 	if (rc && r->cap_dirfd >= 0)
@@ -988,7 +1107,8 @@ int lp_record(const struct lp_record_opts *opts)
 	if (LP_OPTS_CHECK(opts, lp_record_opts, ncgroups))
 		return 1;
 	rec_init(&r, opts);
-	if (rec_setup(&r) || (!r.o.no_symbolize && rec_make_ring(&r)))
+	if (rec_setup(&r) ||
+	    (r.o.spool_dir ? rec_make_socket_dir(&r) : !r.o.no_symbolize && rec_make_ring(&r)))
 		goto out;
 	/* from here on signals come through sfd: cli_supervise acts on them */
 	r.sfd = cli_signalfd();

@@ -182,7 +182,7 @@ static int run_replay(struct replay_opts *o)
 		close(fds[i]);
 		fds[i] = -1;
 	}
-	cli_supervise(kids, sfd, NULL, NULL);
+	cli_supervise(kids, sfd, NULL, NULL, NULL);
 	if (!cli_child_ok(&kids[1])) {
 		lp_err("lowprof-symbolizer failed (%s)",
 		       cli_exit_desc(kids[1].status, desc, sizeof(desc)));

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@
 #include "lowprof/ring.h"
 #include "lowprof/user.h"
 #include "lowprof/writers.h"
+#include "attach.h"
 #include "sandbox.h"
 #include "spool.h"
 #include "build.h"
@@ -55,13 +57,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
 }
 
 /*
@@ -93,104 +88,41 @@ static int drop_privileges(const char *user)
 }
 
 /*
- * The peer of a connected --ring socket is the collector only if it runs
- * as root or as --collector-uid: anyone who can create a socket at PATH
- * (the ring's own user too, where the directory lets it) could serve a
- * ring of their making, with mappings and file descriptors it chose.
- * SO_PEERCRED gives the credentials the listener had when it called
- * listen(), which its process cannot change. 0 or -EPERM (said why).
+ * Maps the ring fds[0] (data), fds[1] (consumer page) read-only but the
+ * consumer page, after checking both are sealed against shrinking: if they
+ * could be truncated under the collector, the ring is not one lowprof made.
+ * 0 or -errno (said why); the fds stay the caller's.
  */
-static int check_collector(int s, const char *path, uid_t collector_uid)
+static int map_ring(const int fds[2], void **mem, size_t *size, struct lp_ring **ring)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	int err;
 
-	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
-		lp_err("ring: %s: who serves the socket: %m", path);
+	if (lp_ring_check_sealed(fds[0]) || lp_ring_check_sealed(fds[1])) {
+		lp_err("ring: fds %d,%d are not a sealed lowprof ring", fds[0], fds[1]);
 		return -EPERM;
 	}
-	if (cred.uid == 0 || cred.uid == collector_uid)
-		return 0;
-	if (collector_uid)
-		lp_err("ring: %s is served by uid %u (pid %d), not by the collector (root or "
-		       "--collector-uid %u): refusing it",
-		       path, (unsigned int)cred.uid, (int)cred.pid, (unsigned int)collector_uid);
-	else
-		lp_err("ring: %s is served by uid %u (pid %d), not by the collector (root): "
-		       "refusing it; give --collector-uid if the collector runs as that user",
-		       path, (unsigned int)cred.uid, (int)cred.pid);
-	return -EPERM;
-}
-
-/*
- * --ring PATH: connect to the collector's Unix socket (waiting for it to
- * appear), check who serves it, and receive the ring: a read-only
- * descriptor of its header and data, and its consumer page. The
- * connection stays open as the file channel (*sock). *resumed: the ring is
- * in use (we replace a symbolizer that died).
- */
-static int receive_ring(const char *path, uid_t collector_uid, int fds[2], int *sock, bool *resumed)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int err = 0;
-
-	if (strlen(path) >= sizeof(a.sun_path)) {
-		lp_err("ring: socket path %s is too long", path);
-		return -ENAMETOOLONG;
-	}
-	strcpy(a.sun_path, path);
-	for (int waited = 0;; waited += 100) {
-		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-		if (s < 0)
-			return -errno;
-		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
-			char how = 0;
-			int nfds = 0;
-			ssize_t n;
-
-			/* before anything is read from it */
-			err = check_collector(s, path, collector_uid);
-			if (err) {
-				close(s);
-				return err;
-			}
-			n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
-			err = n < 0 ? (int)n : 0;
-			if (!err && (n != 1 || nfds != 2 || (how != 'F' && how != 'R'))) {
-				while (nfds > 0)
-					close(fds[--nfds]);
-				err = -EBADMSG;
-			}
-			if (err) {
-				close(s);
-				lp_err("ring: receiving the ring from %s: %s", path,
-				       err == -EPIPE ? "refused (are we the ring's --ring-owner?)"
-						     : strerror(-err));
-				return err;
-			}
-			*sock = s;
-			*resumed = how == 'R';
-			return 0;
-		}
+	*mem = lp_ring_map_fds(fds[0], fds[1], false, size);
+	if (!*mem) {
 		err = -errno;
-		close(s);
-		if ((err != -ENOENT && err != -ECONNREFUSED) || waited >= ATTACH_WAIT_MS ||
-		    stop_signal)
-			break;
-		sleep_ms(100);
+		lp_err("ring: mapping fds %d,%d: %s", fds[0], fds[1], strerror(-err));
+		return err;
 	}
-	lp_err("ring: connecting to %s: %s", path, strerror(-err));
+	*ring = lp_ring__consumer(*mem, *size);
+	if (*ring)
+		return 0;
+	err = -errno;
+	lp_err("ring: not a lowprof ring: %s", strerror(-err));
+	munmap(*mem, *size);
+	*mem = NULL;
 	return err;
 }
 
 /*
- * Maps the ring, whose two objects must be sealed against shrinking: if
- * they could be truncated under the collector, the ring is not one lowprof
- * made. The header and data are mapped read-only. *files_fd: the file
- * channel (the socket the ring came on, or --files-fd). With data_fd, the
- * ring object's descriptor is kept open and stored there (the sandbox
- * check writes at it); otherwise it is closed once mapped.
+ * The ring: --ring-fd's, or received on --ring PATH (symb_receive_ring),
+ * mapped (map_ring). *files_fd: the file channel (the socket the ring came
+ * on, or --files-fd). With data_fd, the ring object's descriptor is kept
+ * open and stored there (the sandbox check writes at it); otherwise it is
+ * closed once mapped.
  */
 static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring,
 		       int *files_fd, int *data_fd, bool *resumed)
@@ -200,26 +132,16 @@ static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, stru
 	*files_fd = o->files_fd;
 	*resumed = false;
 	if (fds[0] < 0) {
-		err = receive_ring(o->ring_path, o->collector_uid, fds, files_fd, resumed);
+		err = symb_receive_ring(o->ring_path, o->collector_uid, ATTACH_WAIT_MS, &stop_signal,
+					fds, files_fd, resumed);
+		if (err == -ETIMEDOUT)
+			lp_err("ring: connecting to %s: nothing listens there (is the collector "
+			       "running?)",
+			       o->ring_path);
 		if (err)
 			return err;
 	}
-	if (lp_ring_check_sealed(fds[0]) || lp_ring_check_sealed(fds[1])) {
-		lp_err("ring: fds %d,%d are not a sealed lowprof ring", fds[0], fds[1]);
-		err = -EPERM;
-		goto out;
-	}
-	*mem = lp_ring_map_fds(fds[0], fds[1], false, size);
-	if (!*mem) {
-		err = -errno;
-		lp_err("ring: mapping fds %d,%d: %s", fds[0], fds[1], strerror(-err));
-		goto out;
-	}
-	*ring = lp_ring__consumer(*mem, *size);
-	err = *ring ? 0 : -errno;
-	if (err)
-		lp_err("ring: not a lowprof ring: %s", strerror(-err));
-out:
+	err = map_ring(fds, mem, size, ring);
 	if (data_fd && !err) {
 		*data_fd = fds[0];
 		fds[0] = o->ring_fd; /* not closed below */
@@ -851,12 +773,18 @@ static bool window_due(struct windows *w, struct symb_state *s, unsigned *wait_m
  * does not move samples between windows, and by ours when no sample says
  * the window is over (window_due). The last window is left open.
  */
-static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w)
+/* The collector's end of the socket the ring came on hung up: it is gone. */
+static bool peer_gone(int fd)
+{
+	struct pollfd p = {fd, POLLRDHUP, 0};
+
+	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
+static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w, int peer_fd)
 {
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0;
 
-	if (w)
-		windows_start(w, s);
 	for (;;) {
 		const void *data;
 		uint32_t len;
@@ -888,6 +816,11 @@ static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w
 			continue;
 		if (!err)
 			continue;
+		/* empty, and the collector died without closing it (killed): it has ended */
+		if (peer_gone(peer_fd)) {
+			lp_warn("ring: the collector is gone without ending its ring (killed?)");
+			return 0;
+		}
 		lp_ring__wait(ring, wait_ms);
 		if (lp_log_level() >= LP_LOG_DEBUG &&
 		    clock_ns(CLOCK_MONOTONIC) - t0 - last_progress >= PROGRESS_EVERY_NS) {
@@ -969,6 +902,11 @@ static int run_replay(const struct symb_opts *o, int cap_fd, struct symb_cache *
 	return 0;
 }
 
+/* reattach (below) replaces the ring of a struct ring_att */
+struct ring_att;
+static int reattach(const struct symb_opts *o, struct symb_connector *conn, struct ring_att *att,
+		    struct symb_state *s, struct windows *w);
+
 /* The collector's ring, as attach_ring maps it; freed by symb_run. */
 struct ring_att {
 	void *mem;
@@ -984,6 +922,7 @@ struct ring_att {
 static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *cache,
 		    struct ring_att *att, struct symb_state **s, struct windows *w, int *err)
 {
+	struct symb_connector *conn = NULL;
 	bool resumed;
 
 	if (attach_ring(o, &att->mem, &att->size, &att->ring, &att->files_fd, NULL, &resumed))
@@ -996,11 +935,81 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 	if (!*s || (o->spool_dir &&
 		    symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox, &w->spool)))
 		return -1;
-	/* everything opened that needs more than the sandbox allows */
-	if (!o->no_sandbox && symb_sandbox_enter())
+	/*
+	 * A service run on --ring PATH outlives its collector: when a
+	 * collector ends, the next one's ring comes through the connector,
+	 * which alone may make a socket (the sandbox lets us make none).
+	 */
+	if (o->spool_dir && o->ring_path &&
+	    symb_connector__start(o->ring_path, o->collector_uid, !o->no_sandbox, &conn))
 		return -1;
-	*err = consume(att->ring, *s, w->spool ? w : NULL);
+	/* everything opened that needs more than the sandbox allows */
+	if (!o->no_sandbox && symb_sandbox_enter()) {
+		symb_connector__stop(conn);
+		return -1;
+	}
+	if (w->spool)
+		windows_start(w, *s);
+	for (;;) {
+		*err = consume(att->ring, *s, w->spool ? w : NULL, att->files_fd);
+		if (*err || stop_signal || !conn || reattach(o, conn, att, *s, w))
+			break;
+	}
+	symb_connector__stop(conn);
 	return 0;
+}
+
+/*
+ * The collector ended its ring (stopped or restarted): the windows go on by
+ * our clock while the connector waits for the next collector's ring, which
+ * is then read into the same state (its metadata replaces the old; the
+ * window it starts in says so). 0 once attached; -1 on a signal, or when
+ * the connector or the new ring fails (said why).
+ */
+static int reattach(const struct symb_opts *o, struct symb_connector *conn, struct ring_att *att,
+		    struct symb_state *s, struct windows *w)
+{
+	int fds[3], err;
+	bool resumed;
+
+	lp_info("ring: the collector's ring ended; waiting for the next collector on %s (the "
+		"windows go on)",
+		o->ring_path);
+	lp_ring__free(att->ring);
+	att->ring = NULL;
+	munmap(att->mem, att->size);
+	att->mem = NULL;
+	if (att->files_fd >= 0 && att->files_fd != o->files_fd)
+		close(att->files_fd);
+	att->files_fd = -1;
+	symb_state__set_files_fd(s, -1);
+	while (!stop_signal) {
+		unsigned wait_ms = WAIT_MS;
+
+		while (w->spool && window_due(w, s, &wait_ms))
+			wait_ms = WAIT_MS;
+		err = symb_connector__get(conn, wait_ms, fds, &resumed);
+		if (err == -ETIMEDOUT)
+			continue;
+		if (err) {
+			lp_err("ring: waiting for the next collector: %s", strerror(-err));
+			return -1;
+		}
+		err = map_ring(fds, &att->mem, &att->size, &att->ring);
+		close(fds[0]);
+		close(fds[1]);
+		if (err) {
+			close(fds[2]);
+			return -1;
+		}
+		att->files_fd = fds[2];
+		symb_state__set_files_fd(s, fds[2]);
+		if (resumed)
+			symb_state__wait_meta(s);
+		lp_info("ring: a collector started; reading its ring");
+		return 0;
+	}
+	return -1;
 }
 
 /* As the final user, so that the database and its WAL files are ours. NULL: none. */

@@ -102,8 +102,11 @@ static const char *const allowed[] = {
 	"exit_group",
 };
 
-/* fcntl commands: SQLite's POSIX locks and their checks, descriptors' flags (libelf, fdopen) */
-static const int fcntl_cmds[] = {F_GETFD, F_GETFL, F_GETLK, F_SETLK};
+/*
+ * fcntl commands: SQLite's POSIX locks and their checks, descriptors' flags
+ * (libelf, fdopen), a new collector's ring's seals (a service run, attach.h)
+ */
+static const int fcntl_cmds[] = {F_GETFD, F_GETFL, F_GETLK, F_SETLK, F_GET_SEALS};
 
 /*
  * Sanitizer builds (tests): LeakSanitizer's exit-time check stops the
@@ -279,6 +282,53 @@ int symb_sandbox_enter(void)
 	seccomp_release(ctx);
 	if (err)
 		lp_err("sandbox: installing the seccomp filter: %s", strerror(-err));
+	return err;
+}
+
+
+/* What the ring connector calls (attach.c): besides socket, only on AF_UNIX. */
+static const char *const connector_allowed[] = {
+	"connect",     "getsockopt", "recvfrom", "recvmsg",	   "sendto",	     "sendmsg",
+	"read",	       "write",	     "close",	 "nanosleep",	   "clock_nanosleep", "clock_gettime",
+	"gettimeofday", "fstat",     "newfstatat", "brk",	   "munmap",	     "mremap",
+	"getpid",      "rt_sigreturn", "exit",	 "exit_group",
+};
+
+int symb_sandbox_enter_connector(void)
+{
+#ifdef SYMB_SANITIZED
+	static const char *const connector_refused[] = {
+		"execve", "execveat", "ptrace", "bpf", "perf_event_open", "process_vm_readv",
+		"process_vm_writev", "mount", "setuid", "setns", "unshare", "openat", "open",
+	};
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	const uint32_t no = SCMP_ACT_ERRNO(ENOSYS);
+#else
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+	const uint32_t ok = SCMP_ACT_ALLOW;
+#endif
+	int err = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+#ifdef SYMB_SANITIZED
+	(void)connector_allowed;
+	for (size_t i = 0; !err && i < sizeof(connector_refused) / sizeof(connector_refused[0]); i++)
+		err = rule(ctx, no, connector_refused[i], 0, no_arg);
+#else
+	for (size_t i = 0; !err && i < sizeof(connector_allowed) / sizeof(connector_allowed[0]); i++)
+		err = rule(ctx, ok, connector_allowed[i], 0, no_arg);
+	/* a Unix socket, to connect to the collector's; no other family */
+	if (!err)
+		err = rule(ctx, ok, "socket", 1, SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX));
+	if (!err)
+		err = rule(ctx, ok, "mmap", 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+#endif
+	if (!err)
+		err = seccomp_load(ctx); /* sets no_new_privs first */
+	seccomp_release(ctx);
+	if (err)
+		lp_err("ring: installing the connector's seccomp filter: %s", strerror(-err));
 	return err;
 }
 

@@ -30,6 +30,13 @@ int symb_sandbox_enter(void);
  */
 int symb_sandbox_enter_spool(int dirfd);
 
+/*
+ * The ring connector's filter (attach.h): Unix sockets made and connected,
+ * messages on them, memory that is never executable, sleep; no file opened,
+ * no exec, no signal. 0 or -errno.
+ */
+int symb_sandbox_enter_connector(void);
+
 /* The files symb_sandbox_check tries to change, in the directory it is given. */
 #define SYMB_CHECK_VICTIM  "victim"
 #define SYMB_CHECK_VICTIM2 "victim2"

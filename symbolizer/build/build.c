@@ -40,8 +40,8 @@ struct symb_built {
 	struct lpw_stack *stacks;
 	uint32_t *locs; /* all stacks' location lists */
 	char **names;	/* owned strings, one per location */
-	const char *comments[4];
-	char *comment_buf[4];
+	const char *comments[5];
+	char *comment_buf[5];
 	char title[320];
 	uint32_t kernel_mapping;
 	uint32_t *obj_mapping; /* per object: its mapping, or LPW_NO_MAPPING */
@@ -461,6 +461,12 @@ static void describe(const struct symb_state *s, struct symb_built *b, enum symb
 		b->comments[b->p.ncomments++] = b->comment_buf[2];
 	if (w && asprintf(&b->comment_buf[3], "lowprof window %" PRIu64, w->seq) >= 0)
 		b->comments[b->p.ncomments++] = b->comment_buf[3];
+	if (c->restarts &&
+	    asprintf(&b->comment_buf[4],
+		     "lowprof: the collector started again %" PRIu64
+		     " times in this profile: what it did not sample meanwhile is missing",
+		     c->restarts) >= 0)
+		b->comments[b->p.ncomments++] = b->comment_buf[4];
 	b->p.title = b->title;
 	b->p.comments = b->comments;
 }
@@ -579,7 +585,7 @@ void symb_built_free(struct symb_built *b)
 	free(b->locations);
 	free(b->stacks);
 	free(b->locs);
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(b->comment_buf) / sizeof(b->comment_buf[0]); i++)
 		free(b->comment_buf[i]);
 	free(b);
 }

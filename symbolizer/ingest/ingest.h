@@ -108,6 +108,7 @@ struct symb_counters {
 	uint64_t unwind_stops[SYMB_STOP__COUNT];
 	uint64_t unwind_fp_frames; /* frames found through frame pointers */
 	uint64_t skipped_resume;   /* records read before the meta of a resumed stream */
+	uint64_t restarts;	   /* meta records after the first: a collector started again */
 	/* what the tables hold */
 	uint32_t procs;	      /* processes (slots are kept) */
 	uint32_t maps;	      /* live mappings of all processes */
@@ -177,6 +178,14 @@ void symb_state__free(struct symb_state *s);
  */
 #define SYMB_FEED_NEXT_WINDOW 1
 int symb_state__feed(struct symb_state *s, const void *buf, size_t len);
+
+/*
+ * A service run whose collector started again: the new file channel (-1:
+ * none, meanwhile), and, for a ring in use, skipping what comes before the
+ * next meta record (as opts' wait_meta).
+ */
+void symb_state__set_files_fd(struct symb_state *s, int files_fd);
+void symb_state__wait_meta(struct symb_state *s);
 
 /* Replay: a buildid record, before the stream (symb_objects__note_build_id). */
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b);

@@ -137,6 +137,16 @@ void symb_state__free(struct symb_state *s)
 	free(s);
 }
 
+void symb_state__set_files_fd(struct symb_state *s, int files_fd)
+{
+	symb_objects__set_files_fd(s->objs, files_fd);
+}
+
+void symb_state__wait_meta(struct symb_state *s)
+{
+	s->wait_meta = true;
+}
+
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b)
 {
 	return symb_objects__note_build_id(s->objs, b);
@@ -924,6 +934,9 @@ static void feed_meta_kernel(struct symb_state *s, const struct lps_meta *m)
 /* The run's metadata; a new meta record (a restarted collector) replaces it. */
 static void feed_meta(struct symb_state *s, const struct lps_meta *m)
 {
+	/* the same run's meta again (sent for a restarted symbolizer) is not a new collector */
+	if (s->meta.have_meta && m->start_mono_ns != s->meta.start_mono_ns)
+		s->n.restarts++;
 	s->meta.have_meta = true;
 	s->meta.freq_hz = m->freq_hz;
 	s->meta.ncpus = m->ncpus_online;

@@ -141,6 +141,9 @@ void symb_objects__free(struct symb_objects *t);
  */
 int symb_objects__intern(struct symb_objects *t, const struct lps_mapping *m, uint32_t pid,
 			 uint32_t *idx);
+/* The file channel to the collector from now on (a new collector); -1: none. */
+void symb_objects__set_files_fd(struct symb_objects *t, int files_fd);
+
 /* A mapping of object idx is gone. */
 void symb_objects__unref(struct symb_objects *t, uint32_t idx);
 /*

@@ -245,6 +245,12 @@ int symb_objects__intern(struct symb_objects *s, const struct lps_mapping *m, ui
 	return 0;
 }
 
+void symb_objects__set_files_fd(struct symb_objects *t, int files_fd)
+{
+	t->have_files = files_fd >= 0;
+	t->files_fd = files_fd;
+}
+
 void symb_objects__unref(struct symb_objects *t, uint32_t idx)
 {
 	if (idx < t->nobjs && t->objs[idx].refs)

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Getting the collector's ring over its --ring socket, at start and again
+ * whenever a collector starts after the last one ended.
+ *
+ * What it is: the connection (connect, the check of who listens, the ring's
+ * descriptors received) and, for a service run, the connector: a process
+ * forked before the sandbox goes on, which alone may make a Unix socket and
+ * connect it to that one path (its own seccomp filter), and hands each new
+ * ring to the symbolizer over a socket pair. The symbolizer itself, in its
+ * sandbox, can make no socket. What it is not: mapping or checking the ring
+ * (run.c does, whoever received it).
+ */
+#ifndef LOWPROF_SYMB_ATTACH_H
+#define LOWPROF_SYMB_ATTACH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/*
+ * Connects to the collector's socket at path, waiting up to wait_ms for it
+ * to appear, checks that root or collector_uid listens on it, and receives
+ * the ring: fds[0] its data (read-only), fds[1] its consumer page, and
+ * *sock the connection, which stays open as the file channel. *resumed: the
+ * ring is in use (we replace a symbolizer that died). Stops waiting when
+ * *stop becomes non-zero. 0, -ETIMEDOUT (quiet: nothing listened in time),
+ * or another -errno after saying why.
+ */
+int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
+		      const volatile int *stop, int fds[2], int *sock, bool *resumed);
+
+struct symb_connector;
+
+/*
+ * Forks the connector for path (before the sandbox; with sandbox, it enters
+ * its own filter). 0 or -errno. Destructor: symb_connector__stop.
+ */
+int symb_connector__start(const char *path, uid_t collector_uid, bool sandbox,
+			  struct symb_connector **out);
+/*
+ * The next ring: asks the connector to wait up to wait_ms for a collector.
+ * 0 with fds[0..2] (data, consumer page, file channel) and *resumed;
+ * -ETIMEDOUT when none came in time (ask again); another -errno when the
+ * connector is gone or refused what listened (said why).
+ */
+int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], bool *resumed);
+void symb_connector__stop(struct symb_connector *c); /* NULL-safe */
+
+#endif /* LOWPROF_SYMB_ATTACH_H */
