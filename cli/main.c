@@ -122,6 +122,8 @@ static const char run_usage[] =
 	"names them, container.id and k8s.pod.uid. Files appear under a temporary\n"
 	"name and are renamed when whole. When the spool holds more than\n"
 	"--spool-bytes, the oldest windows are removed; nothing else removes them.\n"
+	"A collector or symbolizer that dies is started again (at most 20 times);\n"
+	"the symbolizer stays through a collector's restart, and its windows go on.\n"
 	"\n"
 	"Options (and record's -F, -p, --cgroup, -u, --stack-bytes, --cache,\n"
 	"--cache-size, --no-cache, --debug-dir, --off-cpu and --off-cpu-*, -v):\n"
