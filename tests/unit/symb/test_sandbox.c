@@ -313,6 +313,39 @@ static void test_spool_filter(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/*
+ * The ring connector's filter (production builds): Unix sockets made and
+ * connected; no other socket family, no open, no exec. A sanitizer build's
+ * filter only refuses open and exec.
+ */
+static void test_connector_filter(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int bad = 0, s;
+
+		if (symb_sandbox_enter_connector())
+			_exit(10);
+		s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		bad |= (s < 0) << 0;
+		bad |= (execl("/bin/true", "true", (char *)NULL) == 0) << 1;
+		bad |= (open("/etc/hostname", O_RDONLY) >= 0) << 2;
+#ifndef SYMB_TEST_SANITIZED
+		bad |= (socket(AF_INET, SOCK_STREAM, 0) >= 0) << 3;
+		bad |= (kill(getppid(), 0) == 0) << 4;
+#endif
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +353,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_warm_cache, fx_setup, fx_teardown),
 		cmocka_unit_test(test_identity_in_sandbox),
 		cmocka_unit_test(test_spool_filter),
+		cmocka_unit_test(test_connector_filter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
