@@ -28,7 +28,7 @@
 # Environment:
 #   LOWPROF_VM_TESTS    ctest -R regex of the tests to run (default: those
 #                       of tests/bpf, e2e chain, offcpu, capture, errors,
-#                       secrets, kaslr)
+#                       secrets, kaslr, labels)
 #   LOWPROF_VM_BUILD    build directory (default: build/ of this checkout)
 #   LOWPROF_VM_CACHE    cache directory (default /var/cache/lowprof-vm)
 #   LOWPROF_VM_ACCEL    auto (default), kvm or tcg
@@ -86,7 +86,7 @@ ACCEL=${LOWPROF_VM_ACCEL:-auto}
 MEM=${LOWPROF_VM_MEM:-3584}
 CPUS=${LOWPROF_VM_CPUS:-2}
 MIRROR=${LOWPROF_VM_MIRROR:-http://deb.debian.org/debian}
-TESTS=${LOWPROF_VM_TESTS:-'^(test_bpf_.*|e2e_(chain|offcpu|capture|errors|secrets|kaslr))$'}
+TESTS=${LOWPROF_VM_TESTS:-'^(test_bpf_.*|e2e_(chain|offcpu|capture|errors|secrets|kaslr|labels))$'}
 if [[ $MODE == cmd ]]; then
 	TIMEOUT=${LOWPROF_VM_TIMEOUT:-600}
 else
