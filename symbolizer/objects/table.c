@@ -7,8 +7,10 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lowprof/grow.h"
 #include "lowprof/hash.h"
@@ -301,12 +303,28 @@ uint32_t symb_objects__sweep(struct symb_objects *t)
 	return n;
 }
 
-/* The process's heap in use, as malloc counts it (arenas and mmapped chunks). */
+/*
+ * The process's heap in use, as malloc counts it (arenas and mmapped
+ * chunks); where the allocator does not say (a sanitizer's), its private
+ * resident memory (statm's resident less shared pages).
+ */
 static uint64_t heap_in_use(void)
 {
 	struct mallinfo2 mi = mallinfo2();
+	unsigned long size, resident, shared;
+	FILE *f;
+	int n;
 
-	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+	if (mi.uordblks + mi.hblkhd)
+		return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+	f = fopen("/proc/self/statm", "re");
+	if (!f)
+		return 0;
+	n = fscanf(f, "%lu %lu %lu", &size, &resident, &shared);
+	fclose(f);
+	return n == 3 && resident > shared
+		       ? (uint64_t)(resident - shared) * (uint64_t)sysconf(_SC_PAGESIZE)
+		       : 0;
 }
 
 /* Least recently used first; then by index, so the order is deterministic. */
