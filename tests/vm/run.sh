@@ -7,6 +7,8 @@
 #   tests/vm/run.sh SERIES -- COMMAND...    one command in the guest, its output
 #                                           here, its exit status ours
 #   tests/vm/run.sh SERIES --shell          a shell on the guest's console
+#   tests/vm/run.sh SERIES --systemd        deploy/systemd's units under systemd
+#                                           as PID 1 (tests/vm/systemd-check.sh)
 #
 # SERIES is a kernel series: 5.10 (bullseye), 6.1 (bookworm), 6.12
 # (bookworm-backports), or any other series of a linux-image-*-cloud-amd64
@@ -24,6 +26,11 @@
 # writes only to its own memory. QEMU runs with KVM where a
 # probe guest comes up under it, else under TCG. The tests run as ctest
 # defines them; their output comes back on a second serial port.
+# With --systemd, /etc and /usr/local get overlays too,
+# tests/vm/systemd-boot.sh installs the binaries and the units as deploy/
+# ships them and a unit that runs the check, and the guest's init then
+# becomes /lib/systemd/systemd, which boots to that unit and powers off
+# when it ends.
 #
 # Environment:
 #   LOWPROF_VM_TESTS    ctest -R regex of the tests to run (default: those
@@ -32,7 +39,8 @@
 #   LOWPROF_VM_BUILD    build directory (default: build/ of this checkout)
 #   LOWPROF_VM_CACHE    cache directory (default /var/cache/lowprof-vm)
 #   LOWPROF_VM_ACCEL    auto (default), kvm or tcg
-#   LOWPROF_VM_TIMEOUT  seconds before the VM is killed (default 1500; 600 with --)
+#   LOWPROF_VM_TIMEOUT  seconds before the VM is killed (default 1500; 600 with
+#                       -- or --systemd)
 #   LOWPROF_VM_MEM      guest memory in MiB (default 3584)
 #   LOWPROF_VM_CPUS     guest CPUs (default 2)
 #   LOWPROF_VM_MIRROR   Debian mirror (default http://deb.debian.org/debian)
@@ -62,6 +70,7 @@ CMD=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--shell) MODE=shell ;;
+	--systemd) MODE=systemd ;;
 	--)
 		shift
 		MODE=cmd
@@ -87,7 +96,7 @@ MEM=${LOWPROF_VM_MEM:-3584}
 CPUS=${LOWPROF_VM_CPUS:-2}
 MIRROR=${LOWPROF_VM_MIRROR:-http://deb.debian.org/debian}
 TESTS=${LOWPROF_VM_TESTS:-'^(test_bpf_.*|e2e_(chain|offcpu|capture|errors|secrets|kaslr|labels))$'}
-if [[ $MODE == cmd ]]; then
+if [[ $MODE == cmd || $MODE == systemd ]]; then
 	TIMEOUT=${LOWPROF_VM_TIMEOUT:-600}
 else
 	TIMEOUT=${LOWPROF_VM_TIMEOUT:-1500}
@@ -111,6 +120,12 @@ for t in qemu-system-x86_64 "$VIRTIOFSD" busybox depmod modprobe dpkg-deb apt-ge
 	command -v "$t" >/dev/null || skip "$t is missing: deploy/install-deps.sh --test installs it"
 done
 [[ $MODE == shell || -x "$BUILD/lowprof" ]] || die "no $BUILD/lowprof: build first (cmake --build build)"
+if [[ $MODE == systemd ]]; then
+	[[ -x /lib/systemd/systemd ]] || skip "no /lib/systemd/systemd on this host to boot the guest with"
+	for b in lowprof-collector lowprof-symbolizer tests/workloads/chain-fp; do
+		[[ -x "$BUILD/$b" ]] || die "no $BUILD/$b: build first (cmake --build build)"
+	done
+fi
 
 # ---- everything this run starts is stopped and removed on every exit path
 JOB=""
@@ -325,6 +340,7 @@ JOB=$(mktemp -d /tmp/lowprof-vm.XXXXXX)
 chmod 755 "$JOB"
 echo "$$" >"$JOB/pid"
 LOGS=$BUILD/vm-logs/$SERIES
+[[ $MODE == systemd ]] && LOGS+=-systemd
 if [[ $MODE == shell ]]; then
 	LOGS=""
 else
@@ -444,6 +460,12 @@ if [[ $ACCEL == kvm ]]; then SCALE=1; else SCALE=${LOWPROF_VM_TIME_SCALE:-3}; fi
 		printf 'cd %q || exit 1\n' "$PWD"
 		printf '%q ' "${CMD[@]}"
 		echo
+	elif [[ $MODE == systemd ]]; then
+		# run by lpvm-test.service; init, now systemd, reports no "done"
+		echo "lpvm_info"
+		printf "lpvm_test 'systemd' 150 77 / LOWPROF_BIN=%q LOWPROF_WORKLOADS=%q LOWPROF_SRC=%q -- bash %q\n" \
+			"$BUILD" "$BUILD/tests/workloads" "$SRC" "$SRC/tests/vm/systemd-check.sh"
+		echo 'echo "@@LPVM done $? $(lpvm_now)"'
 	else
 		echo "lpvm_info"
 		ctest --test-dir "$BUILD" --show-only=json-v1 -R "$TESTS" | jq -r '
@@ -452,14 +474,23 @@ if [[ $ACCEL == kvm ]]; then SCALE=1; else SCALE=${LOWPROF_VM_TIME_SCALE:-3}; fi
 			"\(($pr.WORKING_DIRECTORY // "/") | @sh) \(($pr.ENVIRONMENT // []) | @sh) -- \(.command | @sh)"'
 	fi
 } >"$JOB/job.sh"
-if [[ $MODE == tests ]]; then
+if [[ $MODE == systemd ]]; then
+	# run by the guest's init before it becomes systemd
+	{
+		echo "# written by tests/vm/run.sh"
+		echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+		printf 'LPVM_SRC=%q LPVM_BUILD=%q\n' "$SRC" "$BUILD"
+		printf 'source %q\n' "$SRC/tests/vm/systemd-boot.sh"
+	} >"$JOB/boot.sh"
+fi
+if [[ $MODE == tests || $MODE == systemd ]]; then
 	NTESTS=$(grep -c '^lpvm_test ' "$JOB/job.sh" || true)
 	[[ $NTESTS -gt 0 ]] || die "no test in $BUILD matches '$TESTS'"
 fi
 
 virtiofsd_start
 T0=$SECONDS
-log "booting $PKG $VER ($KVER) under $ACCEL, $CPUS CPUs, $MEM MiB$([[ $MODE == tests ]] && echo ", $NTESTS tests")"
+log "booting $PKG $VER ($KVER) under $ACCEL, $CPUS CPUs, $MEM MiB$([[ $MODE == tests ]] && echo ", $NTESTS tests")$([[ $MODE == systemd ]] && echo ", systemd as PID 1")"
 # the source and build trees stay visible where the guest puts fresh tmpfs
 # (a clean clone under /tmp, as CI may make)
 for d in "$SRC" "$BUILD"; do
@@ -470,6 +501,11 @@ for d in "$SRC" "$BUILD"; do
 done
 extra="lpvm.job=$JOB lpvm.keep=$SRC,$BUILD"
 [[ ${LOWPROF_VM_OVERLAY:-0} == 1 ]] && extra+=" lpvm.overlay=1"
+# (not the whole root under an overlay: the binaries profiled stay on the
+# host's file system as on a host; through overlayfs their device and
+# inode in /proc/PID/maps are not what stat() says, and lowprof then
+# refuses to read them)
+[[ $MODE == systemd ]] && extra+=" lpvm.rw=etc,usr/local lpvm.systemd=1 systemd.show_status=error"
 [[ $MODE == shell ]] && extra="lpvm.shell=1"
 qemu_start "$ACCEL" "$extra" "$JOB/vm"
 if [[ $MODE == shell ]]; then
@@ -583,7 +619,10 @@ while read -r n; do
 	RES[$n]="unfinished - -"
 	printf '  %-28s %-8s\n' "$n" UNFINISHED >&2
 done < <(sed -n "s/^lpvm_test '\([^']*\)'.*/\1/p" "$JOB/job.sh")
-for n in "${failed[@]}"; do
+shown=("${failed[@]}")
+# (--systemd: its one test's checks, passed or not)
+[[ $MODE == systemd ]] && shown=("${ORDER[@]}")
+for n in "${shown[@]}"; do
 	echo "---- output of $n (${RES[$n]%% *}) on $KVER" >&2
 	awk -v n="$n" '{ sub(/\r$/, "") } $0 == "@@LPVM begin " n { on = 1; next }
 		on && /@@LPVM end / { sub(/@@LPVM end .*/, ""); if ($0 != "") print; exit } on' "$OUT" >&2

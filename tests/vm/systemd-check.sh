@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# deploy/systemd's units under a real systemd (PID 1 of the VM that
+# tests/vm/run.sh --systemd boots; tests/vm/systemd-boot.sh installed the
+# units, lowprof.conf and the binaries as shipped). Started with systemctl,
+# whole host, with a busy program of known call chain running as a service
+# of its own:
+#   - systemd-sysusers made the user lowprof at boot;
+#   - the privilege split in /proc: the collector root with CAP_SYS_PTRACE
+#     and CAP_DAC_READ_SEARCH alone (effective, permitted, bounding), the
+#     symbolizer and its spool writer the user lowprof with no capability,
+#     no_new_privs, and a seccomp filter of their own on top of the unit's
+#     (more filters than the same unit running a plain program has);
+#   - systemctl stop, some seconds into a window: both exit 0 and nothing
+#     of theirs is left (processes, cgroups, /run/lowprof, BPF programs);
+#   - the windows in /var/lib/lowprof/spool: two or more written while it
+#     ran and the partial last one, numbered without gap, the user's, whole
+#     gzip'd pprof that go tool pprof reads, 10 s each but the first and
+#     the last, each with the chain and the workload's pid.
+source "$(dirname "$0")/../e2e/lib.sh"
+require_root
+
+SPOOL=/var/lib/lowprof/spool
+UNITS="lowprof-collector.service lowprof-symbolizer.service"
+export HOME=$TMP
+# go tool pprof's own binary: the go command around it costs seconds under emulation
+PPROF=$(go env GOTOOLDIR 2>/dev/null)/pprof
+[[ -x $PPROF ]] || PPROF="go tool pprof"
+prop() { systemctl show -p "$2" --value "$1"; } # prop UNIT PROPERTY
+st() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$1/status"; } # st PID FIELD
+windows() { ls "$SPOOL" 2>/dev/null | grep -E '^cpu-[0-9]{8}T[0-9]{6}Z-[0-9]{6}\.pb\.gz$' | sort -t- -k3; }
+journal() {
+	echo "--- journal of the lowprof units"
+	journalctl -b --no-pager -o short-monotonic -u lowprof-collector -u lowprof-symbolizer | tail -n 40
+}
+
+check "PID 1 is systemd" test "$(cat /proc/1/comm)" = systemd
+echo "systemd $(systemctl --version | head -1 | cut -d' ' -f2), state $(systemctl is-system-running)," \
+	"kernel.perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid)," \
+	"kernel.kptr_restrict $(cat /proc/sys/kernel/kptr_restrict)"
+failed=$(systemctl list-units --failed --plain --no-legend | awk '{print $1}' | tr '\n' ' ')
+[[ -z "$failed" ]] || echo "units that failed at boot (not ours to judge): $failed"
+for u in $UNITS; do
+	check "$u is deploy/systemd's, unchanged, with no drop-in" \
+		bash -c "cmp -s /etc/systemd/system/$u '$LOWPROF_SRC/deploy/systemd/$u' &&
+			test -z \"\$(systemctl show -p DropInPaths --value $u)\""
+done
+
+# ---- the user, from /etc/sysusers.d/lowprof.conf at this boot
+IFS=: read -r _ _ LUID LGID _ home shell < <(getent passwd lowprof) || true
+check "systemd-sysusers made lowprof at boot: system uid ${LUID:-none}, no home, no shell" \
+	test "${LUID:-1000}" -lt 1000 -a "$home" = /nonexistent -a "$shell" = /usr/sbin/nologin
+check "  systemd-sysusers.service ran" test "$(prop systemd-sysusers.service Result)" = success -a \
+	"$(prop systemd-sysusers.service ConditionResult)" = yes
+
+# ---- what each unit alone gives a process: a copy of it that runs grep
+# (before lowprof starts: the copies share its directories)
+# probe UNIT: /proc/self/status of a process made with UNIT's settings (cat
+# in place of its program)
+probe() {
+	sed -e 's|^ExecStart=.*|ExecStart=/bin/cat /proc/self/status|' -e 's/^Type=.*/Type=oneshot/' \
+		-e 's/^Restart=.*/Restart=no/' -e '/^RuntimeDirectory/d' -e '/^Wants=/d' \
+		-e 's|^\[Service\]|&\nStandardOutput=file:/run/lpvm-probe.out|' \
+		"/etc/systemd/system/$1" >/run/systemd/system/lpvm-probe.service
+	rm -f /run/lpvm-probe.out
+	systemctl daemon-reload
+	systemctl start lpvm-probe.service
+	cat /run/lpvm-probe.out 2>/dev/null
+	rm -f /run/systemd/system/lpvm-probe.service
+	systemctl daemon-reload
+}
+caps() { capsh --decode="0x$1" | sed 's/.*=//; s/,/ /g'; } # caps HEX: their names
+# the bounding set systemd gives the collector is the one its unit names:
+# no other setting of the unit takes one away (ProtectKernelLogs= takes
+# CAP_SYSLOG, ProtectClock= CAP_SYS_TIME...)
+P=$(probe lowprof-collector.service)
+got=$(caps "$(awk '$1 == "CapBnd:" {print $2}' <<<"$P")")
+want=$(sed -n 's/^CapabilityBoundingSet=//p' /etc/systemd/system/lowprof-collector.service | tr 'A-Z' 'a-z')
+check "the collector's unit gives it the bounding set it names: '$got'" \
+	test "$(tr ' ' '\n' <<<"$got" | sort | xargs)" = "$(tr ' ' '\n' <<<"$want" | sort | xargs)"
+# the filters systemd itself puts on a process of the symbolizer's unit
+# (SystemCallFilter=, SystemCallArchitectures=, MemoryDenyWriteExecute=...)
+P=$(probe lowprof-symbolizer.service)
+UNITF=$(awk '$1 == "Seccomp_filters:" {print $2}' <<<"$P")
+check "the symbolizer's unit alone puts a process under ${UNITF:-no} seccomp filters" \
+	bash -c "grep -q '^Seccomp:[[:space:]]*2$' <<<\"\$1\" && test '${UNITF:-0}' -gt 0" _ "$P"
+
+# ---- a busy program with a known call chain, a service of its own
+systemd-run --quiet --unit=lpvm-chain --property=Type=exec "$WL/chain-fp" 3600
+WPID=$(prop lpvm-chain.service MainPID)
+check "the chain workload runs (pid $WPID)" test "${WPID:-0}" -gt 0
+t0=$(cut -d' ' -f1 /proc/uptime)
+systemctl start $UNITS
+rc=$?
+check "systemctl start $UNITS (exit $rc)" test "$rc" = 0
+
+# ---- two windows
+wait_s=$(scaled 45)
+end=$((SECONDS + wait_s))
+while ((SECONDS < end)); do
+	[[ $(windows | wc -l) -ge 2 ]] && break
+	for u in $UNITS; do [[ $(prop $u ActiveState) == active ]] || break 2; done
+	sleep 0.5
+done
+mapfile -t WIN < <(windows)
+echo "after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }') s: ${#WIN[@]} windows"
+check "two windows in $SPOOL within $wait_s s (got ${#WIN[@]})" test "${#WIN[@]}" -ge 2
+for u in $UNITS; do
+	check "$u is active (restarts: $(prop $u NRestarts))" \
+		test "$(prop $u ActiveState)" = active -a "$(prop $u NRestarts)" = 0
+done
+
+# ---- the privilege split, while they run
+COL=$(prop lowprof-collector.service MainPID)
+SYM=$(prop lowprof-symbolizer.service MainPID)
+WR=0
+[[ ${SYM:-0} -gt 0 ]] && WR=$(pgrep -P "$SYM" | head -1)
+[[ -n "$WR" ]] || WR=0
+echo "collector $COL, symbolizer $SYM, its spool writer $WR"
+for p in $COL $SYM $WR; do
+	[[ -r /proc/$p/status ]] && grep -E '^(Name|Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Seccomp[_a-z]*):' /proc/$p/status | tr '\n\t' '  ' && echo
+done
+if [[ $COL -gt 0 && $SYM -gt 0 && $WR -gt 0 ]]; then
+	check "collector runs as root (Uid, Gid: 0)" \
+		test "$(st "$COL" Uid)" = "0 0 0 0" -a "$(st "$COL" Gid)" = "0 0 0 0"
+	# CAP_SYS_PTRACE is bit 19, CAP_DAC_READ_SEARCH bit 2
+	for set in CapEff CapPrm CapBnd; do
+		check "collector $set is CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH only ($(st "$COL" $set))" \
+			test "$(st "$COL" $set)" = 0000000000080004
+	done
+	check "collector CapInh and CapAmb are 0" \
+		test "$(st "$COL" CapInh)" = 0000000000000000 -a "$(st "$COL" CapAmb)" = 0000000000000000
+	check "collector has no_new_privs" test "$(st "$COL" NoNewPrivs)" = 1
+	for p in "symbolizer $SYM" "spool writer $WR"; do
+		pid=${p##* }
+		what=${p% *}
+		check "$what runs as lowprof (Uid $(st "$pid" Uid), Gid $(st "$pid" Gid))" \
+			test "$(st "$pid" Uid)" = "$LUID $LUID $LUID $LUID" -a "$(st "$pid" Gid)" = "$LGID $LGID $LGID $LGID"
+		check "$what has no supplementary group but its own ($(st "$pid" Groups))" \
+			bash -c "[[ '$(st "$pid" Groups)' == '' || '$(st "$pid" Groups)' == '$LGID' ]]"
+		for set in CapEff CapPrm CapBnd CapInh CapAmb; do
+			check "$what $set is 0" test "$(st "$pid" $set)" = 0000000000000000
+		done
+		check "$what has no_new_privs" test "$(st "$pid" NoNewPrivs)" = 1
+		check "$what runs under seccomp filters (Seccomp: 2)" test "$(st "$pid" Seccomp)" = 2
+		n=$(st "$pid" Seccomp_filters)
+		check "$what has a filter of its own: $n filters, the unit's alone ${UNITF:-?}" \
+			test "${n:-0}" -gt "${UNITF:-99}"
+	done
+	check "the spool writer is the symbolizer's child (comm lowprof-symboli)" \
+		test "$(cat /proc/$WR/comm)" = lowprof-symboli
+else
+	fail "no collector ($COL), symbolizer ($SYM) or spool writer ($WR) to look at"
+fi
+
+# ---- systemctl stop: exit 0, nothing left, and the partial last window
+# (stopped some seconds into a window, so that the last one has samples)
+for ((i = 0; i < 60; i++)); do
+	last=$(windows | tail -1)
+	age=$(($(date +%s) - $(stat -c %Y "$SPOOL/$last" 2>/dev/null || echo 0)))
+	[[ $age -ge 4 && $age -le 7 ]] && break
+	sleep 0.5
+done
+mapfile -t WIN < <(windows)
+echo "stopping $age s after window ${last:-none} was written"
+systemctl stop $UNITS
+rc=$?
+check "systemctl stop $UNITS (exit $rc)" test "$rc" = 0
+for u in $UNITS; do
+	check "$u exited 0 ($(prop $u Result), code $(prop $u ExecMainCode), status $(prop $u ExecMainStatus))" \
+		test "$(prop $u Result)" = success -a "$(prop $u ExecMainCode)" = 1 -a "$(prop $u ExecMainStatus)" = 0
+done
+
+# ---- the windows: those closed while it ran, then the last
+check "the spool is lowprof's, 0700 ($(stat -c '%U %a' "$SPOOL"))" \
+	test "$(stat -c '%U %a' "$SPOOL")" = "lowprof 700"
+# chain: 0 if a sample's stack in TRACES is the workload's chain, leaf
+# first (kernel frames may sit above it: an interrupt taken there)
+chain() {
+	awk '
+		/^-+\+-+$/ { if (s ~ / chain_leaf chain_three chain_two chain_one main( |$)/) f = 1; s = ""; next }
+		/^ *[a-z_]+: / { next }
+		NF { s = s " " $NF }
+		END { exit !f }' <<<"$TRACES"
+}
+# pprof_check FILE INDEX: a whole window in the spool; its duration (s) in
+# DUR, its sample count in SAMPLES, its stacks (pprof -traces) in TRACES
+pprof_check() {
+	local f=$SPOOL/$1 i=$2 raw
+	check "window $i ($1) is lowprof's, 0600" test "$(stat -c '%U %a' "$f")" = "lowprof 600"
+	check "window $i is whole gzip" gzip -t "$f"
+	# (-top's header: -raw cuts the duration to 4 characters, unit and all)
+	raw=$($PPROF -top -nodecount=1 "$f" 2>&1)
+	check "go tool pprof reads window $i" grep -Eq '^Duration: .*, Total samples = [0-9]+' <<<"$raw"
+	check "window $i's comments name it" \
+		bash -c "$PPROF -comments '$f' 2>/dev/null | grep -qx 'lowprof window $((10#${1: -12:6}))'"
+	# (a Go duration: 10s, 1.43s, 350.01ms, 1m0s)
+	DUR=$(awk '$1 == "Duration:" { d = $2; sub(/,$/, "", d); t = 0
+		while (match(d, /^[0-9.]+(h|m|s|ms|us|µs|ns)/)) {
+			n = substr(d, 1, RLENGTH); d = substr(d, RLENGTH + 1); u = n; sub(/^[0-9.]+/, "", u)
+			t += n * (u == "h" ? 3600 : u == "m" ? 60 : u == "s" ? 1 : u == "ms" ? 1e-3 : u == "ns" ? 1e-9 : 1e-6)
+		}
+		printf "%.3f", t; exit }' <<<"$raw")
+	TRACES=$($PPROF -traces "$f" 2>/dev/null)
+	SAMPLES=$(sed -n 's/^Duration: .*, Total samples = \([0-9]*\).*/\1/p' <<<"$raw")
+}
+for i in "${!WIN[@]}"; do
+	pprof_check "${WIN[$i]}" "$i"
+	# the first window starts with the first sample, not on the clock
+	((i > 0)) && check "window $i lasts 10 s (${DUR:-?} s)" awk -v d="${DUR:-0}" 'BEGIN { exit !(d > 9.99 && d < 10.01) }'
+	check "window $i (${SAMPLES:-no} samples) holds the chain main;chain_one;chain_two;chain_three;chain_leaf" chain
+	check "window $i's samples carry the workload's pid" grep -Eq "pid: +$WPID\$" <<<"$TRACES"
+done
+echo "--- go tool pprof -top ${WIN[-1]:-}"
+[[ ${#WIN[@]} -gt 0 ]] && $PPROF -top "$SPOOL/${WIN[-1]}" 2>&1 | sed -n '1,12p'
+
+mapfile -t AFTER < <(windows)
+new=$((${#AFTER[@]} - ${#WIN[@]}))
+check "the symbolizer wrote the partial last window when stopped ($new new)" test "$new" -ge 1
+if [[ $new -ge 1 ]]; then
+	pprof_check "${AFTER[-1]}" "$((${#AFTER[@]} - 1))"
+	check "the last window is partial (${DUR:-?} s)" awk -v d="${DUR:-10}" 'BEGIN { exit !(d > 0 && d < 9.99) }'
+	check "the last window has samples (${SAMPLES:-none}) and the chain among them" \
+		eval '[[ ${SAMPLES:-0} -gt 0 ]] && chain'
+fi
+check "windows are numbered without gap ($(windows | sed 's/.*-\([0-9]*\)\.pb\.gz/\1/' | tr '\n' ' '))" \
+	test "$(windows | sed 's/.*-\([0-9]*\)\.pb\.gz/\1/' | awk '$1 != NR - 1 {print}')" = ""
+check "no temporary file in the spool" test "$(ls -A "$SPOOL" | wc -l)" = "$(windows | wc -l)"
+sleep "$(scaled 1)"
+for u in $UNITS; do
+	check "$u stays stopped: $(prop $u ActiveState), MainPID $(prop $u MainPID)" \
+		test "$(prop $u ActiveState)" = inactive -a "$(prop $u MainPID)" = 0
+	check "$u's cgroup is gone" test ! -e "/sys/fs/cgroup/system.slice/$u"
+done
+left=$(ps -e -o pid=,comm= | awk '$2 ~ /^lowprof/')
+check "no lowprof process left: '$left'" test -z "$left"
+check "the ring's runtime directory is gone" test ! -e /run/lowprof
+left=$(leftovers)
+check "no BPF program of theirs left: '$left'" test -z "$left"
+systemctl stop lpvm-chain.service
+journal
+finish
