@@ -27,8 +27,8 @@ check "systemd-analyze verify has nothing to say about our units" \
 
 C="$UNITS/lowprof-collector.service"
 S="$UNITS/lowprof-symbolizer.service"
-check "collector: bounding set is BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP" \
-	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHOWN CAP_SETPCAP' "$C"
+check "collector: bounding set is BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN" \
+	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHOWN CAP_SETPCAP CAP_SYS_ADMIN' "$C"
 check "collector: no ambient capabilities" grep -qx 'AmbientCapabilities=' "$C"
 check "collector: no network" grep -qx 'PrivateNetwork=yes' "$C"
 check "symbolizer: the system user lowprof, not a dynamic one" \
@@ -81,9 +81,9 @@ def ok(what, cond):
 ok("two containers, collector and symbolizer", sorted(c) == ["collector", "symbolizer"])
 ok("hostPID (the node's processes)", pod.get("hostPID") is True)
 ok("collector is not privileged", cs.get("privileged") is False)
-ok("collector drops ALL and adds exactly BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP",
+ok("collector drops ALL and adds exactly BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN",
    cs["capabilities"]["drop"] == ["ALL"] and sorted(cs["capabilities"]["add"]) ==
-   sorted(["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG", "CHOWN", "SETPCAP"]))
+   sorted(["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG", "CHOWN", "SETPCAP", "SYS_ADMIN"]))
 ok("collector: no privilege escalation", cs.get("allowPrivilegeEscalation") is False)
 ok("symbolizer is non-root (runAsNonRoot) with a uid of its own, 60101 (not nobody's 65534)",
    ss.get("runAsNonRoot") is True and ss.get("runAsUser") == 60101
