@@ -33,6 +33,8 @@ static const char usage[] =
 	"                time span, losses, damage\n"
 	"  windows       what run's spool holds: each window's start, duration,\n"
 	"                samples, losses and size; gaps\n"
+	"  merge         windows (or other lowprof profiles) into one pprof, folded\n"
+	"                or HTML profile: the last hour, without a backend\n"
 	"  help          this help; 'lowprof COMMAND --help' for a command's options\n"
 	"  version       print the version\n";
 
@@ -534,6 +536,8 @@ int main(int argc, char **argv)
 		return lp_cmd_capture_info(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "windows"))
 		return lp_cmd_windows(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "merge"))
+		return lp_cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		if (argc > 2 && !strcmp(argv[2], "record"))
 			fputs(record_usage, stdout);
@@ -545,6 +549,8 @@ int main(int argc, char **argv)
 			fputs(lp_capture_info_usage, stdout);
 		else if (argc > 2 && !strcmp(argv[2], "windows"))
 			fputs(lp_windows_usage, stdout);
+		else if (argc > 2 && !strcmp(argv[2], "merge"))
+			fputs(lp_merge_usage, stdout);
 		else
 			fputs(usage, stdout);
 		return 0;

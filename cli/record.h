@@ -61,12 +61,13 @@ struct lp_record_opts {
 int lp_record(const struct lp_record_opts *opts);
 
 /*
- * lowprof replay / capture-info / windows: parse their arguments and run
- * (replay.c, capinfo.c, windows.c).
+ * lowprof replay / capture-info / windows / merge: parse their arguments
+ * and run (replay.c, capinfo.c, windows.c, merge.c).
  */
-extern const char lp_replay_usage[], lp_capture_info_usage[], lp_windows_usage[];
+extern const char lp_replay_usage[], lp_capture_info_usage[], lp_windows_usage[], lp_merge_usage[];
 int lp_cmd_replay(int argc, char **argv);
 int lp_cmd_capture_info(int argc, char **argv);
 int lp_cmd_windows(int argc, char **argv);
+int lp_cmd_merge(int argc, char **argv);
 
 #endif /* LOWPROF_RECORD_H */
