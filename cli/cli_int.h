@@ -107,6 +107,9 @@ struct cli_win_file {
 	uint64_t size;	 /* bytes (cli_win_scan) */
 };
 
+/* ns since the epoch as "2026-11-26T00:50:28Z" in buf, or "-" for one gmtime cannot show. */
+const char *cli_fmt_utc(char *buf, size_t len, int64_t ns);
+
 /* Parses a window file's name (not its path) into f, size aside: 0 or -EINVAL. */
 int cli_win_parse_name(const char *name, struct cli_win_file *f);
 

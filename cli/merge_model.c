@@ -565,10 +565,8 @@ static char *merge_line(struct cli_merge *m)
 /* The merged model: pointers set, comments and title made. */
 static int merge_finish(struct cli_merge *m)
 {
-	size_t n = m->nother + m->ncounts + 1, k = 0;
+	size_t n = m->nother + m->ncounts + 1;
 	char when[32];
-	time_t t;
-	struct tm tm;
 
 	for (size_t i = 0; i < m->stack_tab.n; i++)
 		m->stacks[i].locs = m->pool + m->stack_off[i];
@@ -578,27 +576,26 @@ static int merge_finish(struct cli_merge *m)
 	m->p.nlocations = m->loc_tab.n;
 	m->p.stacks = m->stacks;
 	m->p.nstacks = m->stack_tab.n;
+	/* what cli_merge__free frees: the first input's count means nothing here */
+	m->p.ncomments = 0;
 	m->out_comments = calloc(n, sizeof(*m->out_comments));
 	if (!m->out_comments)
 		return -ENOMEM;
+	m->p.comments = (const char *const *)m->out_comments;
 	for (size_t i = 0; i < m->nother; i++)
-		m->out_comments[k++] = (char *)m->other[i];
+		m->out_comments[m->p.ncomments++] = (char *)m->other[i];
 	for (size_t i = 0; i < m->ncounts; i++) {
 		char line[512];
 
 		cli_counts_format(&m->counts[i], line, sizeof(line));
-		if (!(m->out_comments[k++] = strdup(line)))
+		if (!(m->out_comments[m->p.ncomments++] = strdup(line)))
 			return -ENOMEM;
 	}
-	if (!(m->out_comments[k++] = merge_line(m)))
+	if (!(m->out_comments[m->p.ncomments++] = merge_line(m)))
 		return -ENOMEM;
-	m->p.comments = (const char *const *)m->out_comments;
-	m->p.ncomments = k;
-	t = (time_t)(m->p.time_nanos / 1000000000);
-	if (!gmtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(when, sizeof(when), "?");
 	snprintf(m->title, sizeof(m->title), "lowprof %s: %zu profiles from %s, %.0f s",
-		 m->p.value_types[1].type, m->ninputs, when, m->p.duration_nanos / 1e9);
+		 m->p.value_types[1].type, m->ninputs,
+		 cli_fmt_utc(when, sizeof(when), m->p.time_nanos), m->p.duration_nanos / 1e9);
 	m->p.title = m->title;
 	return 0;
 }

@@ -59,6 +59,16 @@ static int64_t name_time(const char *s)
 	return (int64_t)t;
 }
 
+const char *cli_fmt_utc(char *buf, size_t len, int64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000 - (ns % 1000000000 < 0));
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "-");
+	return buf;
+}
+
 int cli_win_parse_name(const char *name, struct cli_win_file *f)
 {
 	size_t len = strlen(name), nd;

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli_int.h"
@@ -51,17 +50,6 @@ struct win_total {
 	bool ns; /* the value is in nanoseconds: printed as seconds */
 	bool any;
 };
-
-/* "2026-11-26T00:50:28Z", or "-" for a time gmtime cannot show */
-static const char *fmt_time(char *buf, size_t len, int64_t ns)
-{
-	time_t t = (time_t)(ns / 1000000000 - (ns % 1000000000 < 0));
-	struct tm tm;
-
-	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(buf, len, "-");
-	return buf;
-}
 
 static void print_value(int64_t v, bool ns)
 {
@@ -108,7 +96,7 @@ static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *
 	have_lost = cli_losses(p, &lost);
 	t->ns = !strcmp(p->value_types[1].unit, "nanoseconds");
 	printf("%-6s %06" PRIu64 "  %-20s %9.3f %9" PRId64, kind, f->seq,
-	       fmt_time(when, sizeof(when), p->time_nanos), p->duration_nanos / 1e9, samples);
+	       cli_fmt_utc(when, sizeof(when), p->time_nanos), p->duration_nanos / 1e9, samples);
 	print_value(value, t->ns);
 	if (have_lost)
 		printf(" %6" PRIu64, lost);
@@ -132,7 +120,7 @@ static void print_total(int kind, const struct win_total *t)
 	char when[32];
 
 	printf("%-6s %6s  %-20s %9.3f %9" PRId64, cli_win_kinds[kind], "total",
-	       t->any ? fmt_time(when, sizeof(when), t->first_ns) : "-",
+	       t->any ? cli_fmt_utc(when, sizeof(when), t->first_ns) : "-",
 	       t->any ? (t->last_end_ns - t->first_ns) / 1e9 : 0.0, t->samples);
 	print_value(t->value, t->ns);
 	printf(" %6" PRIu64 " %10" PRIu64 "  (%zu windows", t->lost, t->bytes, t->files);
