@@ -526,14 +526,15 @@ static char *merge_line(struct cli_merge *m)
 	for (size_t i = 0; i < m->nseqs; i++)
 		n += !i || m->seqs[i] != m->seqs[i - 1];
 	if (!m->nseqs)
-		fprintf(f, "lowprof merge: %zu profiles", m->ninputs);
+		fprintf(f, "lowprof merge: %zu profile%s", m->ninputs, m->ninputs == 1 ? "" : "s");
 	else
-		fprintf(f, "lowprof merge: %zu windows, SEQ %" PRIu64 "..%" PRIu64, m->nseqs,
-			m->seqs[0], m->seqs[m->nseqs - 1]);
+		fprintf(f, "lowprof merge: %zu window%s, SEQ %" PRIu64 "..%" PRIu64, m->nseqs,
+			m->nseqs == 1 ? "" : "s", m->seqs[0], m->seqs[m->nseqs - 1]);
 	if (n < m->nseqs)
 		fprintf(f, " (%zu numbers repeated: several runs?)", m->nseqs - n);
 	if (m->nseqs && m->ninputs > m->nseqs)
-		fprintf(f, " and %zu profiles without a number", m->ninputs - m->nseqs);
+		fprintf(f, " and %zu profile%s without a number", m->ninputs - m->nseqs,
+			m->ninputs - m->nseqs == 1 ? "" : "s");
 	for (size_t i = 1; i < m->nseqs; i++) {
 		uint64_t a = m->seqs[i - 1] + 1, b = m->seqs[i] - 1;
 
