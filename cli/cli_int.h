@@ -107,6 +107,9 @@ struct cli_win_file {
 	uint64_t size;	 /* bytes (cli_win_scan) */
 };
 
+/* What to add to an error opening a spool: for EACCES, whose it is. */
+const char *cli_spool_hint(int err);
+
 /* ns since the epoch as "2026-11-26T00:50:28Z" in buf, or "-" for one gmtime cannot show. */
 const char *cli_fmt_utc(char *buf, size_t len, int64_t ns);
 

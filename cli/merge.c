@@ -131,7 +131,7 @@ static int add_dir(struct merge_opts *o, const char *dir)
 	size_t n = 0, first = 0, last;
 
 	if (dirfd < 0) {
-		lp_err("%s: %m", dir);
+		lp_err("%s: %m%s", dir, cli_spool_hint(errno));
 		return -1;
 	}
 	err = cli_win_scan(dirfd, &v, &n);

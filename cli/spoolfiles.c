@@ -59,6 +59,13 @@ static int64_t name_time(const char *s)
 	return (int64_t)t;
 }
 
+const char *cli_spool_hint(int err)
+{
+	return err == EACCES ? " (a spool is its symbolizer user's, mode 0700: run as root or "
+			       "as that user, or read a copy)"
+			     : "";
+}
+
 const char *cli_fmt_utc(char *buf, size_t len, int64_t ns)
 {
 	time_t t = (time_t)(ns / 1000000000 - (ns % 1000000000 < 0));

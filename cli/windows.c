@@ -154,7 +154,7 @@ static int list_windows(const char *dir, int only_kind)
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
-		lp_err("%s: %m", dir);
+		lp_err("%s: %m%s", dir, cli_spool_hint(errno));
 		return 1;
 	}
 	err = cli_win_scan(dirfd, &v, &n);
