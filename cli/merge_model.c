@@ -422,11 +422,11 @@ static int merge_header(struct cli_merge *m, const struct lpw_profile *p, const 
 		m->p.value_types[1].unit = intern(m, p->value_types[1].unit);
 		m->p.period_type.type = intern(m, p->period_type.type);
 		m->p.period_type.unit = intern(m, p->period_type.unit);
+		m->first = intern(m, name); /* for later messages: the caller's may go */
 		if (!m->p.value_types[0].type || !m->p.value_types[0].unit ||
 		    !m->p.value_types[1].type || !m->p.value_types[1].unit ||
-		    !m->p.period_type.type || !m->p.period_type.unit)
+		    !m->p.period_type.type || !m->p.period_type.unit || !m->first)
 			return -ENOMEM;
-		m->first = name;
 		return 0;
 	}
 	if (!same_type(&p->value_types[0], &m->p.value_types[0]) ||
