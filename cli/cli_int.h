@@ -125,8 +125,9 @@ int cli_win_scan(int dirfd, struct cli_win_file **out, size_t *n);
 
 /*
  * Counter lines of a profile's comments, as symbolizer/build/build.c's
- * describe() writes them: "lost: N text, N text, ..." and "off-CPU: N
- * text, ...". shape is the line with each number replaced by
+ * describe() writes them: "lost: N text, N text, ...", "off-CPU: N text,
+ * ..." and "lowprof: the collector started again N times ...", each
+ * counting its window alone. shape is the line with each number replaced by
  * CLI_COUNT_MARK, so lines that differ only in their numbers have the same
  * shape and can be summed.
  */

@@ -163,8 +163,12 @@ int cli_win_scan(int dirfd, struct cli_win_file **out, size_t *n)
 
 /* ---- counters in comments ------------------------------------------------- */
 
-/* the comment lines whose numbers are counters: build.c's describe() */
-static const char *const count_prefixes[] = {"lost: ", "off-CPU: "};
+/*
+ * The comment lines whose numbers are counters of their window alone
+ * (build.c's describe()): losses, off-CPU sampling, collector restarts.
+ */
+static const char *const count_prefixes[] = {
+	"lost: ", "off-CPU: ", "lowprof: the collector started again "};
 
 int cli_counts_parse(const char *line, struct cli_counts *c)
 {
@@ -236,14 +240,15 @@ bool cli_losses(const struct lpw_profile *p, uint64_t *lost)
 	for (size_t i = 0; i < p->ncomments; i++) {
 		if (cli_counts_parse(p->comments[i], &c))
 			continue;
-		found = true;
 		if (!strncmp(c.shape, "lost: ", 6)) {
+			found = true;
 			for (int k = 0; k < c.n; k++)
 				*lost += c.v[k];
-		} else {
+		} else if (!strncmp(c.shape, "off-CPU: ", 9)) {
 			/* off-CPU: only its last item, "N lost", is a loss */
 			size_t sl = strlen(c.shape);
 
+			found = true;
 			if (sl >= sizeof(off_lost) - 1 &&
 			    !strcmp(c.shape + sl - (sizeof(off_lost) - 1), off_lost))
 				*lost += c.v[c.n - 1];

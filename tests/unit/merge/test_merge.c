@@ -85,6 +85,11 @@ static struct lpw_profile window(const struct lpw_stack *stacks, size_t n, int64
 	};
 }
 
+/* describe()'s line for collector restarts in a window */
+#define RESTARTS(n)                                                                                \
+	("lowprof: the collector started again " n " times in this profile: what it did not "      \
+	 "sample meanwhile is missing")
+
 static void test_windows(void **state)
 {
 	static const struct lpw_stack s1[] = {
@@ -111,10 +116,14 @@ static void test_windows(void **state)
 	static const char *const c2[] = {
 		"lowprof: 99 Hz", "lost: 10 bpf ring full, 0 shm ring full", "lowprof window 5"};
 	static const char *const c3[] = {"lowprof window 9",
-					 "lost: 100 bpf ring full, 5 shm ring full", "a note"};
+					 "lost: 100 bpf ring full, 5 shm ring full", "a note",
+					 RESTARTS("2")};
+	/* an empty window with a restart: the restart counts add up */
+	static const char *const c4[] = {"lowprof window 10", RESTARTS("1")};
 	struct lpw_profile w1 = window(s1, 1, 1000, 100, c1, 3);
 	struct lpw_profile w2 = window(s2, 3, 1100, 100, c2, 3);
-	struct lpw_profile w3 = window(s3, 2, 950, 10, c3, 3);
+	struct lpw_profile w3 = window(s3, 2, 950, 10, c3, 4);
+	struct lpw_profile w4 = window(NULL, 0, 1150, 10, c4, 2);
 	struct cli_merge *m = cli_merge__new();
 	const struct lpw_profile *p;
 
@@ -122,6 +131,7 @@ static void test_windows(void **state)
 	assert_int_equal(cli_merge__add(m, &w1, "w1"), 0);
 	assert_int_equal(cli_merge__add(m, &w2, "w2"), 0);
 	assert_int_equal(cli_merge__add(m, &w3, "w3"), 0);
+	assert_int_equal(cli_merge__add(m, &w4, "w4"), 0);
 	p = cli_merge__profile(m);
 	assert_non_null(p);
 	assert_int_equal(total(p, 0), 63);
@@ -135,13 +145,15 @@ static void test_windows(void **state)
 	/* earliest start, latest end */
 	assert_int_equal(p->time_nanos, 950);
 	assert_int_equal(p->duration_nanos, 1200 - 950);
-	assert_int_equal(p->ncomments, 4);
+	assert_int_equal(p->ncomments, 5);
 	assert_string_equal(p->comments[0], "lowprof: 99 Hz");
 	assert_string_equal(p->comments[1], "a note");
 	assert_string_equal(p->comments[2], "lost: 111 bpf ring full, 7 shm ring full");
-	assert_string_equal(p->comments[3], "lowprof merge: 3 windows, SEQ 3..9, missing: 4, 6..8; "
-					    "their loss counters summed");
-	assert_non_null(strstr(p->title, "lowprof cpu: 3 profiles"));
+	assert_string_equal(p->comments[3], RESTARTS("3"));
+	assert_string_equal(p->comments[4],
+			    "lowprof merge: 4 windows, SEQ 3..10, missing: 4, 6..8; "
+			    "their loss counters summed");
+	assert_non_null(strstr(p->title, "lowprof cpu: 4 profiles"));
 	cli_merge__free(m);
 }
 
