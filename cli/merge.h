@@ -7,12 +7,16 @@
  * What it is: mappings merged by (path, build id, start, limit, offset),
  * locations by content (mapping, address, function, lines), samples with
  * the same locations and labels summed; the earliest start to the latest
- * end; the profiles' comments kept once each, their loss counters
- * (lowprof's "lost:" and "off-CPU:" lines) summed, their "lowprof window
- * N" lines replaced by one line saying which windows it holds and which
- * numbers are missing between them. What it is not: a relocator. Mappings
- * at different addresses stay apart even for the same file, so windows
- * whose symbolizer laid a binary out elsewhere give it two mappings.
+ * end; the profiles' comments kept once each, their counters (lowprof's
+ * "lost:", "off-CPU:" and collector restart lines) summed, their "lowprof
+ * window N" lines replaced by one line saying which windows it holds and
+ * which numbers are missing between them. A new mapping whose range meets
+ * one already merged (windows lay binaries out anew, so another file can
+ * hold the same range in another window) is moved above the others, its
+ * locations with it, so that no two mappings overlap.
+ *
+ * What it is not: a relocator of identical files. The same file at
+ * different addresses in two windows stays two mappings.
  */
 #ifndef LOWPROF_CLI_MERGE_H
 #define LOWPROF_CLI_MERGE_H

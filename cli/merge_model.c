@@ -47,7 +47,8 @@ struct cli_merge {
 	struct mg_tab str_tab;
 	/* the merged profile's tables */
 	struct lpw_mapping *maps;
-	size_t maps_cap;
+	uint64_t *map_delta; /* maps[i] lies this far from its inputs' addresses */
+	size_t maps_cap, delta_cap;
 	struct mg_tab map_tab;
 	struct lpw_location *locs;
 	size_t locs_cap;
@@ -197,9 +198,45 @@ static uint64_t hash_ptr(uint64_t h, const void *p)
 static bool map_eq(const struct cli_merge *m, uint32_t e, const void *key)
 {
 	const struct lpw_mapping *a = &m->maps[e], *b = key;
+	uint64_t d = m->map_delta[e];
 
-	return a->path == b->path && a->build_id == b->build_id && a->start == b->start &&
-	       a->limit == b->limit && a->file_offset == b->file_offset;
+	return a->path == b->path && a->build_id == b->build_id && a->start - d == b->start &&
+	       a->limit - d == b->limit && a->file_offset == b->file_offset;
+}
+
+/* Whether [start, limit) meets one of the first n merged mappings. */
+static bool overlaps(const struct cli_merge *m, size_t n, uint64_t start, uint64_t limit)
+{
+	for (size_t i = 0; i < n; i++)
+		if (m->maps[i].start < limit && start < m->maps[i].limit)
+			return true;
+	return false;
+}
+
+/*
+ * How far to move new mapping e from its input's addresses: nowhere, unless
+ * they meet a merged mapping. Windows lay binaries out anew (the
+ * symbolizer numbers the mappings each uses), so another file can hold the
+ * same range in another window; the newcomer then goes above the highest
+ * mapping that ends below the top of the address space, at a multiple of
+ * its size as the symbolizer's are. Where there is no room it stays where
+ * it was: two mappings overlap, as they would without this.
+ */
+static uint64_t place(const struct cli_merge *m, size_t e, const struct lpw_mapping *k)
+{
+	uint64_t size = k->limit - k->start, top = 0;
+
+	if (k->limit <= k->start || !overlaps(m, e, k->start, k->limit))
+		return 0;
+	for (size_t i = 0; i < e; i++)
+		if (m->maps[i].limit != UINT64_MAX && m->maps[i].limit > top)
+			top = m->maps[i].limit;
+	if (top % size && top > UINT64_MAX - (size - top % size))
+		return 0;
+	top += top % size ? size - top % size : 0;
+	if (top > UINT64_MAX - size || overlaps(m, e, top, top + size))
+		return 0;
+	return top - k->start;
 }
 
 /* Mapping i of input p into the merged table: m->map_ix[i]. */
@@ -218,11 +255,17 @@ static int merge_mapping(struct cli_merge *m, const struct lpw_profile *p, size_
 	if (m->map_tab.n + 1 >= LPW_NO_MAPPING)
 		return -E2BIG;
 	err = room(&m->maps, &m->maps_cap, m->map_tab.n, sizeof(*m->maps));
+	if (!err)
+		err = room(&m->map_delta, &m->delta_cap, m->map_tab.n, sizeof(*m->map_delta));
 	e = err ? err : tab_get(m, &m->map_tab, h, map_eq, &k, &added);
 	if (e < 0)
 		return (int)e;
-	if (added)
+	if (added) {
+		m->map_delta[e] = place(m, (size_t)e, &k);
 		m->maps[e] = k;
+		m->maps[e].start += m->map_delta[e];
+		m->maps[e].limit += m->map_delta[e];
+	}
 	m->maps[e].has_functions |= k.has_functions;
 	m->map_ix[i] = (uint32_t)e;
 	return 0;
@@ -262,8 +305,10 @@ static int merge_location(struct cli_merge *m, const struct lpw_profile *p, size
 	int64_t e;
 	int err;
 
-	if (k.mapping != LPW_NO_MAPPING)
+	if (k.mapping != LPW_NO_MAPPING) {
 		k.mapping = m->map_ix[k.mapping];
+		k.address += m->map_delta[k.mapping]; /* wraps as the mapping's did */
+	}
 	if (!intern_in(m, &k.function))
 		return -ENOMEM;
 	for (uint32_t j = 0; j < k.nlines; j++) {
@@ -639,6 +684,7 @@ void cli_merge__free(struct cli_merge *m)
 	free(m->out_comments);
 	free(m->strs);
 	free(m->maps);
+	free(m->map_delta);
 	free(m->locs);
 	free(m->stacks);
 	free(m->stack_off);

@@ -174,12 +174,72 @@ static void test_refused(void **state)
 	cli_merge__free(NULL);
 }
 
+/*
+ * Two windows whose symbolizers put different binaries at the same
+ * addresses: the second goes above the first, its locations with it, so
+ * no two mappings of the merge overlap and file offsets stay what they were.
+ */
+static void test_mappings_placed_apart(void **state)
+{
+	static const struct lpw_mapping ma[] = {
+		{.path = "/bin/a", .start = 0x1000, .limit = 0x2000, .file_offset = 0x10},
+		{.path = "[kernel.kallsyms]", .start = 0xffff000000000000ull, .limit = UINT64_MAX},
+	};
+	static const struct lpw_mapping mb[] = {
+		{.path = "/bin/b", .start = 0x1000, .limit = 0x2000, .file_offset = 0x10},
+		{.path = "[kernel.kallsyms]", .start = 0xffff000000000000ull, .limit = UINT64_MAX},
+	};
+	static const struct lpw_location la[] = {
+		{.mapping = 0, .address = 0x1234, .function = "fa", .resolved = true},
+		{.mapping = 1, .address = 0xffff000000001000ull, .function = "k", .kernel = true},
+	};
+	static const struct lpw_location lb[] = {
+		{.mapping = 0, .address = 0x1234, .function = "fb", .resolved = true},
+		{.mapping = 1, .address = 0xffff000000001000ull, .function = "k", .kernel = true},
+	};
+	static const uint32_t st[] = {1, 0};
+	static const struct lpw_stack s[] = {
+		{.pid = 1, .comm = "x", .locs = st, .nlocs = 2, .values = {1, 1}},
+	};
+	struct lpw_profile a = window(s, 1, 0, 1, NULL, 0), b = a;
+	struct cli_merge *m = cli_merge__new();
+	const struct lpw_profile *p;
+
+	(void)state;
+	a.mappings = ma;
+	a.nmappings = 2;
+	a.locations = la;
+	b.mappings = mb;
+	b.nmappings = 2;
+	b.locations = lb;
+	assert_int_equal(cli_merge__add(m, &a, "a"), 0);
+	assert_int_equal(cli_merge__add(m, &b, "b"), 0);
+	assert_int_equal(cli_merge__add(m, &a, "a again"), 0);
+	p = cli_merge__profile(m);
+	assert_non_null(p);
+	assert_int_equal(p->nmappings, 3);
+	assert_int_equal(p->nlocations, 3); /* the kernel frame is one */
+	assert_string_equal(p->mappings[2].path, "/bin/b");
+	assert_int_equal(p->mappings[0].start, 0x1000);
+	assert_int_equal(p->mappings[2].start, 0x2000); /* above /bin/a, a multiple of 0x1000 */
+	assert_int_equal(p->mappings[2].limit, 0x3000);
+	assert_int_equal(p->mappings[2].file_offset, 0x10);
+	assert_string_equal(p->locations[2].function, "fb");
+	assert_int_equal(p->locations[2].mapping, 2);
+	assert_int_equal(p->locations[2].address, 0x2234);
+	assert_int_equal(p->locations[0].address, 0x1234);
+	assert_int_equal(p->nstacks, 2);
+	assert_int_equal(p->stacks[0].values[0], 2); /* a twice */
+	cli_merge__free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_profile_sums),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_mappings_placed_apart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
