@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the lowprof commands share (record.c): output files, starting the
- * collector and the symbolizer as children, relaying their output, and the
- * symbol cache's directory.
+ * What the lowprof commands share: output files, starting the collector and
+ * the symbolizer as children, relaying their output, and the symbol cache's
+ * directory (record.c); the window files of lowprof run's spool and the
+ * counters in their comments (spoolfiles.c).
  */
 #ifndef LOWPROF_CLI_INT_H
 #define LOWPROF_CLI_INT_H
@@ -13,6 +14,7 @@
 #include <sys/types.h>
 
 struct lp_ring;
+struct lpw_profile;
 
 /* cpu.pb.gz, cpu.folded, cpu.html, then offcpu.* */
 extern const char *const cli_out_names[6];
@@ -89,5 +91,63 @@ void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring, struct
 int cli_prepare_cache_dir(const char *cache_path, const char *user);
 /* lowprof run's spool directory (record.c): 0, or -1 after saying why. */
 int cli_prepare_spool_dir(const char *dir, const char *user);
+
+/* ---- window files (spoolfiles.c) ------------------------------------------ */
+
+/* "cpu", "offcpu": the kinds of window, in the order windows lists them */
+#define CLI_WIN_KINDS 2
+extern const char *const cli_win_kinds[CLI_WIN_KINDS];
+
+/* One window file: KIND-YYYYmmddTHHMMSSZ-SEQ.pb.gz (symbolizer/spool.c). */
+struct cli_win_file {
+	char name[64];
+	int kind;	 /* index into cli_win_kinds */
+	uint64_t seq;	 /* the window's number */
+	int64_t start_s; /* its start from the name: seconds since the epoch */
+	uint64_t size;	 /* bytes (cli_win_scan) */
+};
+
+/* What to add to an error opening a spool: for EACCES, whose it is. */
+const char *cli_spool_hint(int err);
+
+/* ns since the epoch as "2026-11-26T00:50:28Z" in buf, or "-" for one gmtime cannot show. */
+const char *cli_fmt_utc(char *buf, size_t len, int64_t ns);
+
+/* Parses a window file's name (not its path) into f, size aside: 0 or -EINVAL. */
+int cli_win_parse_name(const char *name, struct cli_win_file *f);
+
+/*
+ * The window files in directory dirfd (regular, named as windows, not
+ * starting with '.'), sorted by kind, then number: 0 with *out (free it)
+ * and *n, or a negative errno.
+ */
+int cli_win_scan(int dirfd, struct cli_win_file **out, size_t *n);
+
+/*
+ * Counter lines of a profile's comments, as symbolizer/build/build.c's
+ * describe() writes them: "lost: N text, N text, ...", "off-CPU: N text,
+ * ..." and "lowprof: the collector started again N times ...", each
+ * counting its window alone. shape is the line with each number replaced by
+ * CLI_COUNT_MARK, so lines that differ only in their numbers have the same
+ * shape and can be summed.
+ */
+#define CLI_MAX_COUNTS 8
+#define CLI_COUNT_MARK '\x01'
+struct cli_counts {
+	char shape[256];
+	uint64_t v[CLI_MAX_COUNTS];
+	int n;
+};
+
+/* line into c: 0, or -EINVAL when it is not a counter line. */
+int cli_counts_parse(const char *line, struct cli_counts *c);
+/* The line c stands for, its numbers put back, into buf (len >= 1 bytes). */
+void cli_counts_format(const struct cli_counts *c, char *buf, size_t len);
+/*
+ * The samples a profile says it lost: every counter of its "lost:" line
+ * and the last ("N lost") of its "off-CPU:" line. false when it has
+ * neither line (the counters were not reported), *lost 0.
+ */
+bool cli_losses(const struct lpw_profile *p, uint64_t *lost);
 
 #endif /* LOWPROF_CLI_INT_H */

@@ -31,6 +31,10 @@ static const char usage[] =
 	"  replay        the same outputs from a capture file, here or elsewhere\n"
 	"  capture-info  what a capture file holds: metadata, records, processes,\n"
 	"                time span, losses, damage\n"
+	"  windows       what run's spool holds: each window's start, duration,\n"
+	"                samples, losses and size; gaps\n"
+	"  merge         windows (or other lowprof profiles) into one pprof, folded\n"
+	"                or HTML profile: the last hour, without a backend\n"
 	"  help          this help; 'lowprof COMMAND --help' for a command's options\n"
 	"  version       print the version\n";
 
@@ -530,6 +534,10 @@ int main(int argc, char **argv)
 		return lp_cmd_replay(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "capture-info"))
 		return lp_cmd_capture_info(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "windows"))
+		return lp_cmd_windows(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "merge"))
+		return lp_cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		if (argc > 2 && !strcmp(argv[2], "record"))
 			fputs(record_usage, stdout);
@@ -539,6 +547,10 @@ int main(int argc, char **argv)
 			fputs(lp_replay_usage, stdout);
 		else if (argc > 2 && !strcmp(argv[2], "capture-info"))
 			fputs(lp_capture_info_usage, stdout);
+		else if (argc > 2 && !strcmp(argv[2], "windows"))
+			fputs(lp_windows_usage, stdout);
+		else if (argc > 2 && !strcmp(argv[2], "merge"))
+			fputs(lp_merge_usage, stdout);
 		else
 			fputs(usage, stdout);
 		return 0;

@@ -60,9 +60,14 @@ struct lp_record_opts {
  */
 int lp_record(const struct lp_record_opts *opts);
 
-/* lowprof replay / capture-info: parse their arguments and run (replay.c, capinfo.c). */
-extern const char lp_replay_usage[], lp_capture_info_usage[];
+/*
+ * lowprof replay / capture-info / windows / merge: parse their arguments
+ * and run (replay.c, capinfo.c, windows.c, merge.c).
+ */
+extern const char lp_replay_usage[], lp_capture_info_usage[], lp_windows_usage[], lp_merge_usage[];
 int lp_cmd_replay(int argc, char **argv);
 int lp_cmd_capture_info(int argc, char **argv);
+int lp_cmd_windows(int argc, char **argv);
+int lp_cmd_merge(int argc, char **argv);
 
 #endif /* LOWPROF_RECORD_H */
