@@ -527,8 +527,8 @@ static bool restart_symbolizer(struct cli_child *kids, struct cli_restart *r)
 	return true;
 }
 
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring, struct cli_restart *coll_r,
-		   struct cli_restart *restart)
+void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
+		   struct cli_restart *coll_r, struct cli_restart *restart)
 {
 	struct cli_child *coll = &kids[0], *symb = &kids[1];
 	int nsignals = 0;
@@ -988,9 +988,9 @@ static void rec_start_collector(struct rec *r)
 					       .prepare = rec_prepare_collector,
 					       .ctx = r};
 	if (cli_spawn(&r->kids[0], r->coll_path, r->cargv, cfds,
-		      o->spool_dir	 ? 0
+		      o->spool_dir	? 0
 		      : o->no_symbolize ? 1
-					 : 3 + (r->cap_fd >= 0),
+					: 3 + (r->cap_fd >= 0),
 		      false)) {
 		/* the collector never ran: count it as failed */
 		r->kids[0].done = true;

@@ -76,7 +76,8 @@ static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], b
 	}
 	if (err) {
 		lp_err("ring: receiving the ring from %s: %s", path,
-		       err == -EPIPE ? "refused (are we the ring's --ring-owner?)" : strerror(-err));
+		       err == -EPIPE ? "refused (are we the ring's --ring-owner?)"
+				     : strerror(-err));
 		return err;
 	}
 	*resumed = how == 'R';

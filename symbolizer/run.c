@@ -132,8 +132,8 @@ static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, stru
 	*files_fd = o->files_fd;
 	*resumed = false;
 	if (fds[0] < 0) {
-		err = symb_receive_ring(o->ring_path, o->collector_uid, ATTACH_WAIT_MS, &stop_signal,
-					fds, files_fd, resumed);
+		err = symb_receive_ring(o->ring_path, o->collector_uid, ATTACH_WAIT_MS,
+					&stop_signal, fds, files_fd, resumed);
 		if (err == -ETIMEDOUT)
 			lp_err("ring: connecting to %s: nothing listens there (is the collector "
 			       "running?)",

@@ -285,21 +285,35 @@ int symb_sandbox_enter(void)
 	return err;
 }
 
-
 /* What the ring connector calls (attach.c): besides socket, only on AF_UNIX. */
 static const char *const connector_allowed[] = {
-	"connect",     "getsockopt", "recvfrom", "recvmsg",	   "sendto",	     "sendmsg",
-	"read",	       "write",	     "close",	 "nanosleep",	   "clock_nanosleep", "clock_gettime",
-	"gettimeofday", "fstat",     "newfstatat", "brk",	   "munmap",	     "mremap",
-	"getpid",      "rt_sigreturn", "exit",	 "exit_group",
+	"connect",	"getsockopt",	   "recvfrom",
+	"recvmsg",	"sendto",	   "sendmsg",
+	"read",		"write",	   "close",
+	"nanosleep",	"clock_nanosleep", "clock_gettime",
+	"gettimeofday", "fstat",	   "newfstatat",
+	"brk",		"munmap",	   "mremap",
+	"getpid",	"rt_sigreturn",	   "exit",
+	"exit_group",
 };
 
 int symb_sandbox_enter_connector(void)
 {
 #ifdef SYMB_SANITIZED
 	static const char *const connector_refused[] = {
-		"execve", "execveat", "ptrace", "bpf", "perf_event_open", "process_vm_readv",
-		"process_vm_writev", "mount", "setuid", "setns", "unshare", "openat", "open",
+		"execve",
+		"execveat",
+		"ptrace",
+		"bpf",
+		"perf_event_open",
+		"process_vm_readv",
+		"process_vm_writev",
+		"mount",
+		"setuid",
+		"setns",
+		"unshare",
+		"openat",
+		"open",
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	const uint32_t no = SCMP_ACT_ERRNO(ENOSYS);
@@ -313,10 +327,12 @@ int symb_sandbox_enter_connector(void)
 		return -ENOMEM;
 #ifdef SYMB_SANITIZED
 	(void)connector_allowed;
-	for (size_t i = 0; !err && i < sizeof(connector_refused) / sizeof(connector_refused[0]); i++)
+	for (size_t i = 0; !err && i < sizeof(connector_refused) / sizeof(connector_refused[0]);
+	     i++)
 		err = rule(ctx, no, connector_refused[i], 0, no_arg);
 #else
-	for (size_t i = 0; !err && i < sizeof(connector_allowed) / sizeof(connector_allowed[0]); i++)
+	for (size_t i = 0; !err && i < sizeof(connector_allowed) / sizeof(connector_allowed[0]);
+	     i++)
 		err = rule(ctx, ok, connector_allowed[i], 0, no_arg);
 	/* a Unix socket, to connect to the collector's; no other family */
 	if (!err)

@@ -255,10 +255,11 @@ static void gen_small(struct lps_enc *e)
 							    "\x67\x89\x9a\xbc"),
 					      .source = S("symbolizer")});
 	emit(e, "buildid", LPS_BUILDID);
-	lps_enc_cgroup(e, &(struct lps_cgroup){.time_ns = 123459600000ull,
-					       .id = 4242,
-					       .path = S("/system.slice/docker-0123456789abcdef0123"
-							 "456789abcdef0123456789abcdef0123456789abcdef.scope")});
+	lps_enc_cgroup(e, &(struct lps_cgroup){
+				  .time_ns = 123459600000ull,
+				  .id = 4242,
+				  .path = S("/system.slice/docker-0123456789abcdef0123"
+					    "456789abcdef0123456789abcdef0123456789abcdef.scope")});
 	emit(e, "cgroup", LPS_CGROUP);
 	lps_enc_proc(e, &(struct lps_proc){.time_ns = 123459600000ull,
 					   .pid = 4321,
