@@ -56,7 +56,7 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-/* The ring from a connected socket s: 0 or -errno (said why). */
+/* The ring from a connected socket s: 0 or -errno (said why, but -ECONNRESET). */
 static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], bool *resumed)
 {
 	char how = 0;
@@ -74,12 +74,13 @@ static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], b
 			close(fds[--nfds]);
 		err = -EBADMSG;
 	}
-	if (err) {
+	/* reset: a collector on its way out still had the socket (quiet: the caller waits on) */
+	if (err && err != -ECONNRESET)
 		lp_err("ring: receiving the ring from %s: %s", path,
 		       err == -EPIPE ? "refused (are we the ring's --ring-owner?)"
 				     : strerror(-err));
+	if (err)
 		return err;
-	}
 	*resumed = how == 'R';
 	return 0;
 }
@@ -102,18 +103,20 @@ int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
 			return -errno;
 		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
 			err = take_ring(s, path, collector_uid, fds, resumed);
-			if (err) {
-				close(s);
+			if (!err) {
+				*sock = s;
+				return 0;
+			}
+			close(s);
+			if (err != -ECONNRESET)
+				return err; /* said why */
+		} else {
+			err = -errno;
+			close(s);
+			if (err != -ENOENT && err != -ECONNREFUSED) {
+				lp_err("ring: connecting to %s: %s", path, strerror(-err));
 				return err;
 			}
-			*sock = s;
-			return 0;
-		}
-		err = -errno;
-		close(s);
-		if (err != -ENOENT && err != -ECONNREFUSED) {
-			lp_err("ring: connecting to %s: %s", path, strerror(-err));
-			return err;
 		}
 		if (waited >= wait_ms || (stop && *stop))
 			return -ETIMEDOUT;

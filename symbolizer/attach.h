@@ -22,9 +22,10 @@
  * to appear, checks that root or collector_uid listens on it, and receives
  * the ring: fds[0] its data (read-only), fds[1] its consumer page, and
  * *sock the connection, which stays open as the file channel. *resumed: the
- * ring is in use (we replace a symbolizer that died). Stops waiting when
- * *stop becomes non-zero. 0, -ETIMEDOUT (quiet: nothing listened in time),
- * or another -errno after saying why.
+ * ring is in use (we replace a symbolizer that died). A collector that
+ * resets the connection (on its way out) is waited past like an absent
+ * one. Stops waiting when *stop becomes non-zero. 0, -ETIMEDOUT (quiet:
+ * nothing listened in time), or another -errno after saying why.
  */
 int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
 		      const volatile int *stop, int fds[2], int *sock, bool *resumed);

@@ -10,6 +10,8 @@
 #     symbolizer and its spool writer the user lowprof with no capability,
 #     no_new_privs, and a seccomp filter of their own on top of the unit's
 #     (more filters than the same unit running a plain program has);
+#   - systemctl restart of the collector: the symbolizer stays the same
+#     process, and its windows have the chain again
 #   - systemctl stop, some seconds into a window: both exit 0 and nothing
 #     of theirs is left (processes, cgroups, /run/lowprof, BPF programs);
 #   - the windows in /var/lib/lowprof/spool: two or more written while it
@@ -151,6 +153,26 @@ if [[ $COL -gt 0 && $SYM -gt 0 && $WR -gt 0 ]]; then
 else
 	fail "no collector ($COL), symbolizer ($SYM) or spool writer ($WR) to look at"
 fi
+
+# ---- the collector restarted: the symbolizer stays, its windows go on
+n0=$(windows | wc -l)
+systemctl restart lowprof-collector.service
+rc=$?
+check "systemctl restart lowprof-collector.service (exit $rc)" test "$rc" = 0
+for ((i = 0; i < 90; i++)); do
+	[[ $(windows | wc -l) -ge $((n0 + 2)) ]] && break
+	sleep 2
+done
+check "the symbolizer is the same process ($SYM) after the collector's restart" \
+	test "$(prop lowprof-symbolizer.service MainPID)" = "$SYM"
+check "  and systemd did not restart it ($(prop lowprof-symbolizer.service NRestarts))" \
+	test "$(prop lowprof-symbolizer.service NRestarts)" = 0
+said=$(for f in $(windows); do go tool pprof -comments "$SPOOL/$f" 2>/dev/null; done |
+	grep -c 'collector started again')
+check "one window says the collector started again (got $said)" test "$said" = 1
+last=$(windows | tail -1)
+check "the newest window has the chain again ($last)" \
+	bash -c "go tool pprof -traces '$SPOOL/$last' 2>/dev/null | grep -qw chain_leaf"
 
 # ---- systemctl stop: exit 0, nothing left, and the partial last window
 # (stopped some seconds into a window, so that the last one has samples)
