@@ -342,7 +342,8 @@ static bool stack_eq(const struct cli_merge *m, uint32_t e, const void *key)
 	return a->nlocs == b->nlocs && a->pid == b->pid && a->comm == b->comm && a->exe == b->exe &&
 	       a->cgroup == b->cgroup && a->container_id == b->container_id &&
 	       a->pod_uid == b->pod_uid &&
-	       !memcmp(m->pool + m->stack_off[e], b->locs, b->nlocs * sizeof(*b->locs));
+	       (!b->nlocs ||
+		!memcmp(m->pool + m->stack_off[e], b->locs, b->nlocs * sizeof(*b->locs)));
 }
 
 static uint64_t stack_hash(const struct cli_merge *m, const struct lpw_stack *s)
@@ -567,7 +568,8 @@ static char *merge_line(struct cli_merge *m)
 
 	if (!f)
 		return NULL;
-	qsort(m->seqs, m->nseqs, sizeof(*m->seqs), cmp_u64);
+	if (m->nseqs) /* m->seqs is NULL without windows: qsort's base must not be */
+		qsort(m->seqs, m->nseqs, sizeof(*m->seqs), cmp_u64);
 	for (size_t i = 0; i < m->nseqs; i++)
 		n += !i || m->seqs[i] != m->seqs[i - 1];
 	if (!m->nseqs)
