@@ -285,6 +285,27 @@ int symb_sandbox_enter(void)
 	return err;
 }
 
+/* Each call of names[0..n) without conditions, with action: 0 or -errno. */
+static int rules(scmp_filter_ctx ctx, uint32_t action, const char *const *names, size_t n)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < n; i++)
+		err = rule(ctx, action, names[i], 0, no_arg);
+	return err;
+}
+
+/* A helper process's filter, built with err so far: loaded, released, failure said. */
+static int load_filter(scmp_filter_ctx ctx, int err, const char *what)
+{
+	if (!err)
+		err = seccomp_load(ctx); /* sets no_new_privs first */
+	seccomp_release(ctx);
+	if (err)
+		lp_err("%s: installing the seccomp filter: %s", what, strerror(-err));
+	return err;
+}
+
 /* What the ring connector calls (attach.c): besides socket, only on AF_UNIX. */
 static const char *const connector_allowed[] = {
 	"connect",	"getsockopt",	   "recvfrom",
@@ -327,25 +348,18 @@ int symb_sandbox_enter_connector(void)
 		return -ENOMEM;
 #ifdef SYMB_SANITIZED
 	(void)connector_allowed;
-	for (size_t i = 0; !err && i < sizeof(connector_refused) / sizeof(connector_refused[0]);
-	     i++)
-		err = rule(ctx, no, connector_refused[i], 0, no_arg);
+	err = rules(ctx, no, connector_refused,
+		    sizeof(connector_refused) / sizeof(connector_refused[0]));
 #else
-	for (size_t i = 0; !err && i < sizeof(connector_allowed) / sizeof(connector_allowed[0]);
-	     i++)
-		err = rule(ctx, ok, connector_allowed[i], 0, no_arg);
+	err = rules(ctx, ok, connector_allowed,
+		    sizeof(connector_allowed) / sizeof(connector_allowed[0]));
 	/* a Unix socket, to connect to the collector's; no other family */
 	if (!err)
 		err = rule(ctx, ok, "socket", 1, SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX));
 	if (!err)
 		err = rule(ctx, ok, "mmap", 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 #endif
-	if (!err)
-		err = seccomp_load(ctx); /* sets no_new_privs first */
-	seccomp_release(ctx);
-	if (err)
-		lp_err("ring: installing the connector's seccomp filter: %s", strerror(-err));
-	return err;
+	return load_filter(ctx, err, "ring: the connector");
 }
 
 /* What the spool writer calls besides those with conditions (spool.c). */
@@ -402,11 +416,9 @@ int symb_sandbox_enter_spool(int dirfd)
 #ifdef SYMB_SANITIZED
 	(void)dirfd;
 	(void)spool_allowed;
-	for (size_t i = 0; !err && i < sizeof(spool_refused) / sizeof(spool_refused[0]); i++)
-		err = rule(ctx, no, spool_refused[i], 0, no_arg);
+	err = rules(ctx, no, spool_refused, sizeof(spool_refused) / sizeof(spool_refused[0]));
 #else
-	for (size_t i = 0; !err && i < sizeof(spool_allowed) / sizeof(spool_allowed[0]); i++)
-		err = rule(ctx, ok, spool_allowed[i], 0, no_arg);
+	err = rules(ctx, ok, spool_allowed, sizeof(spool_allowed) / sizeof(spool_allowed[0]));
 	/* files only by names in the spool (the writer makes them: spool.c) */
 	if (!err)
 		err = rule(ctx, ok, "openat", 1, SCMP_A0_32(SCMP_CMP_EQ, d));
@@ -428,12 +440,7 @@ int symb_sandbox_enter_spool(int dirfd)
 	if (!err)
 		err = rule(ctx, ok, "mmap", 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 #endif
-	if (!err)
-		err = seccomp_load(ctx); /* sets no_new_privs first */
-	seccomp_release(ctx);
-	if (err)
-		lp_err("spool: installing the writer's seccomp filter: %s", strerror(-err));
-	return err;
+	return load_filter(ctx, err, "spool: the writer");
 }
 
 static int report(const char *what, long rc, int err)
