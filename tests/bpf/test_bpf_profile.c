@@ -40,6 +40,8 @@ struct seen {
 	uint32_t stack_bytes; /* the copy size the program was loaded with */
 	int bad_copy, copy_with_ret;
 	uint64_t text_lo, text_hi; /* the workload's executable mapping */
+	uint64_t x_lo[32], x_hi[32]; /* all its executable mappings: libc, vdso too */
+	int nx;
 	uint64_t fs;		   /* a thread's thread pointer: its copies end there */
 	int thread_samples, past_fs, at_fs;
 	int samples, bad_pid, bad_ip, short_ustack, with_kstack, bad_kaddr, bad_period;
@@ -108,8 +110,14 @@ static int on_event(void *ctx, void *data, size_t size)
 		s->bad_pid++;
 	if (e->ip < s->text_lo || e->ip >= s->text_hi) {
 		/* the sample hit inside the kernel (syscall, page fault): the
-		 * user IP is where it entered, still in the workload or libc */
-		if (!e->nkstack)
+		 * user IP is where it entered, still in the workload or libc;
+		 * or it hit the clock read in the vdso or libc, with no kernel
+		 * stack: still one of the process's executable mappings */
+		bool mapped = false;
+
+		for (int i = 0; i < s->nx && !mapped; i++)
+			mapped = e->ip >= s->x_lo[i] && e->ip < s->x_hi[i];
+		if (!e->nkstack && !mapped)
 			s->bad_ip++;
 	}
 	if (e->nustack < 3)
@@ -138,6 +146,11 @@ static void find_text(struct seen *s, const char *name)
 		unsigned long long lo, hi;
 		char perms[5];
 
+		if (sscanf(line, "%llx-%llx %4s", &lo, &hi, perms) == 3 && perms[2] == 'x' &&
+		    s->nx < 32) {
+			s->x_lo[s->nx] = lo;
+			s->x_hi[s->nx++] = hi;
+		}
 		if (sscanf(line, "%llx-%llx %4s", &lo, &hi, perms) == 3 && perms[2] == 'x' &&
 		    strstr(line, name)) {
 			s->text_lo = lo;
