@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lowprof/spoolname.h"
+
 struct lp_ring;
 struct lpw_profile;
 
@@ -95,8 +97,8 @@ int cli_prepare_spool_dir(const char *dir, const char *user);
 /* ---- window files (spoolfiles.c) ------------------------------------------ */
 
 /* "cpu", "offcpu": the kinds of window, in the order windows lists them */
-#define CLI_WIN_KINDS 2
-extern const char *const cli_win_kinds[CLI_WIN_KINDS];
+#define CLI_WIN_KINDS LP_SPOOL_KINDS
+extern const char *const *const cli_win_kinds;
 
 /* One window file: KIND-YYYYmmddTHHMMSSZ-SEQ.pb.gz (symbolizer/spool.c). */
 struct cli_win_file {

@@ -142,6 +142,21 @@ static const char run_usage[] =
 	"  -d, --duration SECONDS  stop after SECONDS (default: until SIGTERM)\n"
 	"  -h, --help              this help\n"
 	"\n"
+	"Delivery (lowprof-exporter, started when a destination is given; see\n"
+	"lowprof-exporter --help). It sends each window, and removes it from the\n"
+	"spool once every destination accepted it; stopping, it has 5 s to send\n"
+	"the last windows, and what it could not send stays for the next run:\n"
+	"      --pyroscope URL     push to Grafana Pyroscope at URL\n"
+	"      --otlp URL          send OTLP profiles to an OpenTelemetry Collector\n"
+	"      --pyroscope-headers FILE, --otlp-headers FILE\n"
+	"                          extra headers (Authorization, X-Scope-OrgID), one\n"
+	"                          \"Name: value\" per line; FILE must be readable by\n"
+	"                          the symbolizer's user alone (--user), mode 0600\n"
+	"      --ca-file FILE      trust these CAs for https instead of the system's\n"
+	"      --service-name NAME the service of every sample (default: per container\n"
+	"                          or executable)\n"
+	"      --metrics ADDR      serve Prometheus metrics at http://ADDR/metrics\n"
+	"\n"
 	"Exit status: 0 on success, 1 on errors, 2 on usage errors.\n";
 
 /* record's long options without a short one */
@@ -159,6 +174,7 @@ enum {
 	OPT_SPOOL_BYTES,
 	OPT_CGROUP,
 	OPT_MEM_BUDGET,
+	OPT_EXPORT, /* lowprof run's options passed to lowprof-exporter */
 };
 
 /* the options record and run share: sampling, the symbolizer's, off-CPU */
@@ -200,8 +216,18 @@ static const struct option run_longopts[] = {
 	{"window", required_argument, NULL, OPT_WINDOW},
 	{"spool-bytes", required_argument, NULL, OPT_SPOOL_BYTES},
 	{"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
+	{"pyroscope", required_argument, NULL, OPT_EXPORT},
+	{"otlp", required_argument, NULL, OPT_EXPORT},
+	{"pyroscope-headers", required_argument, NULL, OPT_EXPORT},
+	{"otlp-headers", required_argument, NULL, OPT_EXPORT},
+	{"ca-file", required_argument, NULL, OPT_EXPORT},
+	{"service-name", required_argument, NULL, OPT_EXPORT},
+	{"metrics", required_argument, NULL, OPT_EXPORT},
 	{},
 };
+
+/* at most each of run_longopts' exporter options once, as "--name" "value" */
+#define RUN_EXPORT_ARGS 16
 
 /* lowprof record's command line: lp_record_opts and the tables it points into. */
 struct record_args {
@@ -210,6 +236,9 @@ struct record_args {
 	const char *cgroups[LP_RECORD_MAX_CGROUPS];
 	const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
 	size_t ndebug;
+	const char *export_args[RUN_EXPORT_ARGS + 1];
+	char export_names[RUN_EXPORT_ARGS / 2][24];
+	size_t nexport;
 };
 
 /*
@@ -483,7 +512,30 @@ static int run_parse_args(int argc, char **argv, struct record_args *a)
 	/* the spool's default stands until --spool names another: it marks run too */
 	a->o.spool_dir = LP_RUN_DEFAULT_SPOOL;
 	a->o.out_dir = NULL;
-	while ((key = getopt_long(argc, argv, "d:F:p:u:vh", run_longopts, NULL)) != -1) {
+	int idx = -1;
+
+	while ((key = getopt_long(argc, argv, "d:F:p:u:vh", run_longopts, &idx)) != -1) {
+		if (key == OPT_EXPORT) {
+			/* checked by lowprof-exporter, which is started before anything else */
+			const char *name = run_longopts[idx].name;
+
+			for (size_t i = 0; i < a->nexport; i += 2)
+				if (!strcmp(a->export_args[i] + 2, name)) {
+					lp_err("--%s: give it once", name);
+					return 2;
+				}
+			size_t k = a->nexport;
+
+			snprintf(a->export_names[k / 2], sizeof(a->export_names[0]), "--%s", name);
+			a->export_args[k] = a->export_names[k / 2];
+			a->export_args[k + 1] = optarg;
+			a->export_args[k + 2] = NULL;
+			a->nexport = k + 2;
+			a->o.exporter_args = a->export_args;
+			idx = -1;
+			continue;
+		}
+		idx = -1;
 		rc = record_opt(key, optarg, a);
 		if (rc != ARGS_OK)
 			return rc;

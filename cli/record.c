@@ -294,15 +294,14 @@ bool cli_child_ok(const struct cli_child *c)
 
 void cli_reap(struct cli_child *kids, int n)
 {
-	int status;
-	pid_t w;
+	/* each by its pid: lowprof run's exporter is waited for on its own */
+	for (int i = 0; i < n; i++) {
+		int status;
 
-	while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (int i = 0; i < n; i++) {
-			if (kids[i].pid == w) {
-				kids[i].done = true;
-				kids[i].status = status;
-			}
+		if (kids[i].pid > 0 && !kids[i].done &&
+		    waitpid(kids[i].pid, &status, WNOHANG) == kids[i].pid) {
+			kids[i].done = true;
+			kids[i].status = status;
 		}
 	}
 }
@@ -767,6 +766,9 @@ struct rec {
 	int files[2]; /* the file channel: the collector's end, the symbolizer's */
 	int sfd;      /* signals, from when the children start (cli_signalfd) */
 	struct cli_child kids[2];
+	/* lowprof run with a destination: lowprof-exporter on the spool */
+	struct cli_child exporter;
+	char exp_path[PATH_MAX];
 	/* the symbolizer, and how to start it again (its argv with --resumed, its fds) */
 	char symb_path[PATH_MAX];
 	char *rargv[27 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
@@ -796,6 +798,7 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 		.sfd = -1,
 		.kids = {{.name = "lowprof-collector", .out = {-1, -1}},
 			 {.name = "lowprof-symbolizer", .out = {-1, -1}}},
+		.exporter = {.name = "lowprof-exporter", .out = {-1, -1}},
 	};
 	r->nout = o->no_symbolize || o->spool_dir ? 0 : o->off_cpu ? 6 : 3;
 }
@@ -1009,6 +1012,85 @@ static void rec_start_collector(struct rec *r)
 	}
 }
 
+/*
+ * lowprof run with a destination: lowprof-exporter on the spool, started
+ * first and waited for until it is set up (it says so on a pipe), so that
+ * a bad URL or header file stops the run before anything is collected.
+ * 0, or -1 (it said why).
+ */
+static int rec_start_exporter(struct rec *r)
+{
+	const struct lp_record_opts *o = &r->o;
+	char *argv[12 + 2 * 8];
+	int n = 0, ready[2];
+	char byte;
+	ssize_t got;
+
+	if (!o->exporter_args)
+		return 0;
+	cli_sibling("lowprof-exporter", r->exp_path, sizeof(r->exp_path));
+	argv[n++] = r->exp_path;
+	argv[n++] = "--spool";
+	argv[n++] = (char *)o->spool_dir;
+	argv[n++] = "--user";
+	argv[n++] = (char *)o->user;
+	argv[n++] = "--ready-fd=3";
+	for (size_t i = 0; o->exporter_args[i] && n < 12 + 2 * 8 - 2; i++)
+		argv[n++] = (char *)o->exporter_args[i];
+	if (o->verbose)
+		argv[n++] = "-v";
+	argv[n] = NULL;
+	if (pipe2(ready, O_CLOEXEC)) {
+		lp_err("pipe: %m");
+		return -1;
+	}
+	if (cli_spawn(&r->exporter, r->exp_path, argv, &ready[1], 1, false)) {
+		close(ready[0]);
+		close(ready[1]);
+		return -1;
+	}
+	close(ready[1]);
+	while ((got = read(ready[0], &byte, 1)) < 0 && errno == EINTR)
+		;
+	close(ready[0]);
+	if (got == 1)
+		return 0;
+	waitpid(r->exporter.pid, &r->exporter.status, 0);
+	r->exporter.done = true;
+	lp_err("lowprof-exporter could not start; nothing was collected");
+	return -1;
+}
+
+/*
+ * After the symbolizer's last window: the exporter gets SIGTERM and its
+ * --stop-grace (5 s) to send what is left, then is killed. A signal here
+ * (Ctrl-C again) stops it at once.
+ */
+static void rec_stop_exporter(struct rec *r)
+{
+	uint64_t deadline = mono_ns() + 10ull * 1000000000ull;
+	struct cli_child *e = &r->exporter;
+
+	if (e->pid <= 0 || e->done)
+		return;
+	kill(e->pid, SIGTERM);
+	while (!e->done) {
+		struct pollfd p = {r->sfd, POLLIN, 0};
+		struct signalfd_siginfo si;
+
+		if (mono_ns() >= deadline) {
+			lp_warn("lowprof-exporter did not stop in time: killed");
+			kill(e->pid, SIGKILL);
+			deadline = UINT64_MAX;
+		}
+		poll(&p, 1, 100);
+		while (r->sfd >= 0 && read(r->sfd, &si, sizeof(si)) == sizeof(si))
+			if (si.ssi_signo != SIGCHLD)
+				kill(e->pid, SIGTERM);
+		cli_reap(e, 1);
+	}
+}
+
 /* Until both children are done, relaying the symbolizer's output (cli_supervise). */
 static void rec_wait(struct rec *r)
 {
@@ -1038,6 +1120,9 @@ static int rec_summary(const struct rec *r)
 	if (!cli_child_ok(symb))
 		lp_err("lowprof-symbolizer failed (%s)",
 		       cli_exit_desc(symb->status, desc, sizeof(desc)));
+	if (r->exporter.pid > 0 && !cli_child_ok(&r->exporter))
+		lp_err("lowprof-exporter failed (%s): undelivered windows stay in %s",
+		       cli_exit_desc(r->exporter.status, desc, sizeof(desc)), o->spool_dir);
 	else if (o->spool_dir)
 		printf("\nWindows in %s/: go tool pprof -top %s/cpu-*.pb.gz\n", o->spool_dir,
 		       o->spool_dir);
@@ -1049,7 +1134,10 @@ static int rec_summary(const struct rec *r)
 		printf("%sCapture in %s: lowprof replay %s -o DIR; lowprof capture-info %s\n",
 		       o->no_symbolize ? "\n" : "", o->capture_path, o->capture_path,
 		       o->capture_path);
-	return cli_child_ok(coll) && cli_child_ok(symb) ? 0 : 1;
+	return cli_child_ok(coll) && cli_child_ok(symb) &&
+			       (r->exporter.pid <= 0 || cli_child_ok(&r->exporter))
+		       ? 0
+		       : 1;
 }
 
 /*
@@ -1062,6 +1150,11 @@ static void rec_teardown(struct rec *r, int rc)
 	if (r->kids[1].pid > 0 && !r->kids[1].done) {
 		cli_signal_kids(r->kids, 2, SIGKILL);
 		while (waitpid(r->kids[1].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (r->exporter.pid > 0 && !r->exporter.done) {
+		kill(r->exporter.pid, SIGKILL);
+		while (waitpid(r->exporter.pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
 	for (int i = 0; i < r->nout; i++)
@@ -1104,11 +1197,12 @@ int lp_record(const struct lp_record_opts *opts)
 	struct rec r;
 	int rc = 1;
 
-	if (LP_OPTS_CHECK(opts, lp_record_opts, ncgroups))
+	if (LP_OPTS_CHECK(opts, lp_record_opts, exporter_args))
 		return 1;
 	rec_init(&r, opts);
 	if (rec_setup(&r) ||
-	    (r.o.spool_dir ? rec_make_socket_dir(&r) : !r.o.no_symbolize && rec_make_ring(&r)))
+	    (r.o.spool_dir ? rec_make_socket_dir(&r) : !r.o.no_symbolize && rec_make_ring(&r)) ||
+	    (r.o.spool_dir && rec_start_exporter(&r)))
 		goto out;
 	/* from here on signals come through sfd: cli_supervise acts on them */
 	r.sfd = cli_signalfd();
@@ -1116,6 +1210,7 @@ int lp_record(const struct lp_record_opts *opts)
 		goto out;
 	rec_start_collector(&r);
 	rec_wait(&r);
+	rec_stop_exporter(&r);
 	rc = rec_summary(&r);
 out:
 	rec_teardown(&r, rc);

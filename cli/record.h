@@ -44,6 +44,12 @@ struct lp_record_opts {
 	/* --cgroup: only processes in these cgroup v2 directories (the collector checks them) */
 	const char *const *cgroups;
 	size_t ncgroups;
+	/*
+	 * lowprof run: lowprof-exporter's options ("--otlp" "URL" ...,
+	 * NULL-terminated), or NULL for no exporter. It is started on the
+	 * spool before anything else, as --user.
+	 */
+	const char *const *exporter_args;
 };
 
 #define LP_RECORD_MAX_OUTPUTS 6

@@ -16,48 +16,11 @@
 #include <unistd.h>
 
 #include "lowprof/grow.h"
+#include "lowprof/spoolname.h"
 #include "lowprof/writers.h"
 #include "cli_int.h"
 
-const char *const cli_win_kinds[CLI_WIN_KINDS] = {"cpu", "offcpu"};
-
-/* n decimal digits at s: their value, or -1 */
-static int64_t digits(const char *s, int n)
-{
-	int64_t v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v;
-}
-
-/* "YYYYmmddTHHMMSSZ" at s, a time that exists: seconds since the epoch, or -1 */
-static int64_t name_time(const char *s)
-{
-	struct tm tm = {0}, back;
-	time_t t;
-	int64_t y = digits(s, 4), mo = digits(s + 4, 2), d = digits(s + 6, 2);
-	int64_t h = digits(s + 9, 2), mi = digits(s + 11, 2), sec = digits(s + 13, 2);
-
-	if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || s[8] != 'T' || h < 0 || h > 23 ||
-	    mi < 0 || mi > 59 || sec < 0 || sec > 60 || s[15] != 'Z')
-		return -1;
-	tm.tm_year = (int)y - 1900;
-	tm.tm_mon = (int)mo - 1;
-	tm.tm_mday = (int)d;
-	tm.tm_hour = (int)h;
-	tm.tm_min = (int)mi;
-	tm.tm_sec = (int)sec;
-	t = timegm(&tm);
-	/* timegm makes Feb 30 into Mar 2 (in tm too): a name spool.c cannot write */
-	if (!gmtime_r(&t, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
-	    back.tm_mday != d || back.tm_hour != h || back.tm_min != mi || back.tm_sec != sec)
-		return -1;
-	return (int64_t)t;
-}
+const char *const *const cli_win_kinds = lp_spool_kinds;
 
 const char *cli_spool_hint(int err)
 {
@@ -78,31 +41,10 @@ const char *cli_fmt_utc(char *buf, size_t len, int64_t ns)
 
 int cli_win_parse_name(const char *name, struct cli_win_file *f)
 {
-	size_t len = strlen(name), nd;
-	const char *p = NULL;
-	int64_t t;
+	size_t len = strlen(name);
 
-	if (len >= sizeof(f->name))
+	if (len >= sizeof(f->name) || lp_spool_parse_name(name, &f->kind, &f->start_s, &f->seq))
 		return -EINVAL;
-	for (int k = 0; k < CLI_WIN_KINDS && !p; k++) {
-		size_t l = strlen(cli_win_kinds[k]);
-
-		if (!strncmp(name, cli_win_kinds[k], l) && name[l] == '-') {
-			p = name + l + 1;
-			f->kind = k;
-		}
-	}
-	/* TIME "-" SEQ ".pb.gz": SEQ has 6 digits or more (spool.c's %06) */
-	if (!p || (size_t)(name + len - p) < 16 + 1 + 6 + 6 || strcmp(name + len - 6, ".pb.gz"))
-		return -EINVAL;
-	t = name_time(p);
-	nd = (size_t)(name + len - 6 - (p + 17));
-	/* as %06 prints: no leading zero beyond six digits */
-	if (t < 0 || p[16] != '-' || nd > 18 || digits(p + 17, (int)nd) < 0 ||
-	    (nd > 6 && p[17] == '0'))
-		return -EINVAL;
-	f->start_s = t;
-	f->seq = (uint64_t)digits(p + 17, (int)nd);
 	memcpy(f->name, name, len + 1);
 	return 0;
 }

@@ -41,14 +41,13 @@ void exp_service_name(const struct exp_identity *id, const struct lpw_stack *s, 
  * profile p. One series per distinct (service_name, container id, pod uid),
  * each with one raw sample: a gzip'd pprof of that series' stacks only
  * (mappings, locations and functions they use), sample labels kept as the
- * spool file has them except the names in drop (NULL-terminated list, or
- * NULL). Series labels: __name__ ("process_cpu" for cpu, "off_cpu" for
+ * spool file has them. Series labels: __name__ ("process_cpu" for cpu, "off_cpu" for
  * offcpu), service_name, host_name, and container_id / pod_uid where known.
  * Returns 0 with *out (malloc'd, *len bytes; the caller frees it), or a
  * negative errno.
  */
 int exp_pyroscope_encode(const struct lpw_profile *p, const struct exp_identity *id,
-			 const char *const *drop, uint8_t **out, size_t *len);
+			 uint8_t **out, size_t *len);
 
 /*
  * OpenTelemetry: an

@@ -60,34 +60,6 @@ static void on_signal(int sig)
 }
 
 /*
- * Started as root: become `user` with no capabilities in any set. The
- * bounding set is emptied first (that needs CAP_SETPCAP), then groups, gid
- * and uid change; changing uid from 0 clears the permitted and effective
- * sets. no_new_privs keeps exec from granting anything back.
- */
-static int drop_privileges(const char *user)
-{
-	uid_t uid;
-	gid_t gid;
-	int err = 0;
-
-	if (geteuid() != 0)
-		return lp_caps_limit(0); /* already unprivileged: give up what we were handed */
-	err = lp_user_lookup(user, "--user", LP_USER_NOT_ROOT, &uid, &gid);
-	if (err)
-		return err;
-	err = lp_caps_bound(0);
-	if (err)
-		return err;
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
-		err = -errno;
-		lp_err("privileges: becoming %s: %m", user);
-		return err;
-	}
-	return lp_caps_limit(0);
-}
-
-/*
  * Maps the ring fds[0] (data), fds[1] (consumer page) read-only but the
  * consumer page, after checking both are sealed against shrinking: if they
  * could be truncated under the collector, the ring is not one lowprof made.
@@ -261,7 +233,7 @@ static int check_sandbox(const struct symb_opts *o)
 		if (data_fd < 0)
 			goto out;
 	}
-	if (drop_privileges(o->user))
+	if (lp_become_user(o->user, "--user"))
 		goto out;
 	if (data_fd >= 0) {
 		mem = lp_ring_map_fds(data_fd, own[1], false, &size);
@@ -1078,7 +1050,7 @@ int symb_run(const struct symb_opts *o)
 			close(cap_fd);
 		return 1;
 	}
-	err = drop_privileges(o->user);
+	err = lp_become_user(o->user, "--user");
 	if (err)
 		goto out;
 	/* after the uid change: it clears the parent-death signal */

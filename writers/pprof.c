@@ -498,7 +498,7 @@ static int pp_encode(struct pp_build *b, const struct lpw_profile *p)
  * header has no file name and a zero mtime, so the same input always gives
  * the same bytes.
  */
-static int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+int lpw_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
 	struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
 	uint8_t *buf = NULL;
@@ -520,11 +520,10 @@ static int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len
 	return 0;
 }
 
-int lpw_write_pprof(const struct lpw_profile *p, int fd)
+int lpw_pprof_bytes(const struct lpw_profile *p, uint8_t **out, size_t *out_len)
 {
 	struct pp_build b = {0};
-	uint8_t *gz = NULL;
-	size_t total_locs, total_lines, gz_len;
+	size_t total_locs, total_lines;
 	int err;
 
 	err = pp_check(p, &total_locs, &total_lines);
@@ -539,16 +538,25 @@ int lpw_write_pprof(const struct lpw_profile *p, int fd)
 		lp_err("pprof: cannot build the message: %s", strerror(-err));
 		goto err_out;
 	}
-	err = pp_gzip(b.msg.p ? b.msg.p : (const uint8_t *)"", b.msg.len, &gz, &gz_len);
-	if (err) {
-		lp_err("pprof: gzip failed: %s", strerror(-err));
-		goto err_out;
-	}
-	err = lp_write_all(fd, gz, gz_len);
+	err = lpw_gzip(b.msg.p ? b.msg.p : (const uint8_t *)"", b.msg.len, out, out_len);
 	if (err)
-		lp_err("pprof: write failed: %s", strerror(-err));
+		lp_err("pprof: gzip failed: %s", strerror(-err));
 err_out:
-	free(gz);
 	pp_build_free(&b);
+	return err;
+}
+
+int lpw_write_pprof(const struct lpw_profile *p, int fd)
+{
+	uint8_t *gz = NULL;
+	size_t gz_len;
+	int err = lpw_pprof_bytes(p, &gz, &gz_len);
+
+	if (!err) {
+		err = lp_write_all(fd, gz, gz_len);
+		if (err)
+			lp_err("pprof: write failed: %s", strerror(-err));
+	}
+	free(gz);
 	return err;
 }

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <grp.h>
+#include <unistd.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowprof/caps.h"
 #include "lowprof/log.h"
 #include "lowprof/user.h"
 
@@ -48,4 +51,26 @@ int lp_user_lookup(const char *user, const char *opt, unsigned flags, uid_t *uid
 	if (gid)
 		*gid = g;
 	return 0;
+}
+
+int lp_become_user(const char *user, const char *opt)
+{
+	uid_t uid;
+	gid_t gid;
+	int err = 0;
+
+	if (geteuid() != 0)
+		return lp_caps_limit(0); /* already unprivileged: give up what we were handed */
+	err = lp_user_lookup(user, opt, LP_USER_NOT_ROOT, &uid, &gid);
+	if (err)
+		return err;
+	err = lp_caps_bound(0);
+	if (err)
+		return err;
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
+		err = -errno;
+		lp_err("privileges: becoming %s: %m", user);
+		return err;
+	}
+	return lp_caps_limit(0);
 }

@@ -36,4 +36,13 @@
  */
 int lp_user_lookup(const char *user, const char *opt, unsigned flags, uid_t *uid, gid_t *gid);
 
+/*
+ * Started as root: become user (the value of option opt) with no
+ * capabilities in any set. The bounding set is emptied first (that needs
+ * CAP_SETPCAP), then groups, gid and uid change; changing uid from 0 clears
+ * the permitted and effective sets. Started as another user: only give up
+ * the capabilities it was handed. 0, or a negative errno (said why).
+ */
+int lp_become_user(const char *user, const char *opt);
+
 #endif /* LOWPROF_USER_H */

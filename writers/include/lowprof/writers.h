@@ -118,6 +118,16 @@ struct lpw_profile {
  */
 int lpw_write_pprof(const struct lpw_profile *p, int fd);
 
+/* The same bytes in memory: 0 with *out (malloc'd; *out_len bytes), or -errno (logged). */
+int lpw_pprof_bytes(const struct lpw_profile *p, uint8_t **out, size_t *out_len);
+
+/*
+ * gzip of in[0..len) at libdeflate's fastest level, with no name and a zero
+ * mtime in the header: 0 with *out (malloc'd; *out_len bytes), or -ENOMEM.
+ * Logs nothing.
+ */
+int lpw_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len);
+
 /*
  * Folded stacks, one line per distinct (comm, frames) after merging pids:
  * "comm;root;...;leaf VALUE\n", lines sorted bytewise, VALUE =

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exporter's seccomp filter (exporter.h). The exporter talks to the
+ * network and reads and removes spool files; it parses no ELF and starts
+ * no program. What it needs besides its own calls comes from libcurl
+ * (sockets, its threaded resolver's threads and socket pairs), OpenSSL
+ * (the CA file, read when the first TLS connection is made) and glibc's
+ * name service (/etc/hosts, resolv.conf, a netlink socket for
+ * AI_ADDRCONFIG); the resolver's modules are loaded before the filter
+ * (run.c), since no code may be mapped after it. Everything else fails
+ * with ENOSYS. Sanitizer builds refuse a list instead, as the symbolizer's
+ * do (LeakSanitizer needs ptrace at exit).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lowprof/log.h"
+#include "exporter.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EXP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EXP_SANITIZED 1
+#endif
+#endif
+
+static const char *const allowed[] = {
+	/* spool files, CA files, /etc/hosts, the metrics page; stderr */
+	"read", "pread64", "readv", "write", "writev", "close", "fstat", "newfstatat", "statx",
+	"lseek", "getdents64",
+	/* connections: curl's, the resolver's, the metrics endpoint's */
+	"connect", "bind", "listen", "accept4", "getsockname", "getpeername", "getsockopt",
+	"setsockopt", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "shutdown", "poll",
+	"ppoll",
+	/* curl's resolver thread: made, synchronised, ended */
+	"futex", "set_robust_list", "rseq", "sched_getaffinity", "sched_yield", "madvise",
+	"exit", "gettid",
+	/* memory (mmap and mprotect are checked below) */
+	"brk", "munmap", "mremap",
+	/* time, randomness (backoff jitter, TLS), sleeping */
+	"clock_gettime", "gettimeofday", "nanosleep", "clock_nanosleep", "getrandom",
+	/* signals: the handler's return, masks around threads */
+	"rt_sigreturn", "rt_sigprocmask", "restart_syscall", "getpid", "exit_group",
+	/* name service: a look at whether nscd or files exist */
+	"faccessat", "faccessat2", "uname", "sysinfo",
+};
+
+static const char *const refused[] = {
+	"execve",	    "execveat",		 "ptrace",  "bpf",    "perf_event_open",
+	"process_vm_readv", "process_vm_writev", "mount",   "setuid", "setns",
+	"unshare",	    "fork",		 "vfork",   "kill",   "init_module",
+	"finit_module",	    "keyctl",		 "chmod",   "chown",  "symlinkat",
+	"linkat",	    "mkdirat",
+};
+
+static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
+		struct scmp_arg_cmp a, struct scmp_arg_cmp b)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+
+	if (nr == __NR_SCMP_ERROR)
+		return 0; /* not on this architecture */
+	if (n == 2)
+		return seccomp_rule_add(ctx, action, nr, 2, a, b);
+	return n ? seccomp_rule_add(ctx, action, nr, 1, a) : seccomp_rule_add(ctx, action, nr, 0);
+}
+
+static const struct scmp_arg_cmp none;
+
+static int allow_rules(scmp_filter_ctx ctx, int spooldir, int rejdir)
+{
+	static const int families[] = {AF_INET, AF_INET6, AF_UNIX, AF_NETLINK};
+	static const int fcntls[] = {F_GETFL, F_SETFL, F_GETFD, F_SETFD};
+	const uint32_t ok = SCMP_ACT_ALLOW;
+	const uint32_t sp = (uint32_t)spooldir, rj = (uint32_t)rejdir;
+	pid_t self = getpid();
+	int err = 0;
+
+	for (size_t i = 0; !err && i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		err = rule(ctx, ok, allowed[i], 0, none, none);
+	for (size_t i = 0; !err && i < sizeof(families) / sizeof(families[0]); i++)
+		err = rule(ctx, ok, "socket", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)families[i]),
+			   none);
+	/* curl's resolver wakes its caller through a Unix socket pair */
+	if (!err)
+		err = rule(ctx, ok, "socketpair", 1, SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX), none);
+	for (size_t i = 0; !err && i < sizeof(fcntls) / sizeof(fcntls[0]); i++)
+		err = rule(ctx, ok, "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)fcntls[i]),
+			   none);
+	/* files opened only to read */
+	if (!err)
+		err = rule(ctx, ok, "openat", 1,
+			   SCMP_A2_32(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, 0), none);
+	/* delivered windows removed; refused ones moved aside, and the oldest of those removed */
+	if (!err)
+		err = rule(ctx, ok, "unlinkat", 1, SCMP_A0_32(SCMP_CMP_EQ, sp), none);
+	if (!err)
+		err = rule(ctx, ok, "unlinkat", 1, SCMP_A0_32(SCMP_CMP_EQ, rj), none);
+	if (!err)
+		err = rule(ctx, ok, "renameat", 2, SCMP_A0_32(SCMP_CMP_EQ, sp),
+			   SCMP_A2_32(SCMP_CMP_EQ, rj));
+	if (!err)
+		err = rule(ctx, ok, "renameat2", 2, SCMP_A0_32(SCMP_CMP_EQ, sp),
+			   SCMP_A2_32(SCMP_CMP_EQ, rj));
+	/* threads, never a new process; clone3's flags are out of reach: glibc falls back */
+	if (!err)
+		err = rule(ctx, ok, "clone", 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD),
+			   none);
+	if (!err)
+		err = rule(ctx, ok, "mmap", 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0), none);
+	/* a new thread's stack guard */
+	if (!err)
+		err = rule(ctx, ok, "mprotect", 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0),
+			   none);
+	if (!err)
+		err = rule(ctx, ok, "tgkill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)self), none);
+	if (!err)
+		err = rule(ctx, ok, "ioctl", 1, SCMP_A1_32(SCMP_CMP_EQ, FIONREAD), none);
+	if (!err)
+		err = rule(ctx, ok, "ioctl", 1, SCMP_A1_32(SCMP_CMP_EQ, TCGETS), none);
+	return err;
+}
+
+int exp_sandbox_enter(int spooldir, int rejdir)
+{
+#ifdef EXP_SANITIZED
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+#else
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+#endif
+	int err = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+#ifdef EXP_SANITIZED
+	(void)allow_rules;
+	for (size_t i = 0; !err && i < sizeof(refused) / sizeof(refused[0]); i++)
+		err = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), refused[i], 0, none, none);
+	if (!err)
+		err = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat", 1,
+			   SCMP_A2_32(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT), none);
+	if (!err)
+		err = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "mmap", 1,
+			   SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC), none);
+	(void)spooldir;
+	(void)rejdir;
+#else
+	(void)refused;
+	err = allow_rules(ctx, spooldir, rejdir);
+#endif
+	if (!err)
+		err = seccomp_load(ctx); /* sets no_new_privs first */
+	seccomp_release(ctx);
+	if (err)
+		lp_err("sandbox: installing the seccomp filter: %s", strerror(-err));
+	return err;
+}
