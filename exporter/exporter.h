@@ -111,8 +111,10 @@ int exp_http__run(struct exp_http *h, struct pollfd *extra, unsigned nextra, int
 
 /*
  * Reads a header file: "Name: value" lines, '#' comments and blank lines.
- * It must be a regular file of this user that nobody else may read (mode
- * 0600 or 0400): secrets never travel on a command line. Returns 0 with a
+ * It must be a regular file of this user (or root) that nobody else may
+ * read: no permission for others, for the group only if it is this
+ * process's (mode 0600, 0400; a Kubernetes secret's 0440 with fsGroup).
+ * Secrets never travel on a command line. Returns 0 with a
  * NULL-terminated list in *out (free with exp_headers_free), or a negative
  * errno (said why, with the line).
  */

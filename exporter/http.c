@@ -281,7 +281,8 @@ static int check_line(char *line, const char **why)
 
 int exp_headers_read(const char *path, char ***out)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	/* links are followed (Kubernetes' secret files are links): the file itself is checked */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	char **v = NULL, buf[16384];
 	size_t n = 0, len = 0;
 	const char *why = NULL;
@@ -300,11 +301,17 @@ int exp_headers_read(const char *path, char ***out)
 		close(fd);
 		return -EINVAL;
 	}
-	/* secrets: this user's alone (root reads any file; its owner must still be us) */
-	if (st.st_uid != geteuid() || (st.st_mode & 077)) {
+	/*
+	 * secrets: this user's (or root's), and nobody else may read it: no
+	 * permission for others, and for the group only if it is ours (a
+	 * Kubernetes secret volume: root's, group fsGroup, 0440)
+	 */
+	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 007) ||
+	    ((st.st_mode & 070) && st.st_gid != getegid())) {
 		lp_err("headers: %s must belong to this user (uid %u) and be readable by it alone "
-		       "(chmod 600; it is uid %u, mode %03o)",
-		       path, (unsigned)geteuid(), (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+		       "(chmod 600; it is uid %u gid %u, mode %03o)",
+		       path, (unsigned)geteuid(), (unsigned)st.st_uid, (unsigned)st.st_gid,
+		       (unsigned)(st.st_mode & 0777));
 		close(fd);
 		return -EPERM;
 	}

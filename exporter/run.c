@@ -75,6 +75,8 @@ struct state {
 	size_t nq;
 	uint64_t spool_bytes;
 	uint64_t removed, set_aside, dropped, samples[LP_SPOOL_KINDS];
+	uint64_t top_seq[LP_SPOOL_KINDS]; /* the highest window number seen, per kind */
+	bool seen[LP_SPOOL_KINDS];
 	struct exp_win counted; /* samples are counted once per window: the last one */
 	bool has_counted;
 };
@@ -187,7 +189,11 @@ static int encode(struct state *s, struct dest *d, const struct exp_win *w)
 
 /* ---- the spool ------------------------------------------------------------------ */
 
-/* Rescans the spool; windows that vanished undelivered went to the budget. */
+/*
+ * Rescans the spool. Windows that vanished undelivered went to the budget,
+ * and so did those it took between two scans: their numbers are missing
+ * (the symbolizer numbers a kind's windows without a gap, across restarts).
+ */
 static void rescan(struct state *s)
 {
 	struct exp_win *v;
@@ -209,6 +215,15 @@ static void rescan(struct state *s)
 		for (int k = 0; k < s->nd; k++)
 			undelivered |= !done_with(&s->d[k], &s->q[i]);
 		s->dropped += undelivered;
+	}
+	for (size_t j = 0; j < n; j++) {
+		int k = v[j].kind;
+
+		if (s->seen[k] && v[j].seq > s->top_seq[k] + 1)
+			s->dropped += v[j].seq - s->top_seq[k] - 1;
+		if (!s->seen[k] || v[j].seq > s->top_seq[k])
+			s->top_seq[k] = v[j].seq;
+		s->seen[k] = true;
 	}
 	free(s->q);
 	s->q = v;
@@ -330,8 +345,8 @@ static void on_done(int slot, const struct exp_http_result *r, void *arg)
 
 		snprintf(cause, sizeof(cause), "HTTP %ld", r->status);
 		report(d, NULL, cause, r->why);
-		lp_err("%s: window %s refused (%s): set aside in rejected/", d->name, w.name,
-		       cause);
+		lp_debug("%s: window %s refused (%s): set aside in rejected/", d->name, w.name,
+			 cause);
 		d->rejected++;
 		advance(d, &w);
 		retire(s, &w);

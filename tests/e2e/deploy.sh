@@ -14,11 +14,13 @@ if ! command -v systemd-analyze >/dev/null; then
 	exit 77
 fi
 mkdir -p "$TMP/units"
-for u in lowprof-collector.service lowprof-symbolizer.service; do
-	sed "s#/usr/local/bin/#$BIN/#" "$UNITS/$u" >"$TMP/units/$u"
+for u in lowprof-collector.service lowprof-symbolizer.service lowprof-exporter.service; do
+	sed "s#/usr/local/bin/#$BIN/#; s#EnvironmentFile=/etc/lowprof/exporter.env#EnvironmentFile=$TMP/exporter.env#" \
+		"$UNITS/$u" >"$TMP/units/$u"
 done
+echo 'LOWPROF_EXPORTER_ARGS=--pyroscope http://127.0.0.1:4040' >"$TMP/exporter.env"
 out=$(systemd-analyze verify "$TMP/units/lowprof-collector.service" \
-	"$TMP/units/lowprof-symbolizer.service" 2>&1)
+	"$TMP/units/lowprof-symbolizer.service" "$TMP/units/lowprof-exporter.service" 2>&1)
 rc=$?
 echo "$out"
 check "systemd-analyze verify passes (exit $rc)" test "$rc" -eq 0
@@ -55,6 +57,15 @@ check "this host's lowprof (made by install-deps.sh): system uid $uid, no shell,
 check "symbolizer: empty bounding set" grep -qx 'CapabilityBoundingSet=' "$S"
 check "symbolizer: no network" grep -qx 'PrivateNetwork=yes' "$S"
 check "symbolizer: no_new_privs" grep -qx 'NoNewPrivileges=yes' "$S"
+E="$UNITS/lowprof-exporter.service"
+check "exporter: the spool's owner lowprof, empty bounding set, no_new_privs" \
+	bash -c "grep -qx 'User=lowprof' '$E' && grep -qx 'CapabilityBoundingSet=' '$E' && grep -qx 'NoNewPrivileges=yes' '$E'"
+check "exporter: Internet and Unix sockets only" \
+	grep -qx 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK' "$E"
+for opt in --spool --pyroscope --otlp --pyroscope-headers --otlp-headers --ca-file --metrics \
+	--service-name; do
+	check "exporter --help documents $opt" bash -c "\"$BIN/lowprof-exporter\" --help | grep -q -- '$opt'"
+done
 # every option the units pass exists in the binaries' --help
 for opt in --ring --ring-owner -F; do
 	check "collector --help documents $opt" bash -c "\"$BIN/lowprof-collector\" --help | grep -q -- '$opt'"
@@ -74,11 +85,19 @@ docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 ds = next(d for d in docs if d["kind"] == "DaemonSet")
 pod = ds["spec"]["template"]["spec"]
 c = {x["name"]: x for x in pod["containers"]}
-col, sym = c["collector"], c["symbolizer"]
+col, sym, exp = c["collector"], c["symbolizer"], c["exporter"]
 cs, ss = col["securityContext"], sym["securityContext"]
 def ok(what, cond):
     print(("ok: " if cond else "FAIL: ") + what)
-ok("two containers, collector and symbolizer", sorted(c) == ["collector", "symbolizer"])
+ok("three containers, collector, symbolizer and exporter",
+   sorted(c) == ["collector", "exporter", "symbolizer"])
+es = exp["securityContext"]
+ok("exporter: the symbolizer's uid (the spool's owner), non-root, drops ALL, adds nothing",
+   es.get("runAsUser") == ss["runAsUser"] and es.get("runAsNonRoot") is True
+   and es["capabilities"]["drop"] == ["ALL"] and not es["capabilities"].get("add"))
+ok("exporter: no privilege escalation, read-only root, RuntimeDefault seccomp",
+   es.get("allowPrivilegeEscalation") is False and es.get("readOnlyRootFilesystem") is True
+   and es["seccompProfile"]["type"] == "RuntimeDefault")
 ok("hostPID (the node's processes)", pod.get("hostPID") is True)
 ok("collector is not privileged", cs.get("privileged") is False)
 ok("collector drops ALL and adds exactly BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN",
@@ -110,7 +129,10 @@ ok("the ring's socket is in it", any(a.startswith(run + "/") for a in col["args"
    any(a.startswith(run + "/") for a in sym["args"]))
 owner = col["args"][col["args"].index("--ring-owner") + 1]
 ok("the collector hands the ring to the symbolizer's uid", owner == str(ss["runAsUser"]))
-for x, prog in ((col, "lowprof-collector"), (sym, "lowprof-symbolizer")):
+ok("the exporter reads the spool the symbolizer writes",
+   mounts(exp).get("spool") == mounts(sym).get("spool")
+   and exp["args"][exp["args"].index("--spool") + 1] == mounts(sym).get("spool"))
+for x, prog in ((col, "lowprof-collector"), (sym, "lowprof-symbolizer"), (exp, "lowprof-exporter")):
     helptext = subprocess.run([sys.argv[2] + "/" + prog, "--help"], capture_output=True,
                               text=True).stdout
     for a in x["args"]:
