@@ -9,6 +9,7 @@ build_pkgs=(
 	bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libdeflate-dev
 	libmsgpack-dev libprotobuf-c-dev protobuf-c-compiler
 	libcap-dev libiberty-dev libseccomp-dev liburing-dev libsqlite3-dev libzstd-dev libssl-dev
+	libcurl4-openssl-dev ca-certificates
 	procps util-linux
 )
 # go tool pprof and headless Chromium check the outputs in the tests; gcc
@@ -19,8 +20,11 @@ build_pkgs=(
 # local symbols); python3-yaml reads the Kubernetes manifest in
 # tests/e2e/deploy.sh; libfuse3-dev builds the hanging file system of
 # tests/e2e/broker.sh; qemu-system-x86 (with virtiofsd), busybox-static,
-# kmod (depmod) and xz-utils boot other kernels for tests/vm/run.sh.
+# kmod (depmod) and xz-utils boot other kernels for tests/vm/run.sh;
+# protoc decodes the exporter's OTLP requests, openssl makes the test CA,
+# python3 runs the local receivers and curl scrapes /metrics (export.sh).
 test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq time libc6-dbg python3-yaml
+	protobuf-compiler openssl curl python3
 	libfuse3-dev qemu-system-x86 busybox-static kmod xz-utils)
 
 want=("${build_pkgs[@]}" libcmocka-dev)

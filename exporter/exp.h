@@ -46,8 +46,8 @@ void exp_service_name(const struct exp_identity *id, const struct lpw_stack *s, 
  * Returns 0 with *out (malloc'd, *len bytes; the caller frees it), or a
  * negative errno.
  */
-int exp_pyroscope_encode(const struct lpw_profile *p, const struct exp_identity *id,
-			 uint8_t **out, size_t *len);
+int exp_pyroscope_encode(const struct lpw_profile *p, const struct exp_identity *id, uint8_t **out,
+			 size_t *len);
 
 /*
  * OpenTelemetry: an

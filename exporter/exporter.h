@@ -17,20 +17,20 @@
 enum exp_dest_type { EXP_PYROSCOPE, EXP_OTLP, EXP_NDEST };
 
 struct exp_opts {
-	const char *spool;		      /* the spool directory */
-	const char *url[EXP_NDEST];	      /* each destination's base URL, or NULL */
+	const char *spool;		     /* the spool directory */
+	const char *url[EXP_NDEST];	     /* each destination's base URL, or NULL */
 	const char *headers_file[EXP_NDEST]; /* each one's header file, or NULL */
-	const char *ca_file;		      /* --ca-file, or NULL: the system's CAs */
-	const char *service_name;	      /* --service-name, or NULL */
-	const char *metrics;		      /* --metrics ADDR, or NULL */
-	const char *user;		      /* started as root: become this user */
-	uint32_t timeout_ms;		      /* one request's whole time */
-	uint32_t max_backoff_ms;	      /* the longest wait between tries */
-	uint32_t stop_grace_ms;		      /* SIGTERM: time left to deliver */
-	uint32_t keep_rejected;		      /* windows set aside kept (rejected/) */
-	bool oneshot;			      /* exit once the spool is delivered */
-	bool sandbox;			      /* --no-sandbox clears it (debugging) */
-	int ready_fd;			      /* set up: a byte written, closed; -1 none */
+	const char *ca_file;		     /* --ca-file, or NULL: the system's CAs */
+	const char *service_name;	     /* --service-name, or NULL */
+	const char *metrics;		     /* --metrics ADDR, or NULL */
+	const char *user;		     /* started as root: become this user */
+	uint32_t timeout_ms;		     /* one request's whole time */
+	uint32_t max_backoff_ms;	     /* the longest wait between tries */
+	uint32_t stop_grace_ms;		     /* SIGTERM: time left to deliver */
+	uint32_t keep_rejected;		     /* windows set aside kept (rejected/) */
+	bool oneshot;			     /* exit once the spool is delivered */
+	bool sandbox;			     /* --no-sandbox clears it (debugging) */
+	int ready_fd;			     /* set up: a byte written, closed; -1 none */
 };
 
 /* The exporter: 0 when it stopped as asked, 1 on a fatal error (said). */
@@ -73,10 +73,10 @@ int exp_queue_set_aside(int dirfd, int rejfd, const char *name, uint32_t keep);
 struct exp_http;
 
 struct exp_http_result {
-	long status;		  /* HTTP status, 0 when no answer came */
-	int curl_code;		  /* CURLcode: 0, or why no answer came */
+	long status;		/* HTTP status, 0 when no answer came */
+	int curl_code;		/* CURLcode: 0, or why no answer came */
 	int64_t retry_after_ms; /* the answer's Retry-After, -1 if none */
-	char why[160];		  /* a failure's cause, for the log */
+	char why[160];		/* a failure's cause, for the log */
 };
 
 /*
@@ -119,6 +119,8 @@ int exp_http__run(struct exp_http *h, struct pollfd *extra, unsigned nextra, int
  * errno (said why, with the line).
  */
 int exp_headers_read(const char *path, char ***out);
+/* The lines of such a file in buf (terminated; changed), path for messages. */
+int exp_headers_parse(char *buf, const char *path, char ***out);
 void exp_headers_free(char **h);
 
 /* ---- metrics (metrics.c) ------------------------------------------------------ */
@@ -141,6 +143,14 @@ unsigned exp_metrics__fds(const struct exp_metrics *m, struct pollfd *out, unsig
  */
 void exp_metrics__serve(struct exp_metrics *m, const struct pollfd *pfds, unsigned n,
 			size_t (*text)(char *buf, size_t cap, void *arg), void *arg);
+
+/*
+ * Whether l[0..len) is a metrics line the exporter may pass on from the
+ * symbolizer's metrics file: "# HELP lowprof_...", "# TYPE lowprof_..." or
+ * "lowprof_name{labels} number", printable ASCII, none of the exporter's
+ * own (lowprof_exporter_*).
+ */
+bool exp_metrics_line_ok(const char *l, size_t len);
 
 /* ---- sandbox (sandbox.c) ------------------------------------------------------ */
 

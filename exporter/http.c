@@ -18,8 +18,8 @@
 #include "lowprof/log.h"
 #include "exporter.h"
 
-#define MAX_SLOTS   EXP_NDEST
-#define BODY_KEEP   120 /* bytes of an error answer kept for the log */
+#define MAX_SLOTS EXP_NDEST
+#define BODY_KEEP 120 /* bytes of an error answer kept for the log */
 
 struct slot {
 	CURL *easy;
@@ -199,8 +199,7 @@ static void finish(struct exp_http *h, CURLMsg *m,
 		if (!curl_easy_getinfo(m->easy_handle, CURLINFO_RETRY_AFTER, &ra) && ra > 0)
 			r.retry_after_ms = (int64_t)ra * 1000;
 		answer_text(&h->slots[slot], text, sizeof(text));
-		snprintf(r.why, sizeof(r.why), "HTTP %ld%s%s", r.status, text[0] ? ": " : "",
-			 text);
+		snprintf(r.why, sizeof(r.why), "HTTP %ld%s%s", r.status, text[0] ? ": " : "", text);
 	} else {
 		const char *e = h->slots[slot].errbuf;
 
@@ -279,15 +278,65 @@ static int check_line(char *line, const char **why)
 	return 0;
 }
 
+int exp_headers_parse(char *buf, const char *path, char ***out)
+{
+	char **v = calloc(1, sizeof(*v));
+	const char *why = NULL;
+	size_t n = 0;
+	int err = 0, lineno = 0;
+
+	*out = NULL;
+	if (!v)
+		return -ENOMEM;
+	for (char *line = buf, *next; line && *line; line = next) {
+		char **g;
+		size_t ll;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		ll = strlen(line);
+		if (ll && line[ll - 1] == '\r')
+			line[ll - 1] = '\0';
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (!*line || *line == '#')
+			continue;
+		if (check_line(line, &why)) {
+			lp_err("headers: %s line %d: %s", path, lineno, why);
+			err = -EINVAL;
+			break;
+		}
+		g = realloc(v, (n + 2) * sizeof(*v));
+		if (!g) {
+			err = -ENOMEM;
+			break;
+		}
+		v = g;
+		v[n] = strdup(line);
+		if (!v[n]) {
+			err = -ENOMEM;
+			break;
+		}
+		v[++n] = NULL;
+	}
+	if (err) {
+		exp_headers_free(v);
+		return err;
+	}
+	*out = v;
+	return 0;
+}
+
 int exp_headers_read(const char *path, char ***out)
 {
 	/* links are followed (Kubernetes' secret files are links): the file itself is checked */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	char **v = NULL, buf[16384];
-	size_t n = 0, len = 0;
-	const char *why = NULL;
+	char buf[16384];
+	size_t len = 0;
 	struct stat st;
-	int err = 0, lineno = 0;
+	int err;
 	ssize_t r;
 
 	*out = NULL;
@@ -320,46 +369,17 @@ int exp_headers_read(const char *path, char ***out)
 	if (len == sizeof(buf) - 1 && read(fd, buf, 1) > 0) {
 		lp_err("headers: %s: over %zu bytes", path, sizeof(buf) - 2);
 		close(fd);
+		explicit_bzero(buf, sizeof(buf));
 		return -EFBIG;
 	}
 	close(fd);
 	buf[len] = '\0';
-	v = calloc(1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (char *line = buf, *next; line && *line; line = next) {
-		char **g;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		lineno++;
-		if (strlen(line) && line[strlen(line) - 1] == '\r')
-			line[strlen(line) - 1] = '\0';
-		while (*line == ' ' || *line == '\t')
-			line++;
-		if (!*line || *line == '#')
-			continue;
-		if (check_line(line, &why)) {
-			lp_err("headers: %s line %d: %s", path, lineno, why);
-			err = -EINVAL;
-			break;
-		}
-		g = realloc(v, (n + 2) * sizeof(*v));
-		if (!g || !(g[n] = strdup(line))) {
-			if (g)
-				v = g;
-			err = -ENOMEM;
-			break;
-		}
-		v = g;
-		v[++n] = NULL;
+	if (memchr(buf, '\0', len)) {
+		lp_err("headers: %s: a NUL byte in it", path);
+		err = -EINVAL;
+	} else {
+		err = exp_headers_parse(buf, path, out);
 	}
 	explicit_bzero(buf, sizeof(buf));
-	if (err) {
-		exp_headers_free(v);
-		return err;
-	}
-	*out = v;
-	return 0;
+	return err;
 }

@@ -12,8 +12,8 @@ static void put_clean(char *buf, size_t len, const char *prefix, const char *s, 
 		buf[n++] = *p;
 	for (size_t i = 0; s[i] && i < max && n + 1 < len; i++) {
 		char c = s[i];
-		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			 c == '.' || c == '_' || c == '/' || c == '-';
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '/' || c == '-';
 
 		buf[n++] = ok ? c : '_';
 	}

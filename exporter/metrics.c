@@ -6,6 +6,7 @@
  * send its request; anything else gets 404 or 405.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
@@ -47,8 +48,7 @@ static int64_t now_ms(void)
 
 struct exp_metrics *exp_metrics__new(const char *addr)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
-			*res = NULL;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
 	char host[256];
 	const char *colon = strrchr(addr, ':'), *port;
 	struct exp_metrics *m;
@@ -235,4 +235,42 @@ void exp_metrics__serve(struct exp_metrics *m, const struct pollfd *pfds, unsign
 	for (int k = 0; k < MAX_CLIENTS; k++)
 		if (m->c[k].fd >= 0 && now > m->c[k].deadline_ms)
 			drop(&m->c[k]);
+}
+
+/*
+ * One line of the symbolizer's metrics file, checked: "# HELP name text",
+ * "# TYPE name type", or "name{label="value",...} number". The file comes
+ * from a process that parses hostile ELF: a line that is anything else, or
+ * names one of the exporter's own metrics, is dropped.
+ */
+bool exp_metrics_line_ok(const char *l, size_t len)
+{
+	size_t i = 0;
+
+	/* l is not terminated: every comparison is bounded by len */
+	if (len > 7 && (!memcmp(l, "# HELP ", 7) || !memcmp(l, "# TYPE ", 7)))
+		i = 7;
+	if (len - i < 8 || memcmp(l + i, "lowprof_", 8) ||
+	    (len - i >= 17 && !memcmp(l + i, "lowprof_exporter_", 17)))
+		return false;
+	for (size_t k = 0; k < len; k++)
+		if ((unsigned char)l[k] < 0x20 || (unsigned char)l[k] > 0x7e || l[k] == '\\')
+			return false;
+	if (i)
+		return true;
+	while (i < len && (isalnum((unsigned char)l[i]) || l[i] == '_' || l[i] == ':'))
+		i++;
+	if (i < len && l[i] == '{') {
+		const char *close = memchr(l + i, '}', len - i);
+
+		if (!close)
+			return false;
+		i = (size_t)(close - l) + 1;
+	}
+	if (i >= len || l[i++] != ' ' || i == len)
+		return false;
+	for (; i < len; i++)
+		if (!isdigit((unsigned char)l[i]) && !strchr("eE+-.", l[i]))
+			return false;
+	return true;
 }

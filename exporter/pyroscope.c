@@ -136,8 +136,8 @@ static void label(Push__V1__LabelPair *l, const char *name, const char *value)
 	l->value = (char *)value;
 }
 
-int exp_pyroscope_encode(const struct lpw_profile *p, const struct exp_identity *id,
-			 uint8_t **out, size_t *len)
+int exp_pyroscope_encode(const struct lpw_profile *p, const struct exp_identity *id, uint8_t **out,
+			 size_t *len)
 {
 	const char *type = strcmp(id->kind, "offcpu") ? "process_cpu" : "off_cpu";
 	struct series *v = NULL;

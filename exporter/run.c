@@ -14,6 +14,7 @@
  * over its byte budget, delivered or not: a backend that is down never
  * holds up collection, and what it costs is counted.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -36,8 +37,8 @@
 #include "exp.h"
 #include "exporter.h"
 
-#define SCAN_MS	       1000
-#define MAX_CAUSES     16
+#define SCAN_MS		   1000
+#define MAX_CAUSES	   16
 #define RETRY_AFTER_MAX_MS (3600 * 1000)
 
 static const char *const dest_names[EXP_NDEST] = {"pyroscope", "otlp"};
@@ -389,12 +390,63 @@ static bool all_delivered(const struct state *s)
 
 /* ---- metrics ------------------------------------------------------------------ */
 
+/* ---- metrics ------------------------------------------------------------------ */
+
 #define P(...)                                                                                     \
 	do {                                                                                       \
 		int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__);                    \
 		if (w_ > 0)                                                                        \
 			n += (size_t)w_;                                                           \
 	} while (0)
+
+/*
+ * The symbolizer's metrics (its SPOOL/metrics.prom, replaced with each
+ * window), checked line by line into buf: the lowprof_process_resident_bytes
+ * samples only with resident, the rest without. Its age as a gauge.
+ */
+static size_t symbolizer_metrics(struct state *s, char *buf, size_t cap, bool resident)
+{
+	static char file[64 << 10];
+	int fd = openat(s->spool, "metrics.prom", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	size_t n = 0, len = 0;
+	ssize_t r;
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	while (len < sizeof(file) && (r = read(fd, file + len, sizeof(file) - len)) > 0)
+		len += (size_t)r;
+	close(fd);
+	if (!resident) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		P("# HELP lowprof_symbolizer_metrics_age_seconds Since the symbolizer last wrote "
+		  "its metrics (with each window).\n"
+		  "# TYPE lowprof_symbolizer_metrics_age_seconds gauge\n"
+		  "lowprof_symbolizer_metrics_age_seconds %.3f\n",
+		  (double)(now.tv_sec - st.st_mtim.tv_sec) +
+			  (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9);
+	}
+	for (size_t at = 0; at < len;) {
+		const char *l = file + at, *nl = memchr(l, '\n', len - at);
+		size_t ll = nl ? (size_t)(nl - l) : len - at;
+		bool res = (ll > 31 && !memcmp(l, "lowprof_process_resident_bytes{", 31)) ||
+			   (ll > 38 && !memcmp(l + 7, "lowprof_process_resident_bytes ", 31));
+
+		if (res == resident && exp_metrics_line_ok(l, ll) && n + ll + 1 < cap) {
+			memcpy(buf + n, l, ll);
+			buf[n + ll] = '\n';
+			n += ll + 1;
+		}
+		at += ll + 1;
+	}
+	return n;
+}
 
 static size_t metrics_text(char *buf, size_t cap, void *arg)
 {
@@ -448,8 +500,8 @@ static size_t metrics_text(char *buf, size_t cap, void *arg)
 
 		for (size_t i = 0; i < s->nq; i++)
 			b += !done_with(&s->d[k], &s->q[i]);
-		P("lowprof_exporter_backlog_windows{destination=\"%s\"} %" PRIu64 "\n", s->d[k].name,
-		  b);
+		P("lowprof_exporter_backlog_windows{destination=\"%s\"} %" PRIu64 "\n",
+		  s->d[k].name, b);
 	}
 	P("# HELP lowprof_spool_windows_dropped_total Windows the spool's byte budget removed "
 	  "before every destination had them.\n"
@@ -478,10 +530,12 @@ static size_t metrics_text(char *buf, size_t cap, void *arg)
 	for (int k = 0; k < LP_SPOOL_KINDS; k++)
 		P("lowprof_samples_total{kind=\"%s\"} %" PRIu64 "\n", lp_spool_kinds[k],
 		  s->samples[k]);
+	n += symbolizer_metrics(s, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, false);
 	P("# HELP lowprof_process_resident_bytes Resident memory of a lowprof process.\n"
 	  "# TYPE lowprof_process_resident_bytes gauge\n"
 	  "lowprof_process_resident_bytes{process=\"exporter\"} %lu\n",
 	  rss * (unsigned long)sysconf(_SC_PAGESIZE));
+	n += symbolizer_metrics(s, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, true);
 	return n < cap ? n : cap;
 }
 
@@ -706,8 +760,8 @@ int exp_run(const struct exp_opts *o)
 		lp_info("%s: %" PRIu64 " windows sent (%.1f MB), %" PRIu64 " refused, %" PRIu64
 			" unreadable, %" PRIu64 " empty, %" PRIu64 " failed tries; %" PRIu64
 			" left in the spool",
-			d->name, d->sent, (double)d->sent_bytes / 1e6, d->rejected, d->bad, d->empty,
-			d->failed, left);
+			d->name, d->sent, (double)d->sent_bytes / 1e6, d->rejected, d->bad,
+			d->empty, d->failed, left);
 	}
 	if (s.dropped)
 		lp_warn("spool: %" PRIu64 " windows were removed by its byte budget before they "

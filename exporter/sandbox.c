@@ -34,31 +34,89 @@
 
 static const char *const allowed[] = {
 	/* spool files, CA files, /etc/hosts, the metrics page; stderr */
-	"read", "pread64", "readv", "write", "writev", "close", "fstat", "newfstatat", "statx",
-	"lseek", "getdents64",
+	"read",
+	"pread64",
+	"readv",
+	"write",
+	"writev",
+	"close",
+	"fstat",
+	"newfstatat",
+	"statx",
+	"lseek",
+	"getdents64",
 	/* connections: curl's, the resolver's, the metrics endpoint's */
-	"connect", "bind", "listen", "accept4", "getsockname", "getpeername", "getsockopt",
-	"setsockopt", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "shutdown", "poll",
+	"connect",
+	"bind",
+	"listen",
+	"accept4",
+	"getsockname",
+	"getpeername",
+	"getsockopt",
+	"setsockopt",
+	"sendto",
+	"recvfrom",
+	"sendmsg",
+	"recvmsg",
+	"sendmmsg",
+	"shutdown",
+	"poll",
 	"ppoll",
 	/* curl's resolver thread: made, synchronised, ended */
-	"futex", "set_robust_list", "rseq", "sched_getaffinity", "sched_yield", "madvise",
-	"exit", "gettid",
+	"futex",
+	"set_robust_list",
+	"rseq",
+	"sched_getaffinity",
+	"sched_yield",
+	"madvise",
+	"exit",
+	"gettid",
 	/* memory (mmap and mprotect are checked below) */
-	"brk", "munmap", "mremap",
+	"brk",
+	"munmap",
+	"mremap",
 	/* time, randomness (backoff jitter, TLS), sleeping */
-	"clock_gettime", "gettimeofday", "nanosleep", "clock_nanosleep", "getrandom",
+	"clock_gettime",
+	"gettimeofday",
+	"nanosleep",
+	"clock_nanosleep",
+	"getrandom",
 	/* signals: the handler's return, masks around threads */
-	"rt_sigreturn", "rt_sigprocmask", "restart_syscall", "getpid", "exit_group",
+	"rt_sigreturn",
+	"rt_sigprocmask",
+	"restart_syscall",
+	"getpid",
+	"exit_group",
 	/* name service: a look at whether nscd or files exist */
-	"faccessat", "faccessat2", "uname", "sysinfo",
+	"faccessat",
+	"faccessat2",
+	"uname",
+	"sysinfo",
 };
 
 static const char *const refused[] = {
-	"execve",	    "execveat",		 "ptrace",  "bpf",    "perf_event_open",
-	"process_vm_readv", "process_vm_writev", "mount",   "setuid", "setns",
-	"unshare",	    "fork",		 "vfork",   "kill",   "init_module",
-	"finit_module",	    "keyctl",		 "chmod",   "chown",  "symlinkat",
-	"linkat",	    "mkdirat",
+	"execve",
+	"execveat",
+	"ptrace",
+	"bpf",
+	"perf_event_open",
+	"process_vm_readv",
+	"process_vm_writev",
+	"mount",
+	"setuid",
+	"setns",
+	"unshare",
+	"fork",
+	"vfork",
+	"kill",
+	"init_module",
+	"finit_module",
+	"keyctl",
+	"chmod",
+	"chown",
+	"symlinkat",
+	"linkat",
+	"mkdirat",
 };
 
 static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
@@ -93,8 +151,7 @@ static int allow_rules(scmp_filter_ctx ctx, int spooldir, int rejdir)
 	if (!err)
 		err = rule(ctx, ok, "socketpair", 1, SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX), none);
 	for (size_t i = 0; !err && i < sizeof(fcntls) / sizeof(fcntls[0]); i++)
-		err = rule(ctx, ok, "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)fcntls[i]),
-			   none);
+		err = rule(ctx, ok, "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, (uint32_t)fcntls[i]), none);
 	/* files opened only to read */
 	if (!err)
 		err = rule(ctx, ok, "openat", 1,
@@ -112,8 +169,8 @@ static int allow_rules(scmp_filter_ctx ctx, int spooldir, int rejdir)
 			   SCMP_A2_32(SCMP_CMP_EQ, rj));
 	/* threads, never a new process; clone3's flags are out of reach: glibc falls back */
 	if (!err)
-		err = rule(ctx, ok, "clone", 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD),
-			   none);
+		err = rule(ctx, ok, "clone", 1,
+			   SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD), none);
 	if (!err)
 		err = rule(ctx, ok, "mmap", 1, SCMP_A2_32(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0), none);
 	/* a new thread's stack guard */

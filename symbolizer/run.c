@@ -37,6 +37,7 @@
 #include "attach.h"
 #include "sandbox.h"
 #include "spool.h"
+#include "metrics.h"
 #include "build.h"
 #include "symbolizer.h"
 
@@ -621,6 +622,8 @@ struct windows {
 	uint64_t start_mono;	 /* its start, CLOCK_MONOTONIC */
 	int64_t start_real;	 /* and CLOCK_REALTIME */
 	struct lps_loss loss_at; /* the collector's counters at its start */
+	int statm_fd;		 /* /proc/self/statm, for the metrics file */
+	struct symb_metrics_totals totals;
 };
 
 _Static_assert(sizeof(struct lps_loss) % sizeof(uint64_t) == 0, "lps_loss: counters only");
@@ -671,6 +674,25 @@ static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
 		symb_built_free(b);
 	}
 	w->loss_at = *loss;
+	{
+		const struct symb_counters *c = symb_state__counters(s);
+		struct symb_metrics_in mi = {
+			.c = c,
+			.t = &w->totals,
+			.os = symb_state__objects_stats(s),
+			.sp = symb_spool__stats(w->spool),
+			.window_lag_s = (double)(clock_ns(CLOCK_MONOTONIC) - now) / 1e9,
+			.statm_fd = w->statm_fd,
+		};
+
+		w->totals.samples += c->samples;
+		w->totals.offcpu_samples += c->offcpu_samples;
+		w->totals.bad_records += c->bad_records;
+		w->totals.over_limit += c->over_limit_samples;
+		w->totals.restarts += c->restarts;
+		if (!symb_metrics_write(symb_spool__fd(w->spool), &mi))
+			symb_spool__put_metrics(w->spool);
+	}
 	symb_state__new_window(s);
 	lp_debug("window %" PRIu64 " written; now %u processes, %u objects (%" PRIu64
 		 " dropped so far)",
@@ -907,6 +929,9 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 	if (!*s || (o->spool_dir &&
 		    symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox, &w->spool)))
 		return -1;
+	/* the metrics file's resident memory: statm read through a descriptor of its own */
+	if (o->spool_dir)
+		w->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	/*
 	 * A service run on --ring PATH outlives its collector: when a
 	 * collector ends, the next one's ring comes through the connector,
@@ -1022,7 +1047,7 @@ int symb_run(const struct symb_opts *o)
 	struct symb_cache *cache = NULL;
 	int fds[NOUT] = {-1, -1, -1, -1, -1, -1};
 	struct symb_state *s = NULL;
-	struct windows w = {0};
+	struct windows w = {.statm_fd = -1};
 	int err = 0, rc = 1;
 
 	if (!o || LP_OPTS_CHECK(o, symb_opts, spool_bytes))
@@ -1095,6 +1120,8 @@ out:
 	if (att.files_fd >= 0 && att.files_fd != o->files_fd)
 		close(att.files_fd);
 	symb_spool__close(w.spool);
+	if (w.statm_fd >= 0)
+		close(w.statm_fd);
 	symb_state__free(s);
 	symb_cache__close(cache);
 	return rc;

@@ -32,6 +32,8 @@
 #define SPOOL_MAX_SCAN 65536
 
 static const char *const kinds[] = {"cpu", "offcpu"};
+/* the kind of symb_spool__put_metrics: one file, replaced, outside the budget */
+#define KIND_METRICS 2u
 
 /* symbolizer -> writer: a window's file is ready in the memory file */
 struct spool_msg {
@@ -77,6 +79,10 @@ static void spool_name(char *out, uint32_t kind, uint64_t seq, int64_t start_rea
 	char when[32] = "19700101T000000Z";
 	struct tm tm;
 
+	if (kind == KIND_METRICS) {
+		snprintf(out, SPOOL_NAME_MAX, "%s", SYMB_SPOOL_METRICS);
+		return;
+	}
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
 	snprintf(out, SPOOL_NAME_MAX, "%s-%s-%06" PRIu64 ".pb.gz", kinds[kind], when, seq);
@@ -265,10 +271,10 @@ static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t pare
 		if (r == 0)
 			_exit(0);
 		if (r != sizeof(m) || m.magic != SPOOL_MAGIC ||
-		    m.kind >= sizeof(kinds) / sizeof(kinds[0]))
+		    (m.kind >= sizeof(kinds) / sizeof(kinds[0]) && m.kind != KIND_METRICS))
 			_exit(1);
 		a.err = write_window(dirfd, memfd, &m, name);
-		if (!a.err)
+		if (!a.err && m.kind != KIND_METRICS)
 			trim(dirfd, max, name, &a);
 		if (send(sock, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
 			_exit(1);
@@ -419,6 +425,30 @@ int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64
 			 " bytes) for the budget",
 			 a.removed, a.removed_bytes);
 	return 0;
+}
+
+int symb_spool__put_metrics(struct symb_spool *sp)
+{
+	struct spool_msg m = {.magic = SPOOL_MAGIC, .kind = KIND_METRICS};
+	struct spool_ack a;
+	struct stat st;
+	int err;
+
+	err = fstat(sp->memfd, &st) ? -errno : 0;
+	m.len = err ? 0 : (uint64_t)st.st_size;
+	if (!err && m.len > SYMB_SPOOL_METRICS_MAX)
+		err = -EFBIG;
+	if (!err)
+		err = xfer(sp->sock, &m, sizeof(m), true);
+	if (!err)
+		err = xfer(sp->sock, &a, sizeof(a), false);
+	if (!err)
+		err = a.err;
+	if (ftruncate(sp->memfd, 0) || lseek(sp->memfd, 0, SEEK_SET) < 0)
+		err = err ? err : -errno;
+	if (err)
+		lp_debug("spool: the metrics file not written: %s", strerror(-err));
+	return err;
 }
 
 const struct symb_spool_stats *symb_spool__stats(const struct symb_spool *sp)

@@ -68,6 +68,17 @@ int symb_spool__fd(const struct symb_spool *sp);
  */
 int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64_t start_real_ns);
 
+/*
+ * The symbolizer's metrics (Prometheus text) for the exporter's /metrics:
+ * the bytes written to the memory file since the last put (at most
+ * SYMB_SPOOL_METRICS_MAX) replace the spool's SYMB_SPOOL_METRICS file, the
+ * same way as a window (temporary name, rename). Not a window: not
+ * numbered, not counted, never removed by the budget. 0 or -errno.
+ */
+#define SYMB_SPOOL_METRICS     "metrics.prom"
+#define SYMB_SPOOL_METRICS_MAX (64u << 10)
+int symb_spool__put_metrics(struct symb_spool *sp);
+
 const struct symb_spool_stats *symb_spool__stats(const struct symb_spool *sp);
 void symb_spool__close(struct symb_spool *sp);
 

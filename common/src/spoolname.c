@@ -76,4 +76,3 @@ int lp_spool_parse_name(const char *name, int *kind, int64_t *start_s, uint64_t 
 	*seq = (uint64_t)digits(p + 17, (int)nd);
 	return 0;
 }
-

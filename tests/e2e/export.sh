@@ -74,6 +74,16 @@ check "/metrics counts windows sent to pyroscope while it runs" \
 	grep -Eq '^lowprof_exporter_windows_sent_total\{destination="pyroscope"\} [1-9]' "$TMP/metrics1"
 check "/metrics gives the exporter's resident memory" \
 	grep -Eq '^lowprof_process_resident_bytes\{process="exporter"\} [1-9][0-9]{5,}' "$TMP/metrics1"
+for m in lowprof_symbolizer_samples_total 'lowprof_lost_total{cause="bpf_ring_full"}' \
+	'lowprof_lost_total{cause="shm_ring_full"}' lowprof_spool_windows_written_total \
+	lowprof_symbolizer_window_lag_seconds lowprof_symbolizer_cache_hits_total \
+	'lowprof_process_resident_bytes{process="symbolizer"}' lowprof_spool_bytes; do
+	check "/metrics has the symbolizer's and the spool's $m" grep -qF "$m " "$TMP/metrics1"
+done
+check "/metrics: samples counted ($(grep '^lowprof_symbolizer_samples_total' "$TMP/metrics1"))" \
+	grep -Eq '^lowprof_symbolizer_samples_total [1-9][0-9]{2,}$' "$TMP/metrics1"
+check "/metrics: each metric family declared once" \
+	bash -c "test -z \"\$(grep '^# TYPE' '$TMP/metrics1' | sort | uniq -d)\""
 check "curl gets 404 for another path" \
 	test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$MPORT/x" || true)" != 200
 left=$(ls "$SP" | grep -c '\.pb\.gz$')
@@ -195,8 +205,19 @@ chmod 644 "$C/ca.pem"
 receiver tls --cert "$C/srv.pem" --key "$C/srv.key"
 SP5=$TMP/spool5
 spool_copy "$SP5"
-timeout 8 "$EXP" --spool "$SP5" --pyroscope "https://127.0.0.1:$PORT" --oneshot 2>"$TMP/ex5a.err"
+# the symbolizer's metrics file, as a compromised symbolizer could write it
+printf '%s\n' 'lowprof_exporter_windows_sent_total{destination="pyroscope"} 999' \
+	'evil_metric 1' 'lowprof_fake{x="a"} 1 # trailing' 'lowprof_ok_gauge 7' >"$SP5/metrics.prom"
+MPORT=$(free_port)
+timeout 8 "$EXP" --spool "$SP5" --pyroscope "https://127.0.0.1:$PORT" --oneshot \
+	--metrics "127.0.0.1:$MPORT" 2>"$TMP/ex5a.err" &
+EX=$!
+sleep 3
+curl -s "http://127.0.0.1:$MPORT/metrics" >"$TMP/m5"
+wait "$EX"
 rc=$?
+check "the symbolizer's metrics are checked line by line: bad and spoofed lines dropped" \
+	bash -c "grep -qx 'lowprof_ok_gauge 7' '$TMP/m5' && ! grep -q 'evil_metric\|999\|lowprof_fake' '$TMP/m5'"
 cat "$TMP/ex5a.err"
 check "without --ca-file the test CA's server is refused (got $rc, no delivery)" \
 	bash -c "test $rc != 0 && ! ls '$TMP/tls' | grep -q body"
