@@ -163,4 +163,7 @@ bool exp_metrics_line_ok(const char *l, size_t len);
  */
 int exp_sandbox_enter(int spooldir, int rejdir);
 
+/* Whether this is a sanitizer build (its filter refuses a list instead). */
+bool exp_sanitized(void);
+
 #endif /* LOWPROF_EXPORTER_H */

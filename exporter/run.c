@@ -598,6 +598,7 @@ static int add_dest(struct state *s, enum exp_dest_type t)
 	int err;
 
 	memset(d, 0, sizeof(*d));
+	s->nd++; /* cleanup() frees what it gets from here on */
 	d->type = t;
 	d->name = dest_names[t];
 	d->url = join_url(o->url[t], paths[t]);
@@ -623,7 +624,6 @@ static int add_dest(struct state *s, enum exp_dest_type t)
 		return d->slot;
 	}
 	warm_resolver(d->url);
-	s->nd++;
 	return 0;
 }
 
@@ -654,11 +654,18 @@ static int setup(struct state *s)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* another process of the same user (the symbolizer) may not ptrace it */
-	prctl(PR_SET_DUMPABLE, 0);
+	/*
+	 * another process of the same user (the symbolizer) may not ptrace
+	 * it; sanitizer builds stay dumpable: LeakSanitizer ptraces at exit
+	 */
+	if (!exp_sanitized())
+		prctl(PR_SET_DUMPABLE, 0);
 	err = lp_become_user(o->user, "--user");
 	if (err)
 		return err;
+	/* changing uid made it undumpable (fs.suid_dumpable): again for LeakSanitizer */
+	if (exp_sanitized())
+		prctl(PR_SET_DUMPABLE, 1);
 	s->spool = lp_open_dir_nofollow(o->spool, false, 0700);
 	if (s->spool < 0) {
 		lp_err("spool: %s: %s%s", o->spool, strerror(-s->spool),
