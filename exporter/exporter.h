@@ -163,6 +163,16 @@ bool exp_metrics_line_ok(const char *l, size_t len);
  */
 int exp_sandbox_enter(int spooldir, int rejdir);
 
+/*
+ * --check-sandbox DIR: enters the filter with DIR as the spool (an empty
+ * directory of this user's) and tries what it must refuse, one line each:
+ * exec, a new process, ptrace, bpf, perf_event_open, a packet socket,
+ * files made or opened to write, a spool file removed by path or renamed,
+ * a signal to another process, executable memory; then what it needs.
+ * 0 when each was refused and each need met, 1 otherwise, 2 on set-up.
+ */
+int exp_sandbox_check(const char *dir);
+
 /* Whether this is a sanitizer build (its filter refuses a list instead). */
 bool exp_sanitized(void);
 

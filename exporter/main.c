@@ -7,6 +7,7 @@
 
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
+#include "lowprof/user.h"
 #include "exporter.h"
 
 static const char usage[] =
@@ -44,9 +45,10 @@ static const char usage[] =
 	"      --pyroscope-headers FILE, --otlp-headers FILE\n"
 	"                         extra headers for that destination, one \"Name: value\"\n"
 	"                         per line (Authorization, X-Scope-OrgID, ...). FILE\n"
-	"                         must be this user's with mode 0600 or 0400: secrets\n"
-	"                         never go on a command line (nor in URLs: a URL with\n"
-	"                         user:password@ is refused)\n"
+	"                         must be this user's (or root's) and readable by\n"
+	"                         nobody else (0600; 0440 if the group is this\n"
+	"                         user's): secrets never go on a command line (nor\n"
+	"                         in URLs: a URL with user:password@ is refused)\n"
 	"      --ca-file FILE     trust these CAs (PEM) for https, instead of the\n"
 	"                         system's\n"
 	"      --service-name NAME  Pyroscope's service_name and OTLP's service.name for\n"
@@ -65,6 +67,10 @@ static const char usage[] =
 	"      --user USER        started as root, become USER (default lowprof)\n"
 	"      --no-sandbox       no seccomp filter (debugging)\n"
 	"      --ready-fd FD      write a byte to FD and close it once set up (lowprof run)\n"
+	"      --check-sandbox DIR  enter the seccomp filter with DIR (an empty directory\n"
+	"                         of --user's) as the spool, try what it must refuse,\n"
+	"                         print each; exit 0 when all were refused (give\n"
+	"                         --user before it)\n"
 	"  -v, --verbose          say each window sent (twice: more)\n"
 	"  -q, --quiet            errors only\n"
 	"  -h, --help             this help\n"
@@ -88,6 +94,7 @@ enum {
 	OPT_NO_SANDBOX,
 	OPT_VERSION,
 	OPT_READY_FD,
+	OPT_CHECK_SANDBOX,
 };
 
 static const struct option longopts[] = {
@@ -111,6 +118,7 @@ static const struct option longopts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"ready-fd", required_argument, NULL, OPT_READY_FD},
+	{"check-sandbox", required_argument, NULL, OPT_CHECK_SANDBOX},
 	{0},
 };
 
@@ -258,6 +266,10 @@ int main(int argc, char **argv)
 			}
 			o.ready_fd = (int)v;
 			break;
+		case OPT_CHECK_SANDBOX:
+			if (lp_become_user(o.user, "--user"))
+				return 2;
+			return exp_sandbox_check(optarg);
 		case OPT_VERSION:
 			printf("lowprof-exporter %s\n", LOWPROF_VERSION);
 			return 0;

@@ -66,6 +66,17 @@ start_bg "$BIN/lowprof" run --window 2 --spool "$SP" -p "$WPID" -d 9 \
 RUN=$BGPID
 sleep 6
 curl -s "http://127.0.0.1:$MPORT/metrics" >"$TMP/metrics1"
+EPID=$(for p in $(descendants "$RUN"); do
+	[[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$EXP" ]] && echo "$p"; done | head -1)
+if [[ -n "$EPID" ]]; then
+	status=$(cat "/proc/$EPID/status")
+	check "the running exporter: lowprof's uid, no capabilities, seccomp filter, no_new_privs" \
+		bash -c "grep -Eq '^Uid:\s+$(id -u lowprof)\s' <<<'$status' &&
+			grep -Eq '^CapEff:\s+0+$' <<<'$status' && grep -Eq '^CapBnd:\s+0+$' <<<'$status' &&
+			grep -Eq '^Seccomp:\s+2$' <<<'$status' && grep -Eq '^NoNewPrivs:\s+1$' <<<'$status'"
+else
+	fail "lowprof run started no exporter below it"
+fi
 wait "$RUN"
 rc=$?
 check "lowprof run with two destinations exits 0 (got $rc)" test "$rc" = 0
@@ -242,6 +253,20 @@ check "refused windows leave the spool (got $rc)" \
 check "the newest 3 are kept in rejected/" test "$(ls "$SP6/rejected" | grep -c pb.gz)" = 3
 check "the cause is said once, with the receiver's answer" \
 	test "$(grep -c 'HTTP 400: test receiver says 400.*said once' "$TMP/ex6.err")" = 1
+
+# --- the exporter's own filter, tried from inside
+CS=$TMP/check-sandbox
+mkdir "$CS" && chown lowprof "$CS"
+"$EXP" --check-sandbox "$CS" >"$TMP/cs.out" 2>&1
+rc=$?
+cat "$TMP/cs.out"
+if grep -q '^sanitizer build' "$TMP/cs.out"; then
+	echo "(the allowlist is checked on the production build)"
+else
+	check "--check-sandbox: all 13 refused, the two needs met (got $rc)" \
+		bash -c "test $rc = 0 && test \$(grep -c ' denied ' '$TMP/cs.out') = 13 &&
+			test \$(grep -c 'allowed (needed)' '$TMP/cs.out') = 2"
+fi
 
 # --- 7: refusals before anything starts
 chmod 644 "$H"
