@@ -15,6 +15,7 @@
  * holds up collection, and what it costs is counted.
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -448,6 +449,27 @@ static size_t symbolizer_metrics(struct state *s, char *buf, size_t cap, bool re
 	return n;
 }
 
+/* The counters each destination keeps, one metric family each. */
+static const struct dest_family {
+	const char *name, *help;
+	size_t off; /* of its uint64_t in struct dest */
+} dest_families[] = {
+	{"lowprof_exporter_windows_sent_total", "Windows a destination accepted.",
+	 offsetof(struct dest, sent)},
+	{"lowprof_exporter_sent_bytes_total", "Request bytes a destination accepted.",
+	 offsetof(struct dest, sent_bytes)},
+	{"lowprof_exporter_failed_total",
+	 "Tries that failed and will be tried again (no answer, 408, 429, 5xx).",
+	 offsetof(struct dest, failed)},
+	{"lowprof_exporter_windows_rejected_total",
+	 "Windows a destination refused (4xx but 408 and 429), set aside.",
+	 offsetof(struct dest, rejected)},
+	{"lowprof_exporter_windows_unreadable_total", "Windows that could not be read, set aside.",
+	 offsetof(struct dest, bad)},
+	{"lowprof_exporter_windows_empty_total", "Windows without a sample, not sent.",
+	 offsetof(struct dest, empty)},
+};
+
 static size_t metrics_text(char *buf, size_t cap, void *arg)
 {
 	struct state *s = arg;
@@ -460,39 +482,14 @@ static size_t metrics_text(char *buf, size_t cap, void *arg)
 		statm[r] = '\0';
 		sscanf(statm, "%lu %lu", &pages, &rss);
 	}
-	P("# HELP lowprof_exporter_windows_sent_total Windows a destination accepted.\n"
-	  "# TYPE lowprof_exporter_windows_sent_total counter\n");
-	for (int k = 0; k < s->nd; k++)
-		P("lowprof_exporter_windows_sent_total{destination=\"%s\"} %" PRIu64 "\n",
-		  s->d[k].name, s->d[k].sent);
-	P("# HELP lowprof_exporter_sent_bytes_total Request bytes a destination accepted.\n"
-	  "# TYPE lowprof_exporter_sent_bytes_total counter\n");
-	for (int k = 0; k < s->nd; k++)
-		P("lowprof_exporter_sent_bytes_total{destination=\"%s\"} %" PRIu64 "\n",
-		  s->d[k].name, s->d[k].sent_bytes);
-	P("# HELP lowprof_exporter_failed_total Tries that failed and will be tried again (no "
-	  "answer, 408, 429, 5xx).\n"
-	  "# TYPE lowprof_exporter_failed_total counter\n");
-	for (int k = 0; k < s->nd; k++)
-		P("lowprof_exporter_failed_total{destination=\"%s\"} %" PRIu64 "\n", s->d[k].name,
-		  s->d[k].failed);
-	P("# HELP lowprof_exporter_windows_rejected_total Windows a destination refused (4xx "
-	  "but 408 and 429), set aside.\n"
-	  "# TYPE lowprof_exporter_windows_rejected_total counter\n");
-	for (int k = 0; k < s->nd; k++)
-		P("lowprof_exporter_windows_rejected_total{destination=\"%s\"} %" PRIu64 "\n",
-		  s->d[k].name, s->d[k].rejected);
-	P("# HELP lowprof_exporter_windows_unreadable_total Windows that could not be read, set "
-	  "aside.\n"
-	  "# TYPE lowprof_exporter_windows_unreadable_total counter\n");
-	for (int k = 0; k < s->nd; k++)
-		P("lowprof_exporter_windows_unreadable_total{destination=\"%s\"} %" PRIu64 "\n",
-		  s->d[k].name, s->d[k].bad);
-	P("# HELP lowprof_exporter_windows_empty_total Windows without a sample, not sent.\n"
-	  "# TYPE lowprof_exporter_windows_empty_total counter\n");
-	for (int k = 0; k < s->nd; k++)
-		P("lowprof_exporter_windows_empty_total{destination=\"%s\"} %" PRIu64 "\n",
-		  s->d[k].name, s->d[k].empty);
+	for (size_t f = 0; f < sizeof(dest_families) / sizeof(dest_families[0]); f++) {
+		const struct dest_family *m = &dest_families[f];
+
+		P("# HELP %s %s\n# TYPE %s counter\n", m->name, m->help, m->name);
+		for (int k = 0; k < s->nd; k++)
+			P("%s{destination=\"%s\"} %" PRIu64 "\n", m->name, s->d[k].name,
+			  *(const uint64_t *)((const char *)&s->d[k] + m->off));
+	}
 	P("# HELP lowprof_exporter_backlog_windows Windows a destination has yet to deliver.\n"
 	  "# TYPE lowprof_exporter_backlog_windows gauge\n");
 	for (int k = 0; k < s->nd; k++) {

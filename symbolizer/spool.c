@@ -392,25 +392,39 @@ static int xfer(int sock, void *buf, size_t len, bool out)
 	return (size_t)r == len ? 0 : -EPIPE;
 }
 
+/*
+ * Hands the memory file's bytes to the writer as m (its kind and window
+ * set; at most max bytes) and waits for its answer (*a); the memory file
+ * is emptied for the next, whatever became of this one. 0 or -errno.
+ */
+static int hand_over(struct symb_spool *sp, struct spool_msg *m, uint64_t max, struct spool_ack *a)
+{
+	struct stat st;
+	int err;
+
+	err = fstat(sp->memfd, &st) ? -errno : 0;
+	m->len = err ? 0 : (uint64_t)st.st_size;
+	if (!err && m->len > max)
+		err = -EFBIG;
+	if (!err)
+		err = xfer(sp->sock, m, sizeof(*m), true);
+	if (!err)
+		err = xfer(sp->sock, a, sizeof(*a), false);
+	if (!err)
+		err = a->err;
+	if (ftruncate(sp->memfd, 0) || lseek(sp->memfd, 0, SEEK_SET) < 0)
+		err = err ? err : -errno;
+	return err;
+}
+
 int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64_t start_real_ns)
 {
 	struct spool_msg m = {.magic = SPOOL_MAGIC, .seq = seq, .start_real_ns = start_real_ns};
 	struct spool_ack a;
-	struct stat st;
 	int err;
 
 	m.kind = strcmp(kind, "offcpu") == 0;
-	err = fstat(sp->memfd, &st) ? -errno : 0;
-	m.len = err ? 0 : (uint64_t)st.st_size;
-	if (!err)
-		err = xfer(sp->sock, &m, sizeof(m), true);
-	if (!err)
-		err = xfer(sp->sock, &a, sizeof(a), false);
-	if (!err)
-		err = a.err;
-	/* emptied for the next, whatever became of this one */
-	if (ftruncate(sp->memfd, 0) || lseek(sp->memfd, 0, SEEK_SET) < 0)
-		err = err ? err : -errno;
+	err = hand_over(sp, &m, SYMB_SPOOL_MAX_FILE, &a);
 	if (err) {
 		sp->n.failed++;
 		lp_err("spool: %s window %" PRIu64 " not written: %s", kind, seq, strerror(-err));
@@ -431,21 +445,8 @@ int symb_spool__put_metrics(struct symb_spool *sp)
 {
 	struct spool_msg m = {.magic = SPOOL_MAGIC, .kind = KIND_METRICS};
 	struct spool_ack a;
-	struct stat st;
-	int err;
+	int err = hand_over(sp, &m, SYMB_SPOOL_METRICS_MAX, &a);
 
-	err = fstat(sp->memfd, &st) ? -errno : 0;
-	m.len = err ? 0 : (uint64_t)st.st_size;
-	if (!err && m.len > SYMB_SPOOL_METRICS_MAX)
-		err = -EFBIG;
-	if (!err)
-		err = xfer(sp->sock, &m, sizeof(m), true);
-	if (!err)
-		err = xfer(sp->sock, &a, sizeof(a), false);
-	if (!err)
-		err = a.err;
-	if (ftruncate(sp->memfd, 0) || lseek(sp->memfd, 0, SEEK_SET) < 0)
-		err = err ? err : -errno;
 	if (err)
 		lp_debug("spool: the metrics file not written: %s", strerror(-err));
 	return err;

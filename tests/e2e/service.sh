@@ -23,8 +23,11 @@ mapfile -t files < <(ls "$SP" | grep -E '^cpu-[0-9]{8}T[0-9]{6}Z-[0-9]{6}\.pb\.g
 echo "--- spool"; ls -l "$SP"
 check "4 to 6 cpu windows for 9 s of 2 s windows (got ${#files[@]})" \
 	test "${#files[@]}" -ge 4 -a "${#files[@]}" -le 6
-check "nothing but cpu windows in the spool (no temporary files)" \
-	test "$(ls -A "$SP" | wc -l)" = "${#files[@]}"
+check "nothing but cpu windows and the metrics file in the spool (no temporary files)" \
+	test "$(ls -A "$SP" | grep -vx metrics.prom | wc -l)" = "${#files[@]}"
+check "the symbolizer's metrics file: its user's, 0600, counting the windows written" \
+	bash -c "test \"\$(stat -c '%U %a' '$SP/metrics.prom')\" = 'lowprof 600' &&
+		grep -qx 'lowprof_spool_windows_written_total ${#files[@]}' '$SP/metrics.prom'"
 check "the spool is the symbolizer user's, 0700" \
 	test "$(stat -c '%U %a' "$SP")" = "lowprof 700"
 total=0
