@@ -26,11 +26,13 @@ for d in /etc /usr/local; do
 	}
 done
 mkdir -p /usr/local/bin
-install -m 755 "$LPVM_BUILD/lowprof-collector" "$LPVM_BUILD/lowprof-symbolizer" /usr/local/bin/
+install -m 755 "$LPVM_BUILD/lowprof-collector" "$LPVM_BUILD/lowprof-symbolizer" \
+	"$LPVM_BUILD/lowprof-exporter" /usr/local/bin/
 ETC=/etc/systemd/system
 mkdir -p "$ETC" /etc/sysusers.d
 install -m 644 "$LPVM_SRC/deploy/systemd/lowprof-collector.service" \
-	"$LPVM_SRC/deploy/systemd/lowprof-symbolizer.service" "$ETC/"
+	"$LPVM_SRC/deploy/systemd/lowprof-symbolizer.service" \
+	"$LPVM_SRC/deploy/systemd/lowprof-exporter.service" "$ETC/"
 install -m 644 "$LPVM_SRC/deploy/systemd/lowprof.sysusers.conf" /etc/sysusers.d/lowprof.conf
 # no drop-in may change them
 rm -rf "$ETC"/lowprof-*.service.d /run/systemd/system/lowprof-*
@@ -59,7 +61,7 @@ cat >"$ETC/lpvm-test.service" <<-'EOF'
 	Description=lowprof's systemd test: tests/vm/systemd-check.sh
 	After=basic.target
 	# (also keeps them loaded once stopped: their exit status stays to see)
-	After=lowprof-collector.service lowprof-symbolizer.service
+	After=lowprof-collector.service lowprof-symbolizer.service lowprof-exporter.service
 	SuccessAction=poweroff-force
 	FailureAction=poweroff-force
 

@@ -32,7 +32,8 @@ st() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$1/stat
 windows() { ls "$SPOOL" 2>/dev/null | grep -E '^cpu-[0-9]{8}T[0-9]{6}Z-[0-9]{6}\.pb\.gz$' | sort -t- -k3; }
 journal() {
 	echo "--- journal of the lowprof units"
-	journalctl -b --no-pager -o short-monotonic -u lowprof-collector -u lowprof-symbolizer | tail -n 40
+	journalctl -b --no-pager -o short-monotonic -u lowprof-collector -u lowprof-symbolizer \
+		-u lowprof-exporter | tail -n 40
 }
 
 check "PID 1 is systemd" test "$(cat /proc/1/comm)" = systemd
@@ -246,7 +247,58 @@ if [[ $new -ge 1 ]]; then
 fi
 check "windows are numbered without gap ($(windows | sed 's/.*-\([0-9]*\)\.pb\.gz/\1/' | tr '\n' ' '))" \
 	test "$(windows | sed 's/.*-\([0-9]*\)\.pb\.gz/\1/' | awk '$1 != NR - 1 {print}')" = ""
-check "no temporary file in the spool" test "$(ls -A "$SPOOL" | wc -l)" = "$(windows | wc -l)"
+check "no temporary file in the spool (the metrics file aside)" \
+	test "$(ls -A "$SPOOL" | grep -vx metrics.prom | wc -l)" = "$(windows | wc -l)"
+
+# ---- lowprof-exporter.service: the spool's windows to a receiver on 127.0.0.1
+mapfile -t WIN < <(windows)
+RECV=/run/lpvm-recv
+python3 "$LOWPROF_SRC/tests/e2e/receiver.py" --out "$RECV" --port-file /run/lpvm-recv.port &
+RPID=$!
+for ((i = 0; i < 100; i++)); do [[ -s /run/lpvm-recv.port ]] && break; sleep 0.1; done
+mkdir -p /etc/lowprof
+echo "LOWPROF_EXPORTER_ARGS=--pyroscope http://127.0.0.1:$(cat /run/lpvm-recv.port) --metrics 127.0.0.1:9464" \
+	>/etc/lowprof/exporter.env
+check "lowprof-exporter.service is deploy/systemd's" \
+	cmp -s /etc/systemd/system/lowprof-exporter.service "$LOWPROF_SRC/deploy/systemd/lowprof-exporter.service"
+systemctl start lowprof-exporter.service
+rc=$?
+check "systemctl start lowprof-exporter.service (exit $rc)" test "$rc" = 0
+for ((i = 0; i < $(scaled 60) * 2; i++)); do
+	[[ $(ls "$RECV" 2>/dev/null | grep -c '\.body$') -ge ${#WIN[@]} ]] && break
+	sleep 0.5
+done
+got=$(ls "$RECV" 2>/dev/null | grep -c '\.body$')
+check "every window in the spool was pushed (${got} of ${#WIN[@]})" test "$got" = "${#WIN[@]}"
+check "and removed from the spool once delivered ($(windows | wc -l) left)" test "$(windows | wc -l)" = 0
+EXPID=$(prop lowprof-exporter.service MainPID)
+if [[ ${EXPID:-0} -gt 0 ]]; then
+	grep -E '^(Name|Uid|Cap[A-Za-z]+|NoNewPrivs|Seccomp[_a-z]*):' /proc/$EXPID/status | tr '\n\t' '  '
+	echo
+	check "the exporter runs as lowprof with no capability, no_new_privs, under seccomp" \
+		test "$(st "$EXPID" Uid)" = "$LUID $LUID $LUID $LUID" -a "$(st "$EXPID" CapEff)" = 0000000000000000 \
+		-a "$(st "$EXPID" CapBnd)" = 0000000000000000 -a "$(st "$EXPID" NoNewPrivs)" = 1 \
+		-a "$(st "$EXPID" Seccomp)" = 2
+	check "  with a filter of its own beside the unit's ($(st "$EXPID" Seccomp_filters))" \
+		test "$(st "$EXPID" Seccomp_filters)" -gt 1
+	M=$(curl -s http://127.0.0.1:9464/metrics)
+	check "its /metrics counts the windows sent and has the symbolizer's" \
+		bash -c "grep -qx 'lowprof_exporter_windows_sent_total{destination=\"pyroscope\"} ${#WIN[@]}' <<<\"\$1\" &&
+			grep -q '^lowprof_symbolizer_samples_total ' <<<\"\$1\"" _ "$M"
+else
+	fail "lowprof-exporter.service has no main process"
+fi
+# (the whole host: one series per executable; the workload's is among them)
+python3 "$LOWPROF_SRC/tests/e2e/pushsplit.py" "$RECV/0002.body" /run/lpvm-push >/run/lpvm-push.series
+cat /run/lpvm-push.series
+check "the second push has the workload's series with its chain" \
+	bash -c "grep -q 'service_name=chain-fp' /run/lpvm-push.series &&
+		for f in /run/lpvm-push-*.pb.gz; do $PPROF -traces \$f 2>/dev/null; done | grep -qw chain_leaf"
+systemctl stop lowprof-exporter.service
+check "lowprof-exporter.service stops and exited 0 ($(prop lowprof-exporter.service Result))" \
+	test "$(prop lowprof-exporter.service Result)" = success -a "$(prop lowprof-exporter.service ExecMainStatus)" = 0
+kill "$RPID" 2>/dev/null
+wait "$RPID" 2>/dev/null
 sleep "$(scaled 1)"
 for u in $UNITS; do
 	check "$u stays stopped: $(prop $u ActiveState), MainPID $(prop $u MainPID)" \
