@@ -27,7 +27,7 @@
  * SO_PEERCRED gives the credentials the listener had when it called
  * listen(), which its process cannot change. 0 or -EPERM (said why).
  */
-static int check_collector(int s, const char *path, uid_t collector_uid)
+static int check_collector(int s, const char *path, uid_t collector_uid, pid_t *pid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -36,6 +36,7 @@ static int check_collector(int s, const char *path, uid_t collector_uid)
 		lp_err("ring: %s: who serves the socket: %m", path);
 		return -EPERM;
 	}
+	*pid = cred.pid;
 	if (cred.uid == 0 || cred.uid == collector_uid)
 		return 0;
 	if (collector_uid)
@@ -57,14 +58,15 @@ static void sleep_ms(unsigned ms)
 }
 
 /* The ring from a connected socket s: 0 or -errno (said why, but -ECONNRESET). */
-static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], bool *resumed)
+static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], bool *resumed,
+		     pid_t *pid)
 {
 	char how = 0;
 	int nfds = 0, err;
 	ssize_t n;
 
 	/* before anything is read from it */
-	err = check_collector(s, path, collector_uid);
+	err = check_collector(s, path, collector_uid, pid);
 	if (err)
 		return err;
 	n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
@@ -86,9 +88,10 @@ static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], b
 }
 
 int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
-		      const volatile int *stop, int fds[2], int *sock, bool *resumed)
+		      const volatile int *stop, int fds[2], int *sock, bool *resumed, pid_t *pid)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	pid_t peer = 0;
 	int err = 0;
 
 	if (strlen(path) >= sizeof(a.sun_path)) {
@@ -102,9 +105,11 @@ int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
 		if (s < 0)
 			return -errno;
 		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
-			err = take_ring(s, path, collector_uid, fds, resumed);
+			err = take_ring(s, path, collector_uid, fds, resumed, &peer);
 			if (!err) {
 				*sock = s;
+				if (pid)
+					*pid = peer;
 				return 0;
 			}
 			close(s);
@@ -133,6 +138,7 @@ struct symb_connector {
 
 struct conn_rep {
 	int32_t err;
+	int32_t pid; /* the collector's (SO_PEERCRED), for the metrics */
 	uint8_t resumed;
 };
 
@@ -157,12 +163,14 @@ static void connector_main(int sock, const char *path, uid_t collector_uid, pid_
 		int fds[3] = {-1, -1, -1};
 		uint32_t wait_ms;
 		bool resumed = false;
+		pid_t pid = 0;
 
 		if (recv(sock, &wait_ms, sizeof(wait_ms), 0) != sizeof(wait_ms))
 			_exit(0); /* the symbolizer is done */
 		rep.err = symb_receive_ring(path, collector_uid, wait_ms, NULL, fds, &fds[2],
-					    &resumed);
+					    &resumed, &pid);
 		rep.resumed = resumed;
+		rep.pid = (int32_t)pid;
 		if (lp_send_msg(sock, &rep, sizeof(rep), rep.err ? NULL : fds, rep.err ? 0 : 3))
 			_exit(1);
 		for (int i = 0; i < 3; i++)
@@ -207,7 +215,8 @@ int symb_connector__start(const char *path, uid_t collector_uid, bool sandbox,
 	return 0;
 }
 
-int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], bool *resumed)
+int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], bool *resumed,
+			pid_t *pid)
 {
 	uint32_t w = wait_ms;
 	struct conn_rep rep;
@@ -227,6 +236,8 @@ int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], 
 		return n < 0 ? (int)n : -EBADMSG;
 	}
 	*resumed = rep.resumed;
+	if (pid && !rep.err)
+		*pid = rep.pid;
 	return rep.err;
 }
 

@@ -24,11 +24,13 @@
  * *sock the connection, which stays open as the file channel. *resumed: the
  * ring is in use (we replace a symbolizer that died). A collector that
  * resets the connection (on its way out) is waited past like an absent
- * one. Stops waiting when *stop becomes non-zero. 0, -ETIMEDOUT (quiet:
- * nothing listened in time), or another -errno after saying why.
+ * one. Stops waiting when *stop becomes non-zero. *pid (pid may be NULL):
+ * the listener's pid (SO_PEERCRED), for the metrics' resident memory. 0,
+ * -ETIMEDOUT (quiet: nothing listened in time), or another -errno after
+ * saying why.
  */
 int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
-		      const volatile int *stop, int fds[2], int *sock, bool *resumed);
+		      const volatile int *stop, int fds[2], int *sock, bool *resumed, pid_t *pid);
 
 struct symb_connector;
 
@@ -40,11 +42,13 @@ int symb_connector__start(const char *path, uid_t collector_uid, bool sandbox,
 			  struct symb_connector **out);
 /*
  * The next ring: asks the connector to wait up to wait_ms for a collector.
- * 0 with fds[0..2] (data, consumer page, file channel) and *resumed;
+ * 0 with fds[0..2] (data, consumer page, file channel), *resumed and the
+ * collector's pid in *pid (may be NULL);
  * -ETIMEDOUT when none came in time (ask again); another -errno when the
  * connector is gone or refused what listened (said why).
  */
-int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], bool *resumed);
+int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], bool *resumed,
+			pid_t *pid);
 void symb_connector__stop(struct symb_connector *c); /* NULL-safe */
 
 #endif /* LOWPROF_SYMB_ATTACH_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The symbolizer's self-metrics (metrics.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -96,6 +97,24 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 		if (sscanf(statm, "%lu %lu", &pages, &rss) == 2)
 			put(&p, "lowprof_process_resident_bytes{process=\"symbolizer\"} %lu\n",
 			    rss * (unsigned long)sysconf(_SC_PAGESIZE));
+	}
+	/* the collector's: statm is readable by anyone (no ptrace check); gone: nothing */
+	if (in->collector_pid > 0) {
+		char path[32];
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/statm", (int)in->collector_pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		r = fd >= 0 ? pread(fd, statm, sizeof(statm) - 1, 0) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (r > 0) {
+			statm[r] = '\0';
+			if (sscanf(statm, "%lu %lu", &pages, &rss) == 2)
+				put(&p,
+				    "lowprof_process_resident_bytes{process=\"collector\"} %lu\n",
+				    rss * (unsigned long)sysconf(_SC_PAGESIZE));
+		}
 	}
 	return lp_write_all(fd, p.buf, p.n);
 }

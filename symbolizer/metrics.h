@@ -25,6 +25,7 @@ struct symb_metrics_in {
 	const struct symb_spool_stats *sp;   /* windows written and removed */
 	double window_lag_s;		     /* how late the last window was written */
 	int statm_fd;			     /* /proc/self/statm (open before the sandbox), or -1 */
+	pid_t collector_pid;		     /* its /proc/PID/statm is read too; 0: none */
 };
 
 /* The page, appended to fd: 0 or -errno. */

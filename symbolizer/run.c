@@ -98,7 +98,7 @@ static int map_ring(const int fds[2], void **mem, size_t *size, struct lp_ring *
  * closed once mapped.
  */
 static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring,
-		       int *files_fd, int *data_fd, bool *resumed)
+		       int *files_fd, int *data_fd, bool *resumed, pid_t *collector)
 {
 	int fds[2] = {o->ring_fd, o->ring_cons_fd}, err;
 
@@ -106,7 +106,7 @@ static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, stru
 	*resumed = false;
 	if (fds[0] < 0) {
 		err = symb_receive_ring(o->ring_path, o->collector_uid, ATTACH_WAIT_MS,
-					&stop_signal, fds, files_fd, resumed);
+					&stop_signal, fds, files_fd, resumed, collector);
 		if (err == -ETIMEDOUT)
 			lp_err("ring: connecting to %s: nothing listens there (is the collector "
 			       "running?)",
@@ -242,7 +242,7 @@ static int check_sandbox(const struct symb_opts *o)
 			lp_err("ring: mapping: %m");
 			goto out;
 		}
-	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd, &resumed)) {
+	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd, &resumed, NULL)) {
 		goto out;
 	}
 	rc = check_in_child(mem, size, data_fd);
@@ -623,6 +623,7 @@ struct windows {
 	int64_t start_real;	 /* and CLOCK_REALTIME */
 	struct lps_loss loss_at; /* the collector's counters at its start */
 	int statm_fd;		 /* /proc/self/statm, for the metrics file */
+	pid_t collector_pid;	 /* the ring's collector (SO_PEERCRED), 0 if none */
 	struct symb_metrics_totals totals;
 };
 
@@ -683,6 +684,7 @@ static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
 			.sp = symb_spool__stats(w->spool),
 			.window_lag_s = (double)(clock_ns(CLOCK_MONOTONIC) - now) / 1e9,
 			.statm_fd = w->statm_fd,
+			.collector_pid = w->collector_pid,
 		};
 
 		w->totals.samples += c->samples;
@@ -919,7 +921,8 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 	struct symb_connector *conn = NULL;
 	bool resumed;
 
-	if (attach_ring(o, &att->mem, &att->size, &att->ring, &att->files_fd, NULL, &resumed))
+	if (attach_ring(o, &att->mem, &att->size, &att->ring, &att->files_fd, NULL, &resumed,
+			&w->collector_pid))
 		return -1;
 	if (resumed)
 		lp_info("ring: resuming a run in progress; records before the "
@@ -985,7 +988,7 @@ static int reattach(const struct symb_opts *o, struct symb_connector *conn, stru
 
 		while (w->spool && window_due(w, s, &wait_ms))
 			wait_ms = WAIT_MS;
-		err = symb_connector__get(conn, wait_ms, fds, &resumed);
+		err = symb_connector__get(conn, wait_ms, fds, &resumed, &w->collector_pid);
 		if (err == -ETIMEDOUT)
 			continue;
 		if (err) {

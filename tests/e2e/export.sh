@@ -88,7 +88,8 @@ check "/metrics gives the exporter's resident memory" \
 for m in lowprof_symbolizer_samples_total 'lowprof_lost_total{cause="bpf_ring_full"}' \
 	'lowprof_lost_total{cause="shm_ring_full"}' lowprof_spool_windows_written_total \
 	lowprof_symbolizer_window_lag_seconds lowprof_symbolizer_cache_hits_total \
-	'lowprof_process_resident_bytes{process="symbolizer"}' lowprof_spool_bytes; do
+	'lowprof_process_resident_bytes{process="symbolizer"}' \
+	'lowprof_process_resident_bytes{process="collector"}' lowprof_spool_bytes; do
 	check "/metrics has the symbolizer's and the spool's $m" grep -qF "$m " "$TMP/metrics1"
 done
 check "/metrics: samples counted ($(grep '^lowprof_symbolizer_samples_total' "$TMP/metrics1"))" \
