@@ -39,10 +39,10 @@ struct seen {
 	pid_t pid;
 	uint32_t stack_bytes; /* the copy size the program was loaded with */
 	int bad_copy, copy_with_ret;
-	uint64_t text_lo, text_hi; /* the workload's executable mapping */
+	uint64_t text_lo, text_hi;   /* the workload's executable mapping */
 	uint64_t x_lo[32], x_hi[32]; /* all its executable mappings: libc, vdso too */
 	int nx;
-	uint64_t fs;		   /* a thread's thread pointer: its copies end there */
+	uint64_t fs; /* a thread's thread pointer: its copies end there */
 	int thread_samples, past_fs, at_fs;
 	int samples, bad_pid, bad_ip, short_ustack, with_kstack, bad_kaddr, bad_period;
 	int execs, exits;
