@@ -32,6 +32,7 @@
 #include <netdb.h>
 
 #include "lowprof/files.h"
+#include "lowprof/kernel.h"
 #include "lowprof/log.h"
 #include "lowprof/pprof_read.h"
 #include "lowprof/user.h"
@@ -118,14 +119,14 @@ static void advance(struct dest *d, const struct exp_win *w)
 }
 
 /* A failure's cause said once per destination and cause (the first ones). */
-static void report(struct dest *d, const char *level_warn, const char *cause, const char *detail)
+static void report(struct dest *d, bool warn, const char *cause, const char *detail)
 {
 	for (int i = 0; i < d->ncauses; i++)
 		if (!strcmp(d->causes[i], cause))
 			return;
 	if (d->ncauses < MAX_CAUSES)
 		snprintf(d->causes[d->ncauses++], sizeof(d->causes[0]), "%s", cause);
-	lp_log(level_warn ? LP_LOG_WARN : LP_LOG_ERROR, "%s: %s (%s; said once)", d->name, detail,
+	lp_log(warn ? LP_LOG_WARN : LP_LOG_ERROR, "%s: %s (%s; said once)", d->name, detail,
 	       d->url);
 }
 
@@ -294,7 +295,7 @@ static void start_next(struct state *s, struct dest *d, int64_t now)
 		}
 		err = exp_http__post(s->http, d->slot, d->body, d->body_len);
 		if (err) {
-			report(d, NULL, "post", "cannot start a request");
+			report(d, false, "post", "cannot start a request");
 			d->next_try_ms = now + 1000;
 		}
 		return;
@@ -346,7 +347,7 @@ static void on_done(int slot, const struct exp_http_result *r, void *arg)
 		char cause[48];
 
 		snprintf(cause, sizeof(cause), "HTTP %ld", r->status);
-		report(d, NULL, cause, r->why);
+		report(d, false, cause, r->why);
 		lp_debug("%s: window %s refused (%s): set aside in rejected/", d->name, w.name,
 			 cause);
 		d->rejected++;
@@ -369,7 +370,7 @@ static void on_done(int slot, const struct exp_http_result *r, void *arg)
 		if (r->retry_after_ms >= 0)
 			wait = r->retry_after_ms < RETRY_AFTER_MAX_MS ? r->retry_after_ms
 								      : RETRY_AFTER_MAX_MS;
-		report(d, "warn", cause, r->why);
+		report(d, true, cause, r->why);
 		lp_debug("%s: window %s: %s; trying again in %" PRId64 " ms", d->name, d->win.name,
 			 r->why, wait);
 		d->next_try_ms = now + wait;
@@ -391,8 +392,6 @@ static bool all_delivered(const struct state *s)
 
 /* ---- metrics ------------------------------------------------------------------ */
 
-/* ---- metrics ------------------------------------------------------------------ */
-
 #define P(...)                                                                                     \
 	do {                                                                                       \
 		int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__);                    \
@@ -400,42 +399,46 @@ static bool all_delivered(const struct state *s)
 			n += (size_t)w_;                                                           \
 	} while (0)
 
-/*
- * The symbolizer's metrics (its SPOOL/metrics.prom, replaced with each
- * window), checked line by line into buf: the lowprof_process_resident_bytes
- * samples only with resident, the rest without. Its age as a gauge.
- */
-static size_t symbolizer_metrics(struct state *s, char *buf, size_t cap, bool resident)
+/* The symbolizer's metrics, SPOOL/metrics.prom (replaced with each window), read once per page. */
+struct symb_page {
+	char text[64 << 10];
+	size_t len;
+	bool have;
+	struct timespec mtime;
+};
+
+static void symbolizer_read(struct state *s, struct symb_page *f)
 {
-	static char file[64 << 10];
 	int fd = openat(s->spool, "metrics.prom", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	size_t n = 0, len = 0;
 	ssize_t r;
 
+	f->len = 0;
+	f->have = false;
 	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return 0;
+		return;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		while (f->len < sizeof(f->text) &&
+		       (r = read(fd, f->text + f->len, sizeof(f->text) - f->len)) > 0)
+			f->len += (size_t)r;
+		f->have = true;
+		f->mtime = st.st_mtim;
 	}
-	while (len < sizeof(file) && (r = read(fd, file + len, sizeof(file) - len)) > 0)
-		len += (size_t)r;
 	close(fd);
-	if (!resident) {
-		struct timespec now;
+}
 
-		clock_gettime(CLOCK_REALTIME, &now);
-		P("# HELP lowprof_symbolizer_metrics_age_seconds Since the symbolizer last wrote "
-		  "its metrics (with each window).\n"
-		  "# TYPE lowprof_symbolizer_metrics_age_seconds gauge\n"
-		  "lowprof_symbolizer_metrics_age_seconds %.3f\n",
-		  (double)(now.tv_sec - st.st_mtim.tv_sec) +
-			  (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9);
-	}
-	for (size_t at = 0; at < len;) {
-		const char *l = file + at, *nl = memchr(l, '\n', len - at);
-		size_t ll = nl ? (size_t)(nl - l) : len - at;
+/*
+ * The symbolizer's lines, checked one by one, into buf: the
+ * lowprof_process_resident_bytes samples only with resident (they join the
+ * exporter's own family), the rest without.
+ */
+static size_t symbolizer_lines(const struct symb_page *f, char *buf, size_t cap, bool resident)
+{
+	size_t n = 0;
+
+	for (size_t at = 0; at < f->len;) {
+		const char *l = f->text + at, *nl = memchr(l, '\n', f->len - at);
+		size_t ll = nl ? (size_t)(nl - l) : f->len - at;
 		bool res = (ll > 31 && !memcmp(l, "lowprof_process_resident_bytes{", 31)) ||
 			   (ll > 38 && !memcmp(l + 7, "lowprof_process_resident_bytes ", 31));
 
@@ -472,16 +475,14 @@ static const struct dest_family {
 
 static size_t metrics_text(char *buf, size_t cap, void *arg)
 {
+	static struct symb_page symb;
 	struct state *s = arg;
 	size_t n = 0;
-	char statm[128] = "";
-	unsigned long pages = 0, rss = 0;
-	ssize_t r = s->statm >= 0 ? pread(s->statm, statm, sizeof(statm) - 1, 0) : -1;
+	uint64_t rss = 0;
 
-	if (r > 0) {
-		statm[r] = '\0';
-		sscanf(statm, "%lu %lu", &pages, &rss);
-	}
+	if (s->statm >= 0)
+		lp_statm_resident(s->statm, &rss);
+	symbolizer_read(s, &symb);
 	for (size_t f = 0; f < sizeof(dest_families) / sizeof(dest_families[0]); f++) {
 		const struct dest_family *m = &dest_families[f];
 
@@ -527,12 +528,23 @@ static size_t metrics_text(char *buf, size_t cap, void *arg)
 	for (int k = 0; k < LP_SPOOL_KINDS; k++)
 		P("lowprof_samples_total{kind=\"%s\"} %" PRIu64 "\n", lp_spool_kinds[k],
 		  s->samples[k]);
-	n += symbolizer_metrics(s, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, false);
+	if (symb.have) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		P("# HELP lowprof_symbolizer_metrics_age_seconds Since the symbolizer last wrote "
+		  "its metrics (with each window).\n"
+		  "# TYPE lowprof_symbolizer_metrics_age_seconds gauge\n"
+		  "lowprof_symbolizer_metrics_age_seconds %.3f\n",
+		  (double)(now.tv_sec - symb.mtime.tv_sec) +
+			  (double)(now.tv_nsec - symb.mtime.tv_nsec) / 1e9);
+	}
+	n += symbolizer_lines(&symb, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, false);
 	P("# HELP lowprof_process_resident_bytes Resident memory of a lowprof process.\n"
 	  "# TYPE lowprof_process_resident_bytes gauge\n"
-	  "lowprof_process_resident_bytes{process=\"exporter\"} %lu\n",
-	  rss * (unsigned long)sysconf(_SC_PAGESIZE));
-	n += symbolizer_metrics(s, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, true);
+	  "lowprof_process_resident_bytes{process=\"exporter\"} %" PRIu64 "\n",
+	  rss);
+	n += symbolizer_lines(&symb, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, true);
 	return n < cap ? n : cap;
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lowprof/files.h"
+#include "lowprof/kernel.h"
 #include "metrics.h"
 
 #define PAGE 8192
@@ -57,9 +58,7 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 		{"maps_read_error", l->maps_errors},	  {"malformed_record", in->t->bad_records},
 		{"over_limit", in->t->over_limit},
 	};
-	unsigned long pages = 0, rss = 0;
-	char statm[128];
-	ssize_t r;
+	uint64_t rss;
 
 	p.n = 0;
 	p.buf[0] = '\0';
@@ -91,30 +90,22 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 	counter(&p, "lowprof_symbolizer_objects_evicted_total",
 		"Loaded tables dropped for the memory budget.", os->evicted);
 	gauge(&p, "lowprof_symbolizer_processes", "Processes the symbolizer knows.", c->procs);
-	r = in->statm_fd >= 0 ? pread(in->statm_fd, statm, sizeof(statm) - 1, 0) : -1;
-	if (r > 0) {
-		statm[r] = '\0';
-		if (sscanf(statm, "%lu %lu", &pages, &rss) == 2)
-			put(&p, "lowprof_process_resident_bytes{process=\"symbolizer\"} %lu\n",
-			    rss * (unsigned long)sysconf(_SC_PAGESIZE));
-	}
+	if (in->statm_fd >= 0 && !lp_statm_resident(in->statm_fd, &rss))
+		put(&p, "lowprof_process_resident_bytes{process=\"symbolizer\"} %" PRIu64 "\n",
+		    rss);
 	/* the collector's: statm is readable by anyone (no ptrace check); gone: nothing */
 	if (in->collector_pid > 0) {
 		char path[32];
-		int fd;
+		int sfd;
 
 		snprintf(path, sizeof(path), "/proc/%d/statm", (int)in->collector_pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		r = fd >= 0 ? pread(fd, statm, sizeof(statm) - 1, 0) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (r > 0) {
-			statm[r] = '\0';
-			if (sscanf(statm, "%lu %lu", &pages, &rss) == 2)
-				put(&p,
-				    "lowprof_process_resident_bytes{process=\"collector\"} %lu\n",
-				    rss * (unsigned long)sysconf(_SC_PAGESIZE));
-		}
+		sfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (sfd >= 0 && !lp_statm_resident(sfd, &rss))
+			put(&p,
+			    "lowprof_process_resident_bytes{process=\"collector\"} %" PRIu64 "\n",
+			    rss);
+		if (sfd >= 0)
+			close(sfd);
 	}
 	return lp_write_all(fd, p.buf, p.n);
 }

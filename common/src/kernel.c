@@ -82,3 +82,18 @@ too_long:
 	lp_err("--cgroup %s: path too long", arg);
 	return -ENAMETOOLONG;
 }
+
+int lp_statm_resident(int fd, uint64_t *bytes)
+{
+	char statm[128];
+	unsigned long pages, rss;
+	ssize_t r = pread(fd, statm, sizeof(statm) - 1, 0);
+
+	if (r < 0)
+		return -errno;
+	statm[r] = '\0';
+	if (sscanf(statm, "%lu %lu", &pages, &rss) != 2)
+		return -EINVAL;
+	*bytes = (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+	return 0;
+}

@@ -8,6 +8,8 @@
 #ifndef LOWPROF_KERNEL_H
 #define LOWPROF_KERNEL_H
 
+#include <stdint.h>
+
 /* The kernel's BTF, which every CO-RE program needs. */
 #define LP_KERNEL_BTF "/sys/kernel/btf/vmlinux"
 
@@ -30,5 +32,12 @@ const char *lp_cgroup2_root(void);
  * O_DIRECTORY | O_CLOEXEC) or a negative errno after saying why.
  */
 int lp_cgroup2_open(const char *root, const char *arg);
+
+/*
+ * A process's resident memory in bytes, read (pread at 0) from fd, its
+ * /proc/PID/statm: 0 with *bytes, or a negative errno (-EINVAL: not the
+ * statm format).
+ */
+int lp_statm_resident(int fd, uint64_t *bytes);
 
 #endif /* LOWPROF_KERNEL_H */
