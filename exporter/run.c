@@ -82,6 +82,9 @@ struct state {
 	bool seen[LP_SPOOL_KINDS];
 	struct exp_win counted; /* samples are counted once per window: the last one */
 	bool has_counted;
+	/* the window read last, kept for the other destinations until it is retired */
+	struct lpw_read *cache;
+	struct exp_win cache_w;
 };
 
 static volatile sig_atomic_t stop_signals;
@@ -142,19 +145,22 @@ static int64_t window_samples(const struct lpw_profile *p)
 }
 
 /*
- * Reads window w and encodes it for d into d->body: 0; 1 when it has no
- * sample (nothing to send); -ENOENT when the budget took it; another
- * negative errno when it cannot be read (said).
+ * Window w's profile: read and checked once for every destination (the
+ * window read last is kept until it leaves the spool). 0, or a negative
+ * errno (-ENOENT: the budget took it; else it cannot be read, said).
  */
-static int encode(struct state *s, struct dest *d, const struct exp_win *w)
+static int read_window(struct state *s, const struct dest *d, const struct exp_win *w,
+		       const struct lpw_profile **p)
 {
 	char why[256] = "";
 	struct lpw_read *r = NULL;
-	const struct lpw_profile *p;
-	uint8_t *raw = NULL;
-	size_t len = 0;
-	int fd = exp_queue_open(s->spool, w->name), err;
+	int fd, err;
 
+	if (s->cache && !exp_win_cmp(w, &s->cache_w)) {
+		*p = lpw_read__profile(s->cache);
+		return 0;
+	}
+	fd = exp_queue_open(s->spool, w->name);
 	if (fd < 0)
 		return fd;
 	err = lpw_read_pprof(fd, NULL, &r, why, sizeof(why));
@@ -164,16 +170,34 @@ static int encode(struct state *s, struct dest *d, const struct exp_win *w)
 		       why[0] ? why : strerror(-err));
 		return err == -ENOENT ? -EIO : err;
 	}
-	p = lpw_read__profile(r);
+	lpw_read__free(s->cache);
+	s->cache = r;
+	s->cache_w = *w;
+	*p = lpw_read__profile(r);
 	if (!s->has_counted || exp_win_cmp(w, &s->counted) > 0) {
-		s->samples[w->kind] += (uint64_t)window_samples(p);
+		s->samples[w->kind] += (uint64_t)window_samples(*p);
 		s->counted = *w;
 		s->has_counted = true;
 	}
-	if (!p->nstacks) {
-		lpw_read__free(r);
+	return 0;
+}
+
+/*
+ * Encodes window w for d into d->body: 0; 1 when it has no sample (nothing
+ * to send); -ENOENT when the budget took it; another negative errno when it
+ * cannot be read or encoded (said).
+ */
+static int encode(struct state *s, struct dest *d, const struct exp_win *w)
+{
+	const struct lpw_profile *p;
+	uint8_t *raw = NULL;
+	size_t len = 0;
+	int err = read_window(s, d, w, &p);
+
+	if (err)
+		return err;
+	if (!p->nstacks)
 		return 1;
-	}
 	s->id.kind = lp_spool_kinds[w->kind];
 	s->id.seq = w->seq;
 	if (d->type == EXP_PYROSCOPE) {
@@ -184,7 +208,6 @@ static int encode(struct state *s, struct dest *d, const struct exp_win *w)
 			err = lpw_gzip(raw, len, &d->body, &d->body_len);
 		free(raw);
 	}
-	lpw_read__free(r);
 	if (err)
 		lp_err("%s: window %s: encoding failed: %s", d->name, w->name, strerror(-err));
 	return err;
@@ -247,6 +270,10 @@ static void retire(struct state *s, const struct exp_win *refused)
 		if (!all) {
 			s->q[kept++] = s->q[i];
 			continue;
+		}
+		if (s->cache && !exp_win_cmp(&s->cache_w, &s->q[i])) {
+			lpw_read__free(s->cache);
+			s->cache = NULL;
 		}
 		if (refused && !exp_win_cmp(refused, &s->q[i])) {
 			if (!exp_queue_set_aside(s->spool, s->rej, s->q[i].name,
@@ -643,6 +670,7 @@ static void cleanup(struct state *s)
 		free(s->d[k].body);
 		exp_headers_free(s->d[k].headers);
 	}
+	lpw_read__free(s->cache);
 	exp_http__free(s->http);
 	exp_metrics__free(s->metrics);
 	free(s->q);
