@@ -107,7 +107,7 @@ static int open_checked(const char *path, const struct symb_obj *o, struct stat 
 	return fd;
 }
 
-static void hex_id(char *out, const uint8_t *id, size_t len)
+void symb_obj_hex_id(char *out, const uint8_t *id, size_t len)
 {
 	out[0] = '\0';
 	for (size_t i = 0; i < len && i < LPS_MAX_BUILD_ID; i++)
@@ -130,7 +130,7 @@ static void file_build_id(int fd, char *out)
 	if (e && elf_kind(e) == ELF_K_ELF) {
 		n = dwelf_elf_gnu_build_id(e, &id);
 		if (n > 0 && n <= LPS_MAX_BUILD_ID)
-			hex_id(out, id, (size_t)n);
+			symb_obj_hex_id(out, id, (size_t)n);
 	}
 	elf_end(e);
 }
@@ -161,7 +161,7 @@ static int open_replay_file(struct symb_objects *s, struct symb_obj *o, struct s
 		o->not_found = true;
 		return -ESTALE;
 	}
-	hex_id(want, o->want_id, o->want_id_len);
+	symb_obj_hex_id(want, o->want_id, o->want_id_len);
 	got[0] = '\0';
 	path_err = -EINVAL;
 	if (path_is_plain(o->path)) {
@@ -789,7 +789,7 @@ static bool open_binary(struct obj_load *ld)
 	}
 	idlen = dwelf_elf_gnu_build_id(ld->bin.probe, &id);
 	if (idlen > 0 && idlen <= 40) {
-		hex_id(o->build_id, id, (size_t)idlen);
+		symb_obj_hex_id(o->build_id, id, (size_t)idlen);
 		ld->claimed = id;
 		ld->claimed_len = (size_t)idlen;
 	}
@@ -817,6 +817,10 @@ void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 	if (o->loaded)
 		return;
 	o->loaded = true;
+	if (o->image) {
+		symb_obj_load_image(s, o);
+		return;
+	}
 	if (s->offline)
 		return;
 	t0 = now_ns();
