@@ -107,7 +107,7 @@ static int open_checked(const char *path, const struct symb_obj *o, struct stat 
 	return fd;
 }
 
-void symb_obj_hex_id(char *out, const uint8_t *id, size_t len)
+static void hex_id(char *out, const uint8_t *id, size_t len)
 {
 	out[0] = '\0';
 	for (size_t i = 0; i < len && i < LPS_MAX_BUILD_ID; i++)
@@ -130,7 +130,7 @@ static void file_build_id(int fd, char *out)
 	if (e && elf_kind(e) == ELF_K_ELF) {
 		n = dwelf_elf_gnu_build_id(e, &id);
 		if (n > 0 && n <= LPS_MAX_BUILD_ID)
-			symb_obj_hex_id(out, id, (size_t)n);
+			hex_id(out, id, (size_t)n);
 	}
 	elf_end(e);
 }
@@ -161,7 +161,7 @@ static int open_replay_file(struct symb_objects *s, struct symb_obj *o, struct s
 		o->not_found = true;
 		return -ESTALE;
 	}
-	symb_obj_hex_id(want, o->want_id, o->want_id_len);
+	hex_id(want, o->want_id, o->want_id_len);
 	got[0] = '\0';
 	path_err = -EINVAL;
 	if (path_is_plain(o->path)) {
@@ -789,7 +789,7 @@ static bool open_binary(struct obj_load *ld)
 	}
 	idlen = dwelf_elf_gnu_build_id(ld->bin.probe, &id);
 	if (idlen > 0 && idlen <= 40) {
-		symb_obj_hex_id(o->build_id, id, (size_t)idlen);
+		hex_id(o->build_id, id, (size_t)idlen);
 		ld->claimed = id;
 		ld->claimed_len = (size_t)idlen;
 	}
@@ -808,6 +808,43 @@ static bool open_binary(struct obj_load *ld)
 	return true;
 }
 
+/*
+ * An object of an in-memory image (the vDSO, vdso.c): as untrusted as any
+ * file (libelf, elfsym.h and cfi.h check every offset in it), read from a
+ * private copy each time, so that nothing done to it changes the bytes
+ * kept. Never cached: the image is a few KiB.
+ */
+static void load_image(struct symb_objects *s, struct symb_obj *o)
+{
+	uint8_t *copy = malloc(o->image_len), id[LPS_MAX_BUILD_ID];
+	Elf *elf = NULL;
+	size_t n;
+
+	if (copy) {
+		memcpy(copy, o->image, o->image_len);
+		elf_version(EV_CURRENT);
+		elf = elf_memory((char *)copy, o->image_len);
+	}
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		lp_debug("symbols: [vdso]: the stream's image is not ELF");
+		goto out;
+	}
+	o->elf = symb_elf__open_elf(elf); /* copies what it keeps */
+	if (o->elf) {
+		s->n.parsed_symbols++;
+		n = symb_elf__build_id(o->elf, id, sizeof(id));
+		if (n && n <= 40)
+			hex_id(o->build_id, id, n);
+	}
+	if (symb_cfi__build(elf, NULL, &o->deltas, NULL) == 0) {
+		o->have_deltas = true;
+		s->n.parsed_deltas++;
+	}
+out:
+	elf_end(elf);
+	free(copy);
+}
+
 void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 {
 	struct obj_load ld = {.s = s, .o = o};
@@ -818,7 +855,7 @@ void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 		return;
 	o->loaded = true;
 	if (o->image) {
-		symb_obj_load_image(s, o);
+		load_image(s, o);
 		return;
 	}
 	if (s->offline)

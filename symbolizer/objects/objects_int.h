@@ -53,9 +53,5 @@ struct symb_objects {
  */
 void symb_obj_load(struct symb_objects *s, struct symb_obj *o);
 void symb_obj_release(struct symb_objects *s, struct symb_obj *o);
-/* vdso.c: loads o's tables from its image (o->image set) */
-void symb_obj_load_image(struct symb_objects *s, struct symb_obj *o);
-/* load.c: a build-id as hex in out (2 * LPS_MAX_BUILD_ID + 1 bytes) */
-void symb_obj_hex_id(char *out, const uint8_t *id, size_t len);
 
 #endif /* LOWPROF_SYMB_OBJECTS_INT_H */

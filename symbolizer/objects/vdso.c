@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * The vDSO object (objects.h): the kernel's vDSO image from the stream
- * (schema record 13), loaded like a mapped file but from memory. The image
- * is as untrusted as any file: libelf, the symbol loader (elfsym.h) and the
- * CFI parser (cfi.h) check every offset in it, and they read a private copy
- * each time, so that nothing they do to it changes the bytes kept.
+ * (schema record 13), kept by one object of the table, which load.c loads
+ * from it like a mapped file (symb_obj_load).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lowprof/log.h"
 #include "objects_int.h"
 
 #define VDSO_PATH "[vdso]"
@@ -59,35 +56,4 @@ int symb_objects__vdso(struct symb_objects *t, uint64_t len, uint32_t *idx)
 	t->objs[t->vdso].refs++;
 	*idx = t->vdso;
 	return 0;
-}
-
-void symb_obj_load_image(struct symb_objects *s, struct symb_obj *o)
-{
-	uint8_t *copy = malloc(o->image_len), id[LPS_MAX_BUILD_ID];
-	Elf *elf = NULL;
-	size_t n;
-
-	if (copy) {
-		memcpy(copy, o->image, o->image_len);
-		elf_version(EV_CURRENT);
-		elf = elf_memory((char *)copy, o->image_len);
-	}
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		lp_debug("symbols: [vdso]: the stream's image is not ELF");
-		goto out;
-	}
-	o->elf = symb_elf__open_elf(elf); /* copies what it keeps */
-	if (o->elf) {
-		s->n.parsed_symbols++;
-		n = symb_elf__build_id(o->elf, id, sizeof(id));
-		if (n && n <= 40)
-			symb_obj_hex_id(o->build_id, id, n);
-	}
-	if (symb_cfi__build(elf, NULL, &o->deltas, NULL) == 0) {
-		o->have_deltas = true;
-		s->n.parsed_deltas++;
-	}
-out:
-	elf_end(elf);
-	free(copy);
 }

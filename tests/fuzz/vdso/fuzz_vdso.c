@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the vDSO object (symbolizer/objects/vdso.c): the
+ * libFuzzer target for the vDSO object (symbolizer/objects/vdso.c, load.c): the
  * input is the image a stream's vdso record carries (schema record 13),
  * given to an offline object table as the symbolizer's ingest gives it; the
  * object is loaded (libelf from memory, ELF symbols, the CFI of the
