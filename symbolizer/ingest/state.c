@@ -910,7 +910,8 @@ static int feed_proc(struct symb_state *s, const struct lps_proc *r)
 /*
  * The vDSO image [vdso] mappings use from now on (objects.h). A new image
  * after another (not seen from one collector) makes the delta memo's rows
- * of the old one stale: the memo starts again.
+ * of the old one stale: the memo starts again. Without room for it
+ * (-ENOSPC), [vdso] frames stay as they were without an image.
  */
 static int feed_vdso(struct symb_state *s, const struct lps_vdso *v)
 {
@@ -920,7 +921,7 @@ static int feed_vdso(struct symb_state *s, const struct lps_vdso *v)
 		free(s->delta_memo);
 		s->delta_memo = NULL;
 	}
-	return err == -ENOSPC ? 0 : err < 0 ? err : 0; /* -ENOSPC: [vdso] frames stay unnamed */
+	return err == -ENOMEM ? err : 0;
 }
 
 static void copy_str(char *dst, size_t cap, struct lps_str src)
