@@ -360,6 +360,16 @@ static bool is_file_mapping(const struct lps_mapping *m)
 	       !memchr(m->path.ptr, '\0', m->path.len);
 }
 
+/*
+ * The vDSO of a 64-bit process, which the stream's image (LPS_VDSO) is: a
+ * 32-bit process's (ia32 or x32) is another image, and like all of its
+ * address space below 4 GiB; a 64-bit process's is mapped far above.
+ */
+static bool is_vdso64(const struct lps_mapping *m)
+{
+	return m->path.len == 6 && !memcmp(m->path.ptr, "[vdso]", 6) && m->start >= 1ull << 32;
+}
+
 /* Adds one mapping at the end of p's: 0, or -ENOMEM. Drops and counts the rest. */
 static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct lps_mapping *m)
 {
@@ -390,8 +400,7 @@ static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct 
 			s->n.over_limit_mappings++; /* kept, as anonymous memory */
 		else if (err)
 			return err;
-	} else if (m->path.len == 6 && !memcmp(m->path.ptr, "[vdso]", 6) &&
-		   symb_objects__vdso(s->objs, m->end - m->start, &sm->obj) == 0) {
+	} else if (is_vdso64(m) && symb_objects__vdso(s->objs, m->end - m->start, &sm->obj) == 0) {
 		sm->offset = 0; /* the mapping's start is the image's first byte */
 	}
 	p->nmaps++;

@@ -225,7 +225,8 @@ const struct symb_objects_stats *symb_objects__stats(const struct symb_objects *
  * vdso gives the object to a [vdso] mapping of len bytes, with one more
  * reference (symb_objects__unref gives it back): 0, or -ENOENT when the
  * stream sent no image or len is not the image's length (a 32-bit
- * process's vDSO is another image).
+ * process's vDSO is another image; the caller also keeps those below
+ * 4 GiB away).
  */
 int symb_objects__set_vdso(struct symb_objects *t, const void *image, size_t len);
 int symb_objects__vdso(struct symb_objects *t, uint64_t len, uint32_t *idx);

@@ -93,7 +93,7 @@ open("corpus/labels-stream", "wb").write(frame(meta, proc, maps, cg1, cg2, c1, c
 # through its CFI to /usr/bin/true (a real x86_64 vDSO: ../vdso/corpus)
 image = open("../vdso/corpus/x86_64-linux-6.18", "rb").read()
 vmaps = [3, 150, 42, False, [[0x400000, 0x401000, 0, 8, 1, 12345, 13, "/usr/bin/true"],
-                      [0x7FFF0000, 0x7FFF2000, 0, 0, 0, 0, 5, "[vdso]"]]]
-vs = [2, 0, 200, 42, 42, 0, "true", 10101010, 0x7FFF0AF0, 0x7FFE0000, 0, b"", b"",
+                      [0x7FFFF7FC0000, 0x7FFFF7FC2000, 0, 0, 0, 0, 5, "[vdso]"]]]
+vs = [2, 0, 200, 42, 42, 0, "true", 10101010, 0x7FFFF7FC0AF0, 0x7FFE0000, 0, b"", b"",
       stack(0x400010, 0, 0, 0)]
 open("corpus/vdso-stream", "wb").write(frame(meta, [13, 100, image], vmaps, vs, vs, end))

@@ -1213,13 +1213,13 @@ static struct lps_mapping self_vdso(void)
 /*
  * [vdso] frames unwind and are named from the stream's vDSO image (record
  * 13): a sample at the entry of this process's __vdso_clock_gettime reaches
- * its caller. A mapping of another length (a 32-bit process's vDSO) does
- * not use the image; an image that replaces it is used from then on (one
+ * its caller. A mapping of another length or below 4 GiB (a 32-bit
+ * process's vDSO) does not use the image; an image that replaces it is used from then on (one
  * that is not ELF: the frame is unnamed, the walk ends).
  */
 static void test_vdso_unwinds(void **state)
 {
-	struct lps_mapping m[2] = {self_vdso()};
+	struct lps_mapping m[2] = {self_vdso()}, low[2];
 	void *h = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
 	uint64_t ip = (uint64_t)(uintptr_t)(h ? dlsym(h, "__vdso_clock_gettime") : NULL);
 	uint64_t stack[4] = {(uint64_t)(uintptr_t)&symb_test_caller + 1, 0, 0, 0};
@@ -1255,6 +1255,12 @@ static void test_vdso_unwinds(void **state)
 			m[i].end += 4096;
 	feed_maps(s, &e, 100, false, m, 2);
 	feed_regs_sample(s, &e, "app32", ip, stack, 4);
+	/* nor one of its length below 4 GiB, where only a 32-bit process maps one */
+	low[0] = (struct lps_mapping){
+		.start = 0x70000000, .end = 0x70000000 + len, .prot = 5, .path = S("[vdso]")};
+	low[1] = self_text;
+	feed_maps(s, &e, 100, false, low, 2);
+	feed_regs_sample(s, &e, "low", low[0].start + (ip - self_vdso().start), stack, 4);
 	b = symb_build(s, SYMB_KIND_CPU);
 	assert_non_null(b);
 	folded = folded_of(symb_built_profile(b));
@@ -1262,6 +1268,7 @@ static void test_vdso_unwinds(void **state)
 	assert_non_null(strstr(folded, "app;symb_test_caller;__vdso_clock_gettime 2\n")
 				?: strstr(folded, "app;symb_test_caller;clock_gettime 2\n"));
 	assert_non_null(strstr(folded, "app32;[unknown] 1\n"));
+	assert_non_null(strstr(folded, "low;[unknown] 1\n"));
 	free(folded);
 	symb_built_free(b);
 	/* another image (not ELF) of the same length replaces it */
