@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
@@ -892,6 +893,42 @@ static void tune_early_wrap(struct coll *c, uint64_t now)
 	c->wrap_ns = now;
 }
 
+/*
+ * Record 13: the collector's own vDSO image, copied, never parsed. The
+ * kernel maps the same image into every 64-bit process, so the symbolizer
+ * unwinds and names [vdso] frames with it. Its length is our own [vdso]
+ * mapping's (our maps: nothing a profiled process controls). None is sent
+ * without a vDSO, or for one over LPS_MAX_VDSO.
+ */
+static void send_vdso(struct coll *c)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), size = 0;
+	struct lps_mapping m;
+	const char *cur;
+	char *maps;
+	size_t len;
+	int r;
+
+	if (!base || coll_read_file("/proc/self/maps", 1u << 20, &maps, &len))
+		return;
+	for (cur = maps; (r = coll_maps_next(&cur, maps + len, &m)) != 0;)
+		if (r == 1 && m.start == base && m.path.len == 6 &&
+		    !memcmp(m.path.ptr, "[vdso]", 6))
+			size = m.end - m.start;
+	free(maps);
+	if (!size || size > LPS_MAX_VDSO) {
+		if (size)
+			lp_warn("vdso: ours is %llu bytes, over %u: [vdso] frames end the "
+				"user stacks",
+				(unsigned long long)size, LPS_MAX_VDSO);
+		return;
+	}
+	lps_enc_reset(&c->dyn);
+	lps_enc_vdso(&c->dyn, &(struct lps_vdso){now_ns(CLOCK_MONOTONIC),
+						 {(const char *)(uintptr_t)base, (uint32_t)size}});
+	write_enc(c, &c->dyn, WAIT_START_MS);
+}
+
 static void send_meta(struct coll *c)
 {
 	struct utsname u;
@@ -933,6 +970,7 @@ static void send_meta(struct coll *c)
 	lps_enc_reset(&c->dyn);
 	lps_enc_meta(&c->dyn, &m, pids, c->fallbacks);
 	write_enc(c, &c->dyn, WAIT_START_MS);
+	send_vdso(c);
 }
 
 /* Kernel symbol snapshot: text symbols of /proc/kallsyms in chunks. */

@@ -679,6 +679,17 @@ static int dec_proc(struct cur *c, uint32_t n, struct lps_proc *p)
 	return skip_rest(c, 4, n);
 }
 
+static int dec_vdso(struct cur *c, uint32_t n, struct lps_vdso *v)
+{
+	if (n < 3)
+		return -EBADMSG;
+	TRY(rd_uint(c, &v->time_ns));
+	TRY(rd_bin(c, &v->image));
+	if (!v->image.len || v->image.len > LPS_MAX_VDSO)
+		return -EBADMSG;
+	return skip_rest(c, 3, n);
+}
+
 int lps_peek_type(const void *buf, size_t len, uint32_t *type)
 {
 	struct cur c;
@@ -755,6 +766,9 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 		break;
 	case LPS_PROC:
 		err = dec_proc(&c, n, &rec->proc);
+		break;
+	case LPS_VDSO:
+		err = dec_vdso(&c, n, &rec->vdso);
 		break;
 	default:
 		return -ENOTSUP;

@@ -296,13 +296,22 @@ void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p)
 	pk_str(&pk, &p->exe);
 }
 
+void lps_enc_vdso(struct lps_enc *e, const struct lps_vdso *v)
+{
+	PK(e);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint32(&pk, LPS_VDSO);
+	msgpack_pack_uint64(&pk, v->time_ns);
+	pk_bin(&pk, (const uint8_t *)v->image.ptr, v->image.len);
+}
+
 const char *lps_type_name(uint32_t type)
 {
 	static const char *const names[] = {
 		[LPS_META] = "meta",	 [LPS_SAMPLE] = "sample", [LPS_MAPS] = "maps",
 		[LPS_EXEC] = "exec",	 [LPS_EXIT] = "exit",	  [LPS_KSYMS] = "ksyms",
 		[LPS_LOSS] = "loss",	 [LPS_END] = "end",	  [LPS_BUILDID] = "buildid",
-		[LPS_CGROUP] = "cgroup", [LPS_PROC] = "proc",
+		[LPS_CGROUP] = "cgroup", [LPS_PROC] = "proc",	  [LPS_VDSO] = "vdso",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

@@ -360,6 +360,16 @@ static bool is_file_mapping(const struct lps_mapping *m)
 	       !memchr(m->path.ptr, '\0', m->path.len);
 }
 
+/*
+ * The vDSO of a 64-bit process, which the stream's image (LPS_VDSO) is: a
+ * 32-bit process's (ia32 or x32) is another image, and like all of its
+ * address space below 4 GiB; a 64-bit process's is mapped far above.
+ */
+static bool is_vdso64(const struct lps_mapping *m)
+{
+	return m->path.len == 6 && !memcmp(m->path.ptr, "[vdso]", 6) && m->start >= 1ull << 32;
+}
+
 /* Adds one mapping at the end of p's: 0, or -ENOMEM. Drops and counts the rest. */
 static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct lps_mapping *m)
 {
@@ -390,6 +400,8 @@ static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct 
 			s->n.over_limit_mappings++; /* kept, as anonymous memory */
 		else if (err)
 			return err;
+	} else if (is_vdso64(m) && symb_objects__vdso(s->objs, m->end - m->start, &sm->obj) == 0) {
+		sm->offset = 0; /* the mapping's start is the image's first byte */
 	}
 	p->nmaps++;
 	s->n.maps++;
@@ -676,7 +688,7 @@ static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t add
 	if (!m)
 		return SYMB_LOOKUP_UNMAPPED;
 	if (m->obj == UINT32_MAX)
-		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT) or [vdso] */
+		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT), or [vdso] without its image */
 	o = symb_objects__load(u->s->objs, m->obj);
 	if (!o->have_deltas || !o->elf ||
 	    symb_elf__offset_to_vaddr(o->elf, addr - m->start + m->offset, &vaddr))
@@ -904,6 +916,23 @@ static int feed_proc(struct symb_state *s, const struct lps_proc *r)
 	return 0;
 }
 
+/*
+ * The vDSO image [vdso] mappings use from now on (objects.h). A new image
+ * after another (not seen from one collector) makes the delta memo's rows
+ * of the old one stale: the memo starts again. Without room for it
+ * (-ENOSPC), [vdso] frames stay as they were without an image.
+ */
+static int feed_vdso(struct symb_state *s, const struct lps_vdso *v)
+{
+	int err = symb_objects__set_vdso(s->objs, v->image.ptr, v->image.len);
+
+	if (err == 1) {
+		free(s->delta_memo);
+		s->delta_memo = NULL;
+	}
+	return err == -ENOMEM ? err : 0;
+}
+
 static void copy_str(char *dst, size_t cap, struct lps_str src)
 {
 	size_t n = src.len < cap - 1 ? src.len : cap - 1;
@@ -1020,6 +1049,9 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		break;
 	case LPS_PROC:
 		err = feed_proc(s, &r.proc);
+		break;
+	case LPS_VDSO:
+		err = feed_vdso(s, &r.vdso);
 		break;
 	case LPS_LOSS:
 		s->n.loss = r.loss;

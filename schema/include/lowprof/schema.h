@@ -32,7 +32,7 @@
 #include <string.h>
 
 #define LPS_VERSION_MAJOR 1
-#define LPS_VERSION_MINOR 5
+#define LPS_VERSION_MINOR 6
 
 #define LPS_MAX_FRAMES	   127 /* kernel and user frame-pointer stacks */
 #define LPS_COMM_LEN	   16
@@ -63,6 +63,7 @@ enum lps_type {
 	LPS_BUILDID = 9, /* since 1.4: a mapped file's build-id the kernel did not give */
 	LPS_CGROUP = 10, /* since 1.5: the path of a cgroup id that samples carry */
 	LPS_PROC = 11,	 /* since 1.5: what a process runs: its executable's path */
+	LPS_VDSO = 13,	 /* since 1.6: the kernel's vDSO image, for [vdso] mappings */
 	LPS__TYPES,	 /* one past the last type this reader knows */
 };
 
@@ -272,6 +273,19 @@ struct lps_proc {
 	struct lps_str exe; /* at most LPS_MAX_PATH bytes; empty: unknown */
 };
 
+/*
+ * since 1.6: the collector's own vDSO image, copied (not parsed) from its
+ * memory: every 64-bit process's [vdso] mapping holds these bytes, so the
+ * symbolizer unwinds and names vDSO frames from its CFI and symbols. Sent
+ * after the meta record, before any sample. The bytes are untrusted ELF.
+ */
+#define LPS_MAX_VDSO (64u * 1024) /* image bytes */
+
+struct lps_vdso {
+	uint64_t time_ns;
+	struct lps_str image; /* 1..LPS_MAX_VDSO bytes */
+};
+
 /* Any record: type + the member that matches it. */
 struct lps_record {
 	uint32_t type;
@@ -287,6 +301,7 @@ struct lps_record {
 		struct lps_buildid buildid;
 		struct lps_cgroup cgroup;
 		struct lps_proc proc;
+		struct lps_vdso vdso;
 	};
 };
 
@@ -357,6 +372,7 @@ void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
 void lps_enc_buildid(struct lps_enc *e, const struct lps_buildid *b);
 void lps_enc_cgroup(struct lps_enc *e, const struct lps_cgroup *g);
 void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p);
+void lps_enc_vdso(struct lps_enc *e, const struct lps_vdso *v);
 
 /*
  * What a fallback of the meta means ("no-task-pt-regs": "no bpf_task_pt_regs

@@ -265,6 +265,12 @@ static void gen_small(struct lps_enc *e)
 					   .pid = 4321,
 					   .exe = S("/usr/bin/python3.11")});
 	emit(e, "proc", LPS_PROC);
+	/* an ELF header's worth: the decoder checks only the length */
+	lps_enc_vdso(e, &(struct lps_vdso){.time_ns = 123459700000ull,
+					   .image = S("\x7f"
+						      "ELF\x02\x01\x01\x00\x00\x00\x00\x00"
+						      "\x00\x00\x00\x00\x03\x00\x3e\x00")});
+	emit(e, "vdso", LPS_VDSO);
 }
 
 static void gen_ksyms(struct lps_enc *e)

@@ -25,6 +25,8 @@ def pk(v):
         b = v.encode()
         return (bytes([0xA0 | len(b)]) if len(b) < 32 else b"\xd9" + bytes([len(b)])) + b
     if isinstance(v, bytes):
+        if len(v) >= 1 << 8:
+            return b"\xc5" + struct.pack(">H", len(v)) + v
         return b"\xc4" + bytes([len(v)]) + v
     if isinstance(v, list):
         head = bytes([0x90 | len(v)]) if len(v) < 16 else b"\xdc" + struct.pack(">H", len(v))
@@ -86,3 +88,12 @@ c1 = s1 + [b"", 0, 77]
 c2 = s2 + [b"", 0, 78]
 c3 = s1 + [b"", 0, 79]
 open("corpus/labels-stream", "wb").write(frame(meta, proc, maps, cg1, cg2, c1, c2, c3, c1, end))
+
+# the vDSO image (record 13) and a sample at its clock_gettime, unwound
+# through its CFI to /usr/bin/true (a real x86_64 vDSO: ../vdso/corpus)
+image = open("../vdso/corpus/x86_64-linux-6.18", "rb").read()
+vmaps = [3, 150, 42, False, [[0x400000, 0x401000, 0, 8, 1, 12345, 13, "/usr/bin/true"],
+                      [0x7FFFF7FC0000, 0x7FFFF7FC2000, 0, 0, 0, 0, 5, "[vdso]"]]]
+vs = [2, 0, 200, 42, 42, 0, "true", 10101010, 0x7FFFF7FC0AF0, 0x7FFE0000, 0, b"", b"",
+      stack(0x400010, 0, 0, 0)]
+open("corpus/vdso-stream", "wb").write(frame(meta, [13, 100, image], vmaps, vs, vs, end))

@@ -701,6 +701,42 @@ static void test_buildid(void **state)
 		assert_int_equal(lps_decode(buf, n, &r), -EBADMSG);
 }
 
+/* 1.6's vdso record: round trip and bounds. */
+static void test_vdso(void **state)
+{
+	static uint8_t img[LPS_MAX_VDSO + 1], big[LPS_MAX_VDSO + 64];
+	struct lps_vdso v = {.time_ns = 9, .image = {(const char *)img, 8192}};
+	struct lps_record r;
+	struct lps_enc e;
+
+	for (size_t i = 0; i < sizeof(img); i++)
+		img[i] = (uint8_t)(i * 31);
+	lps_enc_init_fixed(&e, big, sizeof(big));
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_VDSO);
+	assert_true(r.vdso.time_ns == 9);
+	assert_int_equal(r.vdso.image.len, 8192);
+	assert_memory_equal(r.vdso.image.ptr, img, 8192);
+	assert_string_equal(lps_type_name(LPS_VDSO), "vdso");
+	/* every truncation is malformed, never read past */
+	for (size_t n = 0; n < e.len; n += 97)
+		assert_int_equal(lps_decode(big, n, &r), -EBADMSG);
+	/* the largest image decodes; an empty one or one byte more is malformed */
+	v.image.len = LPS_MAX_VDSO;
+	lps_enc_reset(&e);
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), 0);
+	v.image.len = LPS_MAX_VDSO + 1;
+	lps_enc_reset(&e);
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), -EBADMSG);
+	v.image.len = 0;
+	lps_enc_reset(&e);
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), -EBADMSG);
+}
+
 /* A newer minor version appends fields; an unknown type is reported. */
 static void test_version_rules(void **state)
 {
@@ -778,6 +814,7 @@ int main(void)
 		cmocka_unit_test(test_maps_versions),
 		cmocka_unit_test(test_small_records),
 		cmocka_unit_test(test_buildid),
+		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_malformed),
 	};
