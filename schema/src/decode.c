@@ -637,7 +637,10 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 		return skip_rest(c, 16, n);
 	TRY(rd_uint(c, &l->kstacks_hidden));
 	TRY(rd_uint(c, &l->ustack_fp_fallback));
-	return skip_rest(c, 18, n);
+	if (n < 19) /* 1.4 / 1.5 */
+		return skip_rest(c, 18, n);
+	TRY(rd_uint(c, &l->mmap_events_lost));
+	return skip_rest(c, 19, n);
 }
 
 static int dec_buildid(struct cur *c, uint32_t n, struct lps_buildid *b)
@@ -676,6 +679,26 @@ static int dec_proc(struct cur *c, uint32_t n, struct lps_proc *p)
 	TRY(rd_str(c, &p->exe));
 	if (p->exe.len > LPS_MAX_PATH)
 		return -EBADMSG;
+	return skip_rest(c, 4, n);
+}
+
+static int dec_mmap(struct cur *c, uint32_t n, struct lps_mmap *m)
+{
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_uint(c, &m->time_ns));
+	TRY(rd_u32(c, &m->pid));
+	TRY(dec_mapping(c, &m->map));
+	return skip_rest(c, 4, n);
+}
+
+static int dec_fork(struct cur *c, uint32_t n, struct lps_fork *f)
+{
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_uint(c, &f->time_ns));
+	TRY(rd_u32(c, &f->pid));
+	TRY(rd_u32(c, &f->ppid));
 	return skip_rest(c, 4, n);
 }
 
@@ -755,6 +778,12 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 		break;
 	case LPS_PROC:
 		err = dec_proc(&c, n, &rec->proc);
+		break;
+	case LPS_MMAP:
+		err = dec_mmap(&c, n, &rec->mmap);
+		break;
+	case LPS_FORK:
+		err = dec_fork(&c, n, &rec->fork);
 		break;
 	default:
 		return -ENOTSUP;
