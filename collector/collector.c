@@ -520,6 +520,22 @@ static bool pid_wanted(const struct coll *c, uint32_t pid)
 	return false;
 }
 
+/*
+ * A new process or image (fork, exec event): the maps read is still due
+ * at its first sample (build-ids, exe), and not a loss if it has gone.
+ */
+static void proc_born(struct coll *c, uint32_t pid)
+{
+	struct coll_proc *p = coll_procs_add(&c->procs, pid);
+
+	if (!p)
+		return;
+	p->born = true;
+	p->maps_read = false;
+	p->maps_ns = 0;
+	p->nranges = 0;
+}
+
 static void on_sideband(void *ctx, const struct coll_sb_event *ev)
 {
 	struct coll *c = ctx;
@@ -556,14 +572,7 @@ static void on_sideband(void *ctx, const struct coll_sb_event *ev)
 		break;
 	}
 	case COLL_SB_EXEC:
-		/* a new image: the maps read for it is still due (build-ids, exe) */
-		p = coll_procs_add(&c->procs, ev->pid);
-		if (p) {
-			p->born = true;
-			p->maps_read = false;
-			p->maps_ns = 0;
-			p->nranges = 0;
-		}
+		proc_born(c, ev->pid);
 		lps_enc_exec(&enc, &(struct lps_exec){ev->time_ns,
 						      ev->pid,
 						      {ev->comm, ev->comm_len < LPS_COMM_LEN
@@ -571,13 +580,7 @@ static void on_sideband(void *ctx, const struct coll_sb_event *ev)
 									 : LPS_COMM_LEN}});
 		break;
 	case COLL_SB_FORK:
-		p = coll_procs_add(&c->procs, ev->pid);
-		if (p) {
-			p->born = true;
-			p->maps_read = false;
-			p->maps_ns = 0;
-			p->nranges = 0;
-		}
+		proc_born(c, ev->pid);
 		lps_enc_fork(&enc, &(struct lps_fork){ev->time_ns, ev->pid, ev->ppid});
 		break;
 	default:

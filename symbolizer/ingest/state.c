@@ -292,6 +292,25 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 	return 0;
 }
 
+/*
+ * pid's entry, added if new: 0, or 1 when the table is full (*over counts
+ * it, and the record is skipped), or -ENOMEM.
+ */
+static int proc_want(struct symb_state *s, uint32_t pid, struct symb_proc **out, uint64_t *over)
+{
+	int err;
+
+	*out = proc_get(s, pid);
+	if (*out)
+		return 0;
+	err = proc_add(s, pid, out);
+	if (err == -ENOSPC) {
+		(*over)++;
+		return 1;
+	}
+	return err;
+}
+
 /* Forgetting a process keeps its slot (no tombstones; SYMB_MAX_PROCS bounds them). */
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
@@ -439,23 +458,17 @@ static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 static int feed_mmap(struct symb_state *s, const struct lps_mmap *rec)
 {
 	const struct lps_mapping *m = &rec->map;
-	struct symb_proc *p = proc_get(s, rec->pid);
 	struct symb_map nm = {m->start, m->end, m->offset, UINT32_MAX}, *out;
+	struct symb_proc *p;
 	uint32_t k = 0;
 	bool inserted = false;
 	int err;
 
 	if (m->end <= m->start || !(m->prot & LPS_PROT_X))
 		return 0;
-	if (!p) {
-		err = proc_add(s, rec->pid, &p);
-		if (err == -ENOSPC) {
-			s->n.over_limit_mappings++;
-			return 0;
-		}
-		if (err)
-			return err;
-	}
+	err = proc_want(s, rec->pid, &p, &s->n.over_limit_mappings);
+	if (err)
+		return err < 0 ? err : 0;
 	if (p->nmaps + 2 > SYMB_MAX_MAPS_PER_PROC || s->n.maps + 2 > SYMB_MAX_MAPS) {
 		s->n.over_limit_mappings++;
 		return 0;
@@ -1024,19 +1037,12 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 /* What a process runs: its executable, for the labels. */
 static int feed_proc(struct symb_state *s, const struct lps_proc *r)
 {
-	struct symb_proc *p = proc_get(s, r->pid);
+	struct symb_proc *p;
 	uint32_t exe;
-	int err;
+	int err = proc_want(s, r->pid, &p, &s->n.over_limit_samples);
 
-	if (!p) {
-		err = proc_add(s, r->pid, &p);
-		if (err == -ENOSPC) {
-			s->n.over_limit_samples++;
-			return 0;
-		}
-		if (err)
-			return err;
-	}
+	if (err)
+		return err < 0 ? err : 0;
 	exe = symb_labels__exe_get(s->labels, r->exe.ptr, r->exe.len);
 	symb_labels__exe_put(s->labels, p->exe);
 	p->exe = exe;
