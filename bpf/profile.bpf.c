@@ -324,11 +324,21 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/*
+ * Whether p, exiting, is the last thread of its process: do_exit counts
+ * signal->live down before this tracepoint. Not the leader's exit: a
+ * leader that calls pthread_exit early leaves its threads running, and
+ * the process's mappings must outlive it.
+ */
+static __always_inline bool group_dead(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, signal, live.counter) == 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	/* only the thread-group leader's exit ends the process's mappings */
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	if (!group_dead(p))
 		return 0;
 	return emit_task(LP_EV_EXIT, p);
 }
@@ -345,7 +355,7 @@ int on_exit_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *p = (struct task_struct *)ctx->args[0];
 
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	if (!group_dead(p))
 		return 0;
 	return emit_task(LP_EV_EXIT, p);
 }

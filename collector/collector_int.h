@@ -19,6 +19,8 @@ struct coll_proc {
 	bool used;
 	uint32_t pid;
 	uint64_t maps_ns;	   /* when its maps were last read */
+	bool maps_read;		   /* they were, once */
+	bool born;		   /* its fork or exec came as a side-band event */
 	struct coll_range *ranges; /* executable ranges, ascending */
 	uint32_t nranges;
 };
@@ -34,7 +36,11 @@ struct coll_proc *coll_procs_add(struct coll_procs *t, uint32_t pid);
 void coll_procs_del(struct coll_procs *t, uint32_t pid);
 void coll_procs_free(struct coll_procs *t);
 bool coll_proc_covers(const struct coll_proc *p, uint64_t ip);
-int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+/* Adds [start, end) to p's ranges, merged with those it touches: 0, -ENOSPC, -ENOMEM. */
+int coll_proc_add_range(struct coll_proc *p, uint64_t start, uint64_t end);
+/* A mapping's LPS_PROT_* bits from mmap's PROT_* and MAP_* (MAP_PRIVATE). */
+uint32_t coll_prot_bits(uint32_t prot, uint32_t flags);
+int coll_read_maps(struct coll_proc *p, uint32_t tid, uint64_t now_ns, struct lps_enc *enc,
 		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
 
 /*

@@ -27,8 +27,9 @@ struct symb_proc {
 	uint32_t gen; /* maps_gen when its mappings last changed: keys its delta memo entries */
 	bool used;
 	bool has_maps;
-	bool exited;  /* an exit record came, and no mappings since: dropped with the window */
-	uint32_t exe; /* its executable (labels), 0: unknown; a reference */
+	bool exited;   /* an exit record came, and no mappings since: dropped with the window */
+	bool want_exe; /* exec'd: the first file its mmap events name is its executable */
+	uint32_t exe;  /* its executable (labels), 0: unknown; a reference */
 	struct symb_map *maps; /* ascending by start, non-overlapping */
 	uint32_t nmaps, cap_maps;
 };
@@ -291,6 +292,25 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 	return 0;
 }
 
+/*
+ * pid's entry, added if new: 0, or 1 when the table is full (*over counts
+ * it, and the record is skipped), or -ENOMEM.
+ */
+static int proc_want(struct symb_state *s, uint32_t pid, struct symb_proc **out, uint64_t *over)
+{
+	int err;
+
+	*out = proc_get(s, pid);
+	if (*out)
+		return 0;
+	err = proc_add(s, pid, out);
+	if (err == -ENOSPC) {
+		(*over)++;
+		return 1;
+	}
+	return err;
+}
+
 /* Forgetting a process keeps its slot (no tombstones; SYMB_MAX_PROCS bounds them). */
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
@@ -440,6 +460,139 @@ static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 			return err;
 	}
 	return r < 0 ? r : 0;
+}
+
+/*
+ * 1.6 mmap: one executable mapping as the process made it. Like the
+ * kernel, it replaces what the process had mapped in its range: older
+ * mappings there are cut (a split one holds its object twice) or dropped.
+ */
+static int feed_mmap(struct symb_state *s, const struct lps_mmap *rec)
+{
+	const struct lps_mapping *m = &rec->map;
+	struct symb_map nm = {m->start, m->end, m->offset, UINT32_MAX}, *out;
+	struct symb_proc *p;
+	uint32_t k = 0;
+	bool inserted = false;
+	int err;
+
+	if (m->end <= m->start || !(m->prot & LPS_PROT_X))
+		return 0;
+	err = proc_want(s, rec->pid, &p, &s->n.over_limit_mappings);
+	if (err)
+		return err < 0 ? err : 0;
+	if (p->nmaps + 2 > SYMB_MAX_MAPS_PER_PROC || s->n.maps + 2 > SYMB_MAX_MAPS) {
+		s->n.over_limit_mappings++;
+		return 0;
+	}
+	out = malloc(((size_t)p->nmaps + 2) * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	if (is_file_mapping(m)) {
+		err = symb_objects__intern(s->objs, m, p->pid, &nm.obj);
+		if (err == -ENOSPC) {
+			s->n.over_limit_mappings++; /* kept, as anonymous memory */
+		} else if (err) {
+			free(out);
+			return err;
+		}
+		if (p->want_exe) {
+			symb_labels__exe_put(s->labels, p->exe);
+			p->exe = symb_labels__exe_get(s->labels, m->path.ptr, m->path.len);
+			p->want_exe = false;
+		}
+	}
+	for (uint32_t i = 0; i < p->nmaps; i++) {
+		struct symb_map o = p->maps[i];
+		bool kept = false;
+
+		if (o.end <= nm.start) {
+			out[k++] = o;
+			continue;
+		}
+		if (o.start >= nm.end) {
+			if (!inserted)
+				out[k++] = nm, inserted = true;
+			out[k++] = o;
+			continue;
+		}
+		if (o.start < nm.start) { /* its head stays */
+			out[k] = o;
+			out[k++].end = nm.start;
+			kept = true;
+		}
+		if (!inserted)
+			out[k++] = nm, inserted = true;
+		if (o.end > nm.end) { /* and its tail */
+			out[k] = o;
+			out[k].offset += nm.end - o.start;
+			out[k++].start = nm.end;
+			if (kept && o.obj != UINT32_MAX)
+				symb_objects__ref(s->objs, o.obj);
+			kept = true;
+		}
+		if (!kept && o.obj != UINT32_MAX)
+			symb_objects__unref(s->objs, o.obj);
+	}
+	if (!inserted)
+		out[k++] = nm;
+	s->n.maps += k;
+	s->n.maps -= p->nmaps;
+	free(p->maps);
+	p->maps = out;
+	p->nmaps = p->cap_maps = k;
+	p->has_maps = true;
+	p->exited = false;
+	maps_changed(s, p);
+	return 0;
+}
+
+/*
+ * 1.6 fork: a new process, with its parent's mappings as they are (the
+ * kernel makes no mmap events for what a child inherits).
+ */
+static int feed_fork(struct symb_state *s, const struct lps_fork *rec)
+{
+	struct symb_proc *p = proc_get(s, rec->pid), *parent;
+	int err;
+
+	if (p) {
+		proc_clear_maps(s, p); /* the pid of a process gone */
+	} else {
+		err = proc_add(s, rec->pid, &p);
+		if (err == -ENOSPC) {
+			s->n.over_limit_mappings++;
+			return 0;
+		}
+		if (err)
+			return err;
+	}
+	symb_labels__exe_put(s->labels, p->exe);
+	p->exe = 0;
+	p->exited = false;
+	p->want_exe = false;
+	parent = proc_get(s, rec->ppid); /* after the add, which may move slots */
+	if (!parent || parent == p)
+		return 0;
+	p->exe = symb_labels__exe_ref(s->labels, parent->exe);
+	if (!parent->nmaps)
+		return 0;
+	if (s->n.maps + parent->nmaps > SYMB_MAX_MAPS) {
+		s->n.over_limit_mappings += parent->nmaps;
+		return 0;
+	}
+	p->maps = malloc((size_t)parent->nmaps * sizeof(*p->maps));
+	if (!p->maps)
+		return -ENOMEM;
+	memcpy(p->maps, parent->maps, (size_t)parent->nmaps * sizeof(*p->maps));
+	p->nmaps = p->cap_maps = parent->nmaps;
+	for (uint32_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].obj != UINT32_MAX)
+			symb_objects__ref(s->objs, p->maps[i].obj);
+	s->n.maps += p->nmaps;
+	p->has_maps = true;
+	maps_changed(s, p);
+	return 0;
 }
 
 static const struct symb_map *map_find(const struct symb_proc *p, uint64_t addr)
@@ -896,19 +1049,12 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 /* What a process runs: its executable, for the labels. */
 static int feed_proc(struct symb_state *s, const struct lps_proc *r)
 {
-	struct symb_proc *p = proc_get(s, r->pid);
+	struct symb_proc *p;
 	uint32_t exe;
-	int err;
+	int err = proc_want(s, r->pid, &p, &s->n.over_limit_samples);
 
-	if (!p) {
-		err = proc_add(s, r->pid, &p);
-		if (err == -ENOSPC) {
-			s->n.over_limit_samples++;
-			return 0;
-		}
-		if (err)
-			return err;
-	}
+	if (err)
+		return err < 0 ? err : 0;
 	exe = symb_labels__exe_get(s->labels, r->exe.ptr, r->exe.len);
 	symb_labels__exe_put(s->labels, p->exe);
 	p->exe = exe;
@@ -1027,8 +1173,16 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	case LPS_EXEC:
 		s->n.exec++;
 		p = proc_get(s, r.exec.pid);
-		if (p)
+		if (p) {
 			proc_clear_maps(s, p);
+			p->want_exe = true;
+		}
+		break;
+	case LPS_MMAP:
+		err = feed_mmap(s, &r.mmap);
+		break;
+	case LPS_FORK:
+		err = feed_fork(s, &r.fork);
 		break;
 	case LPS_EXIT:
 		s->n.exit++;

@@ -149,6 +149,8 @@ void symb_objects__set_files_fd(struct symb_objects *t, int files_fd);
 
 /* A mapping of object idx is gone. */
 void symb_objects__unref(struct symb_objects *t, uint32_t idx);
+/* One more mapping holds object idx (a mapping split in two, a forked copy). */
+void symb_objects__ref(struct symb_objects *t, uint32_t idx);
 /*
  * Drops the objects no mapping holds (their tables, their slots), for a
  * long run: call only when nothing refers to their indices any more (no

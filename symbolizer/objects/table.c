@@ -260,6 +260,12 @@ void symb_objects__unref(struct symb_objects *t, uint32_t idx)
 		t->objs[idx].refs--;
 }
 
+void symb_objects__ref(struct symb_objects *t, uint32_t idx)
+{
+	if (idx < t->nobjs)
+		t->objs[idx].refs++;
+}
+
 /* The index again, of the objects left (no tombstones: it is rebuilt). */
 static void obj_index_rebuild(struct symb_objects *s)
 {

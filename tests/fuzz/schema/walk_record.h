@@ -77,6 +77,9 @@ static void walk_record(const uint8_t *buf, size_t len)
 	case LPS_VDSO:
 		walk_touch(r.vdso.image);
 		break;
+	case LPS_MMAP:
+		walk_touch(r.mmap.map.path), walk_touch(r.mmap.map.build_id);
+		break;
 	default:
 		break;
 	}

@@ -97,3 +97,11 @@ vmaps = [3, 150, 42, False, [[0x400000, 0x401000, 0, 8, 1, 12345, 13, "/usr/bin/
 vs = [2, 0, 200, 42, 42, 0, "true", 10101010, 0x7FFFF7FC0AF0, 0x7FFE0000, 0, b"", b"",
       stack(0x400010, 0, 0, 0)]
 open("corpus/vdso-stream", "wb").write(frame(meta, [13, 100, image], vmaps, vs, vs, end))
+# 1.6: mappings as the kernel's mmap events give them (one replacing part of
+# another), a fork that inherits them, an exec that voids them
+mm1 = [14, 160, 42, [0x7F0000004000, 0x7F0000008000, 0x5000, 8, 1, 100, 13, "/lib/libm.so.6", b""]]
+mm2 = [14, 161, 42, [0x3FF000, 0x400800, 0, 0, 0, 0, 5, ""]]
+fork = [15, 170, 50, 42]
+s4 = [2, 0, 225, 50, 50, 0, "kid", 10101010, 0x7F0000004010, 0, 0, b"", stack(0x7F0000004010, 0x400900)]
+open("corpus/mmap-fork", "wb").write(frame(meta, maps, mm1, mm2, s1, fork, s4, mm1,
+                                           [4, 250, 50, "kid"], mm1, s4, [5, 260, 50], end))

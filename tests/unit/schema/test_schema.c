@@ -548,10 +548,10 @@ static void test_maps_versions(void **state)
 static void loss_as_1_3(struct lps_enc *e)
 {
 	assert_int_equal(e->buf[0], 0xdc);
-	assert_int_equal(e->buf[2], 18);
-	assert_true(e->buf[e->len - 1] == 0 && e->buf[e->len - 2] == 0);
+	assert_int_equal(e->buf[2], 19);
+	assert_true(e->buf[e->len - 1] == 0 && e->buf[e->len - 2] == 0 && e->buf[e->len - 3] == 0);
 	e->buf[2] = 16;
-	e->len -= 2;
+	e->len -= 3;
 }
 
 static void test_small_records(void **state)
@@ -641,6 +641,42 @@ static void test_small_records(void **state)
 	lps_enc_exit(&e, &(struct lps_exit){11, 12});
 	assert_int_equal(lps_decode(buf, e.len, &r), 0);
 	assert_int_equal(r.exit.pid, 12);
+
+	/* 1.6: mmap events and forks */
+	lps_enc_reset(&e);
+	lps_enc_mmap(&e, &(struct lps_mmap){.time_ns = 14,
+					    .pid = 15,
+					    .map = {.start = 0x7f0000001000ull,
+						    .end = 0x7f0000005000ull,
+						    .offset = 0x1000,
+						    .dev_major = 8,
+						    .dev_minor = 1,
+						    .inode = 77,
+						    .prot = LPS_PROT_R | LPS_PROT_X | LPS_PROT_P,
+						    .path = S("/usr/lib/libc.so.6")}});
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_MMAP);
+	assert_true(r.mmap.pid == 15 && r.mmap.map.start == 0x7f0000001000ull &&
+		    r.mmap.map.end == 0x7f0000005000ull && r.mmap.map.inode == 77 &&
+		    r.mmap.map.build_id.len == 0);
+	assert_true(str_eq(r.mmap.map.path, "/usr/lib/libc.so.6"));
+	assert_int_equal(lps_decode(buf, e.len - 1, &r), -EBADMSG);
+	/* a mapping that ends before it starts */
+	lps_enc_reset(&e);
+	lps_enc_mmap(&e, &(struct lps_mmap){.pid = 15, .map = {.start = 2, .end = 1}});
+	assert_int_equal(lps_decode(buf, e.len, &r), -EBADMSG);
+	lps_enc_reset(&e);
+	lps_enc_fork(&e, &(struct lps_fork){16, 17, 18});
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.type == LPS_FORK && r.fork.pid == 17 && r.fork.ppid == 18);
+	assert_int_equal(lps_decode(buf, e.len - 1, &r), -EBADMSG);
+	assert_string_equal(lps_type_name(LPS_FORK), "fork");
+	/* 1.6 loss: the side-band's losses */
+	l = (struct lps_loss){.bpf_task_lost = 9, .mmap_events_lost = 1234};
+	lps_enc_reset(&e);
+	lps_enc_loss(&e, &l);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.loss.mmap_events_lost == 1234 && r.loss.bpf_task_lost == 9);
 
 	lps_enc_reset(&e);
 	lps_enc_end(&e, &(struct lps_end){13, S("signal")});

@@ -578,6 +578,88 @@ static void test_maps_append(void **state)
 	symb_state__free(s);
 }
 
+static void feed_mmap(struct symb_state *s, struct lps_enc *e, uint32_t pid,
+		      const struct lps_mapping *m)
+{
+	lps_enc_mmap(e, &(struct lps_mmap){.time_ns = 1, .pid = pid, .map = *m});
+	feed(s, e);
+}
+
+/*
+ * 1.6 mmap and fork records: a mapping made later replaces what it
+ * overlaps (split, cut or dropped), a fork inherits its parent's mappings,
+ * an exec voids them.
+ */
+static void test_mmap_fork(void **state)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf + 2;
+	uint64_t caller = (uint64_t)(uintptr_t)&symb_test_caller + 6;
+	uint64_t u[2] = {leaf, caller};
+	uint64_t lf = (uint64_t)(uintptr_t)&symb_test_leaf;
+	uint64_t cf = (uint64_t)(uintptr_t)&symb_test_caller;
+	uint64_t mid = lf < cf ? cf : lf;
+	struct lps_mapping anon = {0x1000, 0x9000, 0, 0, 0, 0, LPS_PROT_X, S("")};
+	struct lps_mapping hole = {0x3000, 0x4000, 0, 0, 0, 0, LPS_PROT_X, S("")};
+	struct lps_mapping below;
+	struct symb_state *s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	find_self();
+	s = state_new(false, false);
+	lps_enc_init_dynamic(&e);
+	feed_mmap(s, &e, 100, &anon);
+	feed_mmap(s, &e, 100, &self_text);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 2);
+	/* inside the anonymous one: split in three */
+	feed_mmap(s, &e, 100, &hole);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 4);
+	assert_int_equal(symb_state__counters(s)->bad_mappings, 0);
+	feed_sample(s, &e, 100, "app", NULL, 0, u, 2);
+	/* a fork has its parent's mappings */
+	lps_enc_fork(&e, &(struct lps_fork){2, 101, 100});
+	feed(s, &e);
+	assert_int_equal(symb_state__proc_nmaps(s, 101), 4);
+	assert_int_equal(symb_state__counters(s)->maps, 8);
+	feed_sample(s, &e, 101, "kid", NULL, 0, u, 2);
+	assert_int_equal(symb_state__counters(s)->unmapped_frames, 0);
+	b = symb_build(s, SYMB_KIND_CPU);
+	folded = folded_of(symb_built_profile(b));
+	assert_string_equal(folded, "app;symb_test_caller;symb_test_leaf 1\n"
+				    "kid;symb_test_caller;symb_test_leaf 1\n");
+	free(folded);
+	symb_built_free(b);
+
+	/* anonymous memory over the text's head: its tail keeps the file at its offset */
+	below = anon;
+	below.start = self_text.start;
+	below.end = mid;
+	feed_mmap(s, &e, 101, &below);
+	assert_int_equal(symb_state__proc_nmaps(s, 101), 5);
+	feed_sample(s, &e, 101, "kid", NULL, 0, &u[mid == lf ? 0 : 1], 1);
+	b = symb_build(s, SYMB_KIND_CPU);
+	folded = folded_of(symb_built_profile(b));
+	assert_non_null(
+		strstr(folded, mid == lf ? "kid;symb_test_leaf 1\n" : "kid;symb_test_caller 1\n"));
+	free(folded);
+	symb_built_free(b);
+	/* the same over the whole of it: the file mapping is gone, its object unheld */
+	below.end = self_text.end;
+	feed_mmap(s, &e, 101, &below);
+	assert_int_equal(symb_state__proc_nmaps(s, 101), 4);
+	/* an exec voids them; a mapping that is not executable is not kept */
+	lps_enc_exec(&e, &(struct lps_exec){3, 100, S("app")});
+	feed(s, &e);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 0);
+	hole.prot = LPS_PROT_R;
+	feed_mmap(s, &e, 100, &hole);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 0);
+	assert_int_equal(symb_state__counters(s)->maps, 4);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
 /*
  * Many distinct files: the object table stops at SYMB_MAX_OBJS, a process at
  * SYMB_MAX_MAPS_PER_PROC mappings; the rest is counted, lookups of known
@@ -1503,6 +1585,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_inode_not_symbolized),
 		cmocka_unit_test(test_bad_records_counted),
 		cmocka_unit_test(test_maps_append),
+		cmocka_unit_test(test_mmap_fork),
 		cmocka_unit_test(test_maps_limits),
 		cmocka_unit_test(test_open_refuses_special_files),
 		cmocka_unit_test(test_open_refuses_odd_paths),
