@@ -736,13 +736,13 @@ static int accept_consumer(struct coll *c, bool resumed)
 		close(cfd);
 		return 0;
 	}
+	/* lowprof's own from now on; its exit takes it out (profile.bpf.c) */
+	if (!c->o->include_self)
+		coll_self_add(bpf_map__fd(c->skel->maps.self_tgids), cred.pid);
 	/*
 	 * the file channel's credentials on before the ring goes: a request
 	 * sent as soon as the ring arrives must carry them
 	 */
-	/* lowprof's own from now on; its exit takes it out (profile.bpf.c) */
-	if (!c->o->include_self)
-		coll_self_add(bpf_map__fd(c->skel->maps.self_tgids), cred.pid);
 	c->files_fd = cfd;
 	files_channel_init(c);
 	if (c->files_fd < 0)
