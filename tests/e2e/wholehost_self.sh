@@ -8,7 +8,9 @@
 # are there with their call chains; with --include-self its processes are
 # there too (off-CPU for certain: the collector and lowprof record wait the
 # whole run; on-CPU, at -F 999, the collector's draining and the
-# symbolizer's reading).
+# symbolizer's reading). A service's collector (--ring, no --self-pid) leaves
+# out its symbolizer (the peer that took the ring) and every process of the
+# ring owner's uid.
 source "$(dirname "$0")/lib.sh"
 require_root
 command -v go >/dev/null || { echo "SKIP: needs go (go tool pprof)"; exit 77; }
@@ -111,6 +113,50 @@ check "on-CPU with --include-self: this run's processes are there (got $n sample
 	test "$n" -gt 0
 n=$(chain_samples "$TMP/incl/cpu.folded")
 check "... and the workload still is, with its chain ($n samples, >= 20)" test "$n" -ge 20
+
+# --- a service's collector (--ring, as deploy/'s units start it): its
+# symbolizer is the peer that takes the ring, and every process of the
+# ring owner's uid is lowprof's (the exporter's service runs as it): a
+# busy loop as that user stands for it
+if id lowprof >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	mkdir -m 777 "$TMP/svc"
+	cp /bin/sh "$TMP/busyloop-lp"
+	start_bg setpriv --reuid=lowprof --regid=lowprof --clear-groups \
+		"$TMP/busyloop-lp" -c 'while :; do :; done'
+	LPLOOP=$BGPID
+	start_bg "$BIN/lowprof-collector" --ring "$TMP/svc/ring.sock" --ring-owner lowprof \
+		-d "$(scaled 5)" -F 999 --off-cpu -v 2>"$TMP/svc-coll.out"
+	COL=$BGPID
+	for i in $(seq 100); do [[ -S "$TMP/svc/ring.sock" ]] && break; sleep 0.05; done
+	"$BIN/lowprof-symbolizer" --ring "$TMP/svc/ring.sock" -o "$TMP/svc/out" --off-cpu \
+		--user lowprof --no-cache >"$TMP/svc.out" 2>&1 &
+	SYM=$!
+	KIDS+=("$SYM")
+	: >"$TMP/svc.tree"
+	while kill -0 "$SYM" 2>/dev/null; do
+		{ echo "$COL"; echo "$SYM"; echo "$LPLOOP"; descendants "$COL"; descendants "$SYM"; } \
+			>>"$TMP/svc.tree"
+		sleep 0.1
+	done
+	wait "$SYM"
+	RC=$?
+	check "the --ring symbolizer exits 0 (got $RC)" test "$RC" -eq 0
+	sort -un "$TMP/svc.tree" >"$TMP/svc.pids"
+	n=$(ours "$TMP/svc/out/cpu.pb.gz" svc)
+	check "--ring: no on-CPU sample of the collector, its symbolizer or the owner's busy loop (got $n)" \
+		test "$n" = 0
+	n=$(ours "$TMP/svc/out/offcpu.pb.gz" svc)
+	check "--ring: none off-CPU either (got $n ns)" test "$n" = 0
+	wait "$COL"
+	left=$(sed -n "s/.* \([0-9]*\) of lowprof's own,.*/\1/p" "$TMP/svc-coll.out")
+	check "--ring: the collector left them out in BPF (counted: ${left:-none}, >= 100)" \
+		test "${left:-0}" -ge 100
+	n=$(chain_samples "$TMP/svc/out/cpu.folded")
+	check "--ring: the workload is there with its chain ($n samples, >= 20)" test "$n" -ge 20
+	kill "$LPLOOP" 2>/dev/null
+else
+	fail "no lowprof user or no setpriv: the --ring service case is not checked"
+fi
 
 kill "$CHAIN" "$WAIT" 2>/dev/null
 left=$(leftovers)
