@@ -4,6 +4,9 @@
  * lp_self) unless --include-self: the uid they run as where one is theirs
  * alone, and the tgids the collector puts in the self_tgids map. The BPF
  * side adds what those processes start from then on and removes what ends.
+ * Pids are the collector's pid namespace's, which BPF's tgids match only in
+ * the host's: the collector runs there anyway (hostPID in the DaemonSet),
+ * as it reads every process's /proc/PID/maps.
  */
 #include <dirent.h>
 #include <errno.h>
