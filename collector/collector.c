@@ -2031,9 +2031,11 @@ int coll_run(const struct coll_opts *o)
 	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)
 		send_maps(&c, (uint32_t)o->pids[i], WAIT_START_MS);
+	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
 	err = attach_bpf(&c);
 	if (err)
 		goto err_out;
+	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)

@@ -104,6 +104,12 @@ static void add_tree(int map_fd, pid_t root)
 	free(q);
 }
 
+void coll_self_walk(int map_fd, const struct coll_opts *o)
+{
+	if (!o->include_self && o->self_pid > 0)
+		add_tree(map_fd, o->self_pid);
+}
+
 void coll_self_init(int map_fd, const struct coll_opts *o)
 {
 	int err;
@@ -113,6 +119,5 @@ void coll_self_init(int map_fd, const struct coll_opts *o)
 	err = coll_self_add(map_fd, getpid());
 	if (err)
 		lp_warn("self: leaving the collector out of the profile: %s", strerror(-err));
-	if (o->self_pid > 0)
-		add_tree(map_fd, o->self_pid);
+	coll_self_walk(map_fd, o);
 }

@@ -8,9 +8,9 @@
 # are there with their call chains; with --include-self its processes are
 # there too (off-CPU for certain: the collector and lowprof record wait the
 # whole run; on-CPU, at -F 999, the collector's draining and the
-# symbolizer's reading). A service's collector (--ring, no --self-pid) leaves
-# out its symbolizer (the peer that took the ring) and every process of the
-# ring owner's uid.
+# symbolizer's reading). The same for lowprof run's windows. A service's
+# collector (--ring, no --self-pid) leaves out its symbolizer (the peer that
+# took the ring) and every process of the ring owner's uid.
 source "$(dirname "$0")/lib.sh"
 require_root
 command -v go >/dev/null || { echo "SKIP: needs go (go tool pprof)"; exit 77; }
@@ -113,6 +113,31 @@ check "on-CPU with --include-self: this run's processes are there (got $n sample
 	test "$n" -gt 0
 n=$(chain_samples "$TMP/incl/cpu.folded")
 check "... and the workload still is, with its chain ($n samples, >= 20)" test "$n" -ge 20
+
+# --- lowprof run: its symbolizer's helpers start while the collector waits
+# for the symbolizer, before on_fork is attached (the collector walks run's
+# process tree again around attaching); the windows hold none of the tree
+"$BIN/lowprof" run --window 2 -d "$(scaled 5)" --off-cpu --spool "$TMP/sp" --no-cache \
+	>"$TMP/run.out" 2>&1 &
+RUN=$!
+KIDS+=("$RUN")
+: >"$TMP/run.tree"
+while kill -0 "$RUN" 2>/dev/null; do
+	{ echo "$RUN"; descendants "$RUN"; } >>"$TMP/run.tree"
+	sleep 0.1
+done
+wait "$RUN"
+RC=$?
+check "lowprof run exits 0 (got $RC)" test "$RC" -eq 0
+sort -un "$TMP/run.tree" >"$TMP/run.pids"
+echo "--- run: its processes: $(tr '\n' ' ' <"$TMP/run.pids")"
+own=0 wl=0
+for f in "$TMP"/sp/*.pb.gz; do
+	own=$((own + $(ours "$f" run)))
+	[[ "$f" == */cpu-* ]] && wl=$((wl + $(pids_of "$f" | awk -v p="$CHAIN" '$1 == p { n += $2 } END { print n + 0 }')))
+done
+check "lowprof run: no window has a sample of its processes (got $own)" test "$own" = 0
+check "lowprof run: the workload is in its windows ($wl samples, >= 20)" test "$wl" -ge 20
 
 # --- a service's collector (--ring, as deploy/'s units start it): its
 # symbolizer is the peer that takes the ring, and every process of the
