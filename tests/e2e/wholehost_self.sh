@@ -54,24 +54,29 @@ pids_of() {
 				     printf "%s %.0f\n", $NF, v * (unit == "" ? 1 : u[unit]) }'
 }
 
-# record NAME OPTIONS...: a whole-host record into $TMP/NAME, with the pids
-# of its process tree while it ran in $TMP/NAME.pids (one per line)
+# watch NAME PID: until PID (started in the background) ends, the pids of
+# its process tree in $TMP/NAME.pids (one per line); its exit status in RC
+watch() {
+	local name=$1 pid=$2
+	KIDS+=("$pid")
+	: >"$TMP/$name.tree"
+	while kill -0 "$pid" 2>/dev/null; do
+		{ echo "$pid"; descendants "$pid"; } >>"$TMP/$name.tree"
+		sleep 0.1
+	done
+	wait "$pid"
+	RC=$?
+	sort -un "$TMP/$name.tree" >"$TMP/$name.pids"
+	echo "--- $name: exited $RC; its processes: $(tr '\n' ' ' <"$TMP/$name.pids")"
+}
+
+# record NAME OPTIONS...: a whole-host record into $TMP/NAME, watched
 record() {
-	local name=$1 i
+	local name=$1
 	shift
 	"$BIN/lowprof" record -d "$(scaled 5)" -F 999 --off-cpu -o "$TMP/$name" -v "$@" \
 		>"$TMP/$name.out" 2>&1 &
-	local rec=$!
-	KIDS+=("$rec")
-	: >"$TMP/$name.tree"
-	while kill -0 "$rec" 2>/dev/null; do
-		{ echo "$rec"; descendants "$rec"; } >>"$TMP/$name.tree"
-		sleep 0.1
-	done
-	wait "$rec"
-	RC=$?
-	sort -un "$TMP/$name.tree" >"$TMP/$name.pids"
-	echo "--- $name: lowprof record exited $RC; its processes: $(tr '\n' ' ' <"$TMP/$name.pids")"
+	watch "$name" $!
 }
 
 # ours PROFILE NAME: samples (or ns) of the run's own processes in PROFILE
@@ -119,18 +124,8 @@ check "... and the workload still is, with its chain ($n samples, >= 20)" test "
 # process tree again around attaching); the windows hold none of the tree
 "$BIN/lowprof" run --window 2 -d "$(scaled 5)" --off-cpu --spool "$TMP/sp" --no-cache \
 	>"$TMP/run.out" 2>&1 &
-RUN=$!
-KIDS+=("$RUN")
-: >"$TMP/run.tree"
-while kill -0 "$RUN" 2>/dev/null; do
-	{ echo "$RUN"; descendants "$RUN"; } >>"$TMP/run.tree"
-	sleep 0.1
-done
-wait "$RUN"
-RC=$?
+watch run $!
 check "lowprof run exits 0 (got $RC)" test "$RC" -eq 0
-sort -un "$TMP/run.tree" >"$TMP/run.pids"
-echo "--- run: its processes: $(tr '\n' ' ' <"$TMP/run.pids")"
 own=0 wl=0
 for f in "$TMP"/sp/*.pb.gz; do
 	own=$((own + $(ours "$f" run)))
