@@ -862,6 +862,9 @@ static int accept_consumer(struct coll *c, bool resumed)
 		close(cfd);
 		return 0;
 	}
+	/* lowprof's own from now on; its exit takes it out (profile.bpf.c) */
+	if (!c->o->include_self)
+		coll_self_add(bpf_map__fd(c->skel->maps.self_tgids), cred.pid);
 	/*
 	 * the file channel's credentials on before the ring goes: a request
 	 * sent as soon as the ring arrives must carry them
@@ -1312,6 +1315,8 @@ static int load_skel(struct coll *c, bool raw)
 	c->skel->rodata->filter_pids = o->npids > 0;
 	c->skel->rodata->filter_cgroups = (uint32_t)o->ncgroups;
 	c->skel->rodata->stack_bytes = o->stack_bytes;
+	c->skel->rodata->exclude_self = !o->include_self;
+	c->skel->rodata->self_uid = coll_self_uid(o);
 	c->bpf_ring_bytes =
 		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
 	c->skel->rodata->wake_bytes = c->bpf_ring_bytes / 2;
@@ -1349,6 +1354,8 @@ static int load_offcpu_with(struct coll *c)
 	off->rodata->filter_pids = o->npids > 0;
 	off->rodata->filter_cgroups = (uint32_t)o->ncgroups;
 	off->rodata->stack_bytes = o->stack_bytes;
+	off->rodata->exclude_self = !o->include_self;
+	off->rodata->self_uid = coll_self_uid(o);
 	off->rodata->wake_bytes = c->bpf_ring_bytes / 2;
 	off->rodata->mode = o->off_cpu_mode == COLL_OFFCPU_TIME ? LP_OFFCPU_TIME : LP_OFFCPU_EVENT;
 	/* rate * 2^32, the comparison bpf_get_prandom_u32() < threshold */
@@ -1490,10 +1497,11 @@ static uint64_t bpf_mem(struct coll *c)
 {
 	uint64_t sum = obj_mem(c->skel->obj, NULL, NULL);
 
-	/* the off-CPU object's ring and pid filter are profile's (reused fds) */
+	/* the off-CPU object's ring, filters and self set are profile's (reused fds) */
 	if (c->off)
 		sum += obj_mem(c->off->obj, c->off->maps.events, c->off->maps.pids) -
-		       fd_memlock(bpf_map__fd(c->off->maps.cgroups));
+		       fd_memlock(bpf_map__fd(c->off->maps.cgroups)) -
+		       fd_memlock(bpf_map__fd(c->off->maps.self_tgids));
 	return sum;
 }
 
@@ -2194,6 +2202,7 @@ int coll_run(const struct coll_opts *o)
 	err = load_bpf(&c);
 	if (err)
 		goto err_out;
+	coll_self_init(bpf_map__fd(c.skel->maps.self_tgids), o);
 	if (c.listen_fd >= 0) {
 		err = ring_handoff(&c);
 		if (err == -EINTR) { /* stopped before any symbolizer came */
@@ -2211,9 +2220,11 @@ int coll_run(const struct coll_opts *o)
 	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)
 		send_maps(&c, (uint32_t)o->pids[i], 0, WAIT_START_MS);
+	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
 	err = attach_bpf(&c);
 	if (err)
 		goto err_out;
+	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)
@@ -2246,12 +2257,12 @@ int coll_run(const struct coll_opts *o)
 	{
 		const struct lp_bpf_stats *bs = &c.skel->bss->stats;
 
-		lp_debug("bpf: %llu samples, %llu ring full, %llu idle, %llu filtered, %llu task "
-			 "events, %llu task lost, %llu/%llu stack errors",
+		lp_debug("bpf: %llu samples, %llu ring full, %llu idle, %llu filtered, %llu of "
+			 "lowprof's own, %llu task events, %llu task lost, %llu/%llu stack errors",
 			 (unsigned long long)c.bpf_samples, (unsigned long long)bs->ringbuf_full,
 			 (unsigned long long)bs->idle, (unsigned long long)bs->filtered,
-			 (unsigned long long)bs->task_events, (unsigned long long)bs->task_lost,
-			 (unsigned long long)bs->kstack_errors,
+			 (unsigned long long)bs->self, (unsigned long long)bs->task_events,
+			 (unsigned long long)bs->task_lost, (unsigned long long)bs->kstack_errors,
 			 (unsigned long long)bs->ustack_errors);
 	}
 	if (c.off) {

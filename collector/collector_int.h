@@ -11,6 +11,8 @@
 #include "lowprof/files.h"
 #include "lowprof/schema.h"
 
+struct coll_opts;
+
 struct coll_range {
 	uint64_t start, end;
 };
@@ -120,6 +122,21 @@ int coll_broker__tick(struct coll_broker *b, uint64_t now_ns);
 void coll_broker__detach(struct coll_broker *b);
 void coll_broker__stats(const struct coll_broker *b, struct coll_files_stats *st);
 void coll_broker__free(struct coll_broker *b);
+
+/*
+ * lowprof's own processes (self.c; coll_opts.include_self). coll_self_uid:
+ * the uid left out whole (0: none). coll_self_add: pid into the self_tgids
+ * map (map_fd), 0 or -errno. coll_self_init: the collector and self_pid's
+ * tree, once the map exists. coll_self_walk: self_pid's tree again, for
+ * what was started before on_fork was attached to note it (the symbolizer's
+ * helpers, started while the collector waited for it): just before and
+ * just after attaching, which leaves only what starts during the attach
+ * and is sampled before the second walk.
+ */
+uint32_t coll_self_uid(const struct coll_opts *o);
+int coll_self_add(int map_fd, pid_t pid);
+void coll_self_init(int map_fd, const struct coll_opts *o);
+void coll_self_walk(int map_fd, const struct coll_opts *o);
 
 /* msgpack overhead of a sample record, upper bound */
 #define SAMPLE_ENC_SLACK 128
