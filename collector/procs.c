@@ -381,8 +381,11 @@ int coll_read_maps(struct coll_proc *p, uint32_t tid, uint64_t now_ns, struct lp
 	for (cur = buf, end = buf + len; (r = coll_maps_next(&cur, end, &m)) != 0;)
 		if (r == 1 && (m.prot & LPS_PROT_X))
 			count++;
-	if (!count && !tid && (tid = other_thread(p->pid)) != 0) {
-		/* the leader's maps are empty once it has ended: a thread's are not */
+	if (!count && (!tid || tid == p->pid) && (tid = other_thread(p->pid)) != 0) {
+		/*
+		 * the leader's maps are empty once it has ended (its sample may
+		 * be older than that): another thread's are not
+		 */
 		close(fd);
 		free(buf);
 		return coll_read_maps(p, tid, now_ns, enc, emit, ctx);
