@@ -10,9 +10,12 @@
  * process has mapped executable right now, found by device and inode in
  * that process's /proc/PID/maps. The path comes from the kernel's maps,
  * is resolved inside the process's own root (RESOLVE_IN_ROOT: its
- * symlinks cannot lead out of it), and the file opened must be a regular
- * file with that device and inode, or nothing is sent. The collector reads
- * none of the file's bytes. With -p, only files of those processes.
+ * symlinks cannot lead out of it); a file deleted or replaced since it was
+ * mapped is opened from the process instead (/proc/PID/exe, or
+ * /proc/PID/map_files/START-END of that mapping). The file opened must be
+ * a regular file with that device and inode, or nothing is sent. The
+ * collector reads none of the file's bytes. With -p, only files of those
+ * processes.
  *
  * Who does it: the broker (below) takes requests in the drain loop, which
  * must never wait, and has worker processes do the maps reads and opens,
