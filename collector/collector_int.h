@@ -58,15 +58,26 @@ int coll_drop_caps(void);
  * The file channel (lowprof/files.h): files.c. coll_file_open opens
  * read-only the file pid maps executable from that device and inode, or
  * returns -errno (-ENOENT: no such mapping; -ESTALE: the path now leads to
- * another file). In two steps: coll_mapped_path finds the path in
- * /proc/PID/maps, coll_file_open_at opens it inside the process's root
- * and checks it is that file. Either can block for as long as a file
- * system hangs (the maps read waits for the process's mmap lock).
+ * another file and the mapping cannot be reached otherwise; -EPERM: the
+ * file is deleted or replaced and only /proc/PID/map_files reaches it,
+ * which needs a capability the collector does not have). In two steps:
+ * coll_mapped_path finds the mapping in /proc/PID/maps (its path as the
+ * kernel printed it, " (deleted)" included, and its range),
+ * coll_file_open_at opens it inside the process's root, or else as the
+ * process's executable (/proc/PID/exe) or the mapping itself
+ * (/proc/PID/map_files/START-END), and checks it is that file. Either can
+ * block for as long as a file system hangs (the maps read waits for the
+ * process's mmap lock).
  */
+struct coll_mapped {
+	uint64_t start, end;
+	char path[4096];
+};
+
 int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode);
-int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *out,
-		     size_t cap);
-int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
+int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode,
+		     struct coll_mapped *out);
+int coll_file_open_at(uint32_t pid, const struct coll_mapped *m, uint32_t major, uint32_t minor,
 		      uint64_t inode);
 
 /*
@@ -105,9 +116,10 @@ struct coll_broker_opts {
 	uint32_t timeout_ms; /* 0: 1000 */
 	uint32_t max_stuck;  /* 0 (or more than 4): 4 */
 	/* NULL: coll_mapped_path and coll_file_open_at (tests put slow ones here) */
-	int (*maps)(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *path,
-		    size_t cap);
-	int (*open)(uint32_t pid, const char *path, uint32_t major, uint32_t minor, uint64_t inode);
+	int (*maps)(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode,
+		    struct coll_mapped *out);
+	int (*open)(uint32_t pid, const struct coll_mapped *m, uint32_t major, uint32_t minor,
+		    uint64_t inode);
 	/* a build-id note (lowprof/files.h) from the owner; NULL: ignored */
 	void (*buildid)(void *ctx, const struct lp_file_buildid *note);
 	void *ctx;

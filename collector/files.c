@@ -10,9 +10,12 @@
  * process has mapped executable right now, found by device and inode in
  * that process's /proc/PID/maps. The path comes from the kernel's maps,
  * is resolved inside the process's own root (RESOLVE_IN_ROOT: its
- * symlinks cannot lead out of it), and the file opened must be a regular
- * file with that device and inode, or nothing is sent. The collector reads
- * none of the file's bytes. With -p, only files of those processes.
+ * symlinks cannot lead out of it); a file deleted or replaced since it was
+ * mapped is opened from the process instead (/proc/PID/exe, or
+ * /proc/PID/map_files/START-END of that mapping). The file opened must be
+ * a regular file with that device and inode, or nothing is sent. The
+ * collector reads none of the file's bytes. With -p, only files of those
+ * processes.
  *
  * Who does it: the broker (below) takes requests in the drain loop, which
  * must never wait, and has worker processes do the maps reads and opens,
@@ -38,6 +41,7 @@
 #include "collector_int.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
+#include "lowprof/text.h"
 #include "procfs.h"
 
 #define MAPS_MAX_BYTES (64u << 20)
@@ -47,8 +51,8 @@ static bool is_file(const struct stat *st, uint32_t major, uint32_t minor, uint6
 	return S_ISREG(st->st_mode) && st->st_ino == inode && st->st_dev == makedev(major, minor);
 }
 
-int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode, char *out,
-		     size_t cap)
+int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode,
+		     struct coll_mapped *out)
 {
 	char maps[32];
 	const char *cur, *end;
@@ -68,12 +72,14 @@ int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inod
 		if (r < 0 || !(m.prot & LPS_PROT_X) || m.inode != inode || m.dev_major != major ||
 		    m.dev_minor != minor || !m.path.len || m.path.ptr[0] != '/')
 			continue;
-		if (m.path.len >= cap || memchr(m.path.ptr, '\0', m.path.len)) {
+		if (m.path.len >= sizeof(out->path) || memchr(m.path.ptr, '\0', m.path.len)) {
 			err = -ENAMETOOLONG;
 			continue;
 		}
-		memcpy(out, m.path.ptr, m.path.len);
-		out[m.path.len] = '\0';
+		memcpy(out->path, m.path.ptr, m.path.len);
+		out->path[m.path.len] = '\0';
+		out->start = m.start;
+		out->end = m.end;
 		err = 0;
 		break;
 	}
@@ -81,14 +87,38 @@ int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inod
 	return err;
 }
 
-int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
-		      uint64_t inode)
+/*
+ * pfd (O_PATH, closed here) reopened read-only if it is the regular file
+ * of that device and inode: no device or FIFO open. An fd or -errno.
+ */
+static int reopen_checked(int pfd, uint32_t major, uint32_t minor, uint64_t inode)
+{
+	struct stat st;
+	int fd;
+
+	if (fstat(pfd, &st) || !is_file(&st, major, minor, inode)) {
+		close(pfd);
+		return -ESTALE;
+	}
+	fd = lp_reopen(pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	close(pfd);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) || !is_file(&st, major, minor, inode)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* The mapped file by its path, resolved inside the process's root. */
+static int open_by_path(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
+			uint64_t inode)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	char root[32];
-	struct stat st;
-	int rootfd, pfd, fd, err;
+	int rootfd, pfd, err;
 
 	if (path[0] != '/')
 		return -EINVAL;
@@ -101,33 +131,75 @@ int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t m
 		pfd = openat(rootfd, path + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	err = pfd < 0 ? -errno : 0;
 	close(rootfd);
-	if (err)
-		return err;
-	if (fstat(pfd, &st) || !is_file(&st, major, minor, inode)) {
-		close(pfd);
-		return -ESTALE;
-	}
-	/* the inode found above, opened for reading: no device or FIFO opens */
-	fd = lp_reopen(pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-	close(pfd);
-	if (fd < 0)
+	return err ? err : reopen_checked(pfd, major, minor, inode);
+}
+
+/* The mapped file through a /proc magic link of the process (exe, map_files/...). */
+static int open_by_link(const char *link, uint32_t major, uint32_t minor, uint64_t inode)
+{
+	int pfd = open(link, O_PATH | O_CLOEXEC);
+
+	return pfd < 0 ? -errno : reopen_checked(pfd, major, minor, inode);
+}
+
+/*
+ * A file deleted or replaced since it was mapped (an upgrade, a redeploy)
+ * has no path any more; the kernel still reaches it from the process. As
+ * its executable, /proc/PID/exe asks only what reading its maps asked (a
+ * ptrace-mode read check: CAP_SYS_PTRACE). Any other mapped file only
+ * through /proc/PID/map_files/START-END, which takes CAP_CHECKPOINT_RESTORE
+ * (Linux 5.9+) or CAP_SYS_ADMIN in the initial user namespace besides
+ * (fs/proc/base.c, proc_map_files_get_link); the collector keeps the first
+ * when it was given it (caps.c), never the second.
+ */
+static int open_unreachable(uint32_t pid, const struct coll_mapped *m, uint32_t major,
+			    uint32_t minor, uint64_t inode)
+{
+	static bool warned;
+	char link[64], shown[LP_NAME_PRINT_MAX + 4];
+	int fd;
+
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	fd = open_by_link(link, major, minor, inode);
+	if (fd >= 0)
 		return fd;
-	if (fstat(fd, &st) || !is_file(&st, major, minor, inode)) {
-		close(fd);
-		return -ESTALE;
+	snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open_by_link(link, major, minor, inode);
+	if (fd != -EPERM && fd != -EACCES)
+		return fd;
+	if (!warned) {
+		warned = true;
+		lp_warn("files: pid %u's %s is deleted or replaced, and only "
+			"/proc/PID/map_files still reaches it, which needs CAP_CHECKPOINT_RESTORE "
+			"(Linux 5.9+; CAP_SYS_ADMIN before) that the collector was not given; "
+			"frames in such files stay unsymbolized",
+			pid, lp_sanitize_name(shown, sizeof(shown), m->path));
 	}
-	return fd;
+	return -EPERM;
+}
+
+int coll_file_open_at(uint32_t pid, const struct coll_mapped *m, uint32_t major, uint32_t minor,
+		      uint64_t inode)
+{
+	int fd = open_by_path(pid, m->path, major, minor, inode), err;
+
+	if (fd >= 0 || fd == -EINVAL)
+		return fd;
+	err = open_unreachable(pid, m, major, minor, inode);
+	/* not reachable from the process either: the path's reason */
+	return err >= 0 || err == -EPERM ? err : fd;
 }
 
 int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode)
 {
-	char path[4096];
+	struct coll_mapped m;
 	int err;
 
 	if (pid == 0 || pid > 0x3fffffff)
 		return -ESRCH;
-	err = coll_mapped_path(pid, major, minor, inode, path, sizeof(path));
-	return err ? err : coll_file_open_at(pid, path, major, minor, inode);
+	err = coll_mapped_path(pid, major, minor, inode, &m);
+	return err ? err : coll_file_open_at(pid, &m, major, minor, inode);
 }
 
 /* ---- the broker ----------------------------------------------------------
@@ -258,7 +330,7 @@ static __attribute__((noreturn)) void worker_main(int sock, pid_t parent,
 		_exit(1);
 	for (;;) {
 		struct lp_file_req q;
-		char path[4096];
+		struct coll_mapped m;
 		int err, fd = -1;
 		ssize_t n = recv(3, &q, sizeof(q), 0);
 
@@ -269,9 +341,9 @@ static __attribute__((noreturn)) void worker_main(int sock, pid_t parent,
 		if (q.pid == 0 || q.pid > 0x3fffffff) {
 			err = -ESRCH;
 		} else {
-			err = o->maps(q.pid, q.dev_major, q.dev_minor, q.inode, path, sizeof(path));
+			err = o->maps(q.pid, q.dev_major, q.dev_minor, q.inode, &m);
 			if (!err && !worker_say(WMSG_OPENING, q.id, 0, -1)) {
-				fd = o->open(q.pid, path, q.dev_major, q.dev_minor, q.inode);
+				fd = o->open(q.pid, &m, q.dev_major, q.dev_minor, q.inode);
 				err = fd < 0 ? fd : 0;
 			}
 		}

@@ -136,7 +136,26 @@ static void file_build_id(int fd, char *out)
 }
 
 /*
- * Replay: the file with the mapped build-id, at the recorded path or under
+ * The path a file had before it was deleted or replaced under the process
+ * that maps it (an upgrade): the kernel's maps print "PATH (deleted)". In
+ * buf, or NULL when path does not end so.
+ */
+static const char *path_before_delete(const char *path, char *buf, size_t cap)
+{
+	static const char sfx[] = " (deleted)";
+	size_t n = strlen(path), k = sizeof(sfx) - 1;
+
+	if (n <= k + 1 || n - k >= cap || strcmp(path + n - k, sfx))
+		return NULL;
+	memcpy(buf, path, n - k);
+	buf[n - k] = '\0';
+	return buf;
+}
+
+/*
+ * Replay: the file with the mapped build-id, at the recorded path (for a
+ * file deleted or replaced since it was mapped, also at the path it had:
+ * the same build may be installed there where the capture is replayed) or under
  * a debug dir as .build-id/xx/rest. Without a recorded build-id, the file
  * at the path if it is the mapped one by device and inode, which only holds
  * on the host that was profiled. Returns an fd, or -ESTALE after saying,
@@ -145,7 +164,8 @@ static void file_build_id(int fd, char *out)
 static int open_replay_file(struct symb_objects *s, struct symb_obj *o, struct stat *st)
 {
 	char want[2 * LPS_MAX_BUILD_ID + 1], got[2 * LPS_MAX_BUILD_ID + 1],
-		shown[LP_NAME_PRINT_MAX + 4];
+		shown[LP_NAME_PRINT_MAX + 4], before[LPS_MAX_PATH + 1];
+	const char *paths[2] = {o->path, NULL};
 	int fd, path_err;
 
 	lp_sanitize_name(shown, sizeof(shown), o->path);
@@ -164,9 +184,13 @@ static int open_replay_file(struct symb_objects *s, struct symb_obj *o, struct s
 	hex_id(want, o->want_id, o->want_id_len);
 	got[0] = '\0';
 	path_err = -EINVAL;
-	if (path_is_plain(o->path)) {
-		fd = open_checked(o->path, NULL, st);
-		path_err = fd < 0 ? fd : 0;
+	paths[1] = path_before_delete(o->path, before, sizeof(before));
+	for (int i = 0; i < 2 && paths[i]; i++) {
+		if (!path_is_plain(paths[i]))
+			continue;
+		fd = open_checked(paths[i], NULL, st);
+		if (i == 0 || fd >= 0)
+			path_err = fd < 0 ? fd : 0;
 		if (fd >= 0) {
 			file_build_id(fd, got);
 			if (!strcmp(got, want))

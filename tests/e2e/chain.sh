@@ -36,10 +36,13 @@ if [[ -n "$SYM" && -n "$COL" ]]; then
 	check "symbolizer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$SYM/status
 	check "symbolizer runs under a seccomp filter (Seccomp: 2)" \
 		grep -q '^Seccomp:[[:space:]]*2$' /proc/$SYM/status
-	# CAP_SYS_PTRACE is bit 19, CAP_DAC_READ_SEARCH bit 2
+	# CAP_SYS_PTRACE is bit 19, CAP_DAC_READ_SEARCH bit 2, and
+	# CAP_CHECKPOINT_RESTORE bit 40 where the kernel knows it (5.9+)
+	keep=0000000000080004
+	[[ $(cat /proc/sys/kernel/cap_last_cap) -ge 40 ]] && keep=0000010000080004
 	for set in CapEff CapPrm CapBnd; do
-		check "collector $set is CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH only" \
-			grep -q "^$set:[[:space:]]*0000000000080004$" /proc/$COL/status
+		check "collector $set is CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH (+ CAP_CHECKPOINT_RESTORE) only" \
+			grep -q "^$set:[[:space:]]*$keep$" /proc/$COL/status
 	done
 	check "collector CapInh and CapAmb are 0" \
 		bash -c "grep -q '^CapInh:[[:space:]]*0000000000000000$' /proc/$COL/status &&

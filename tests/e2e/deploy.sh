@@ -29,8 +29,8 @@ check "systemd-analyze verify has nothing to say about our units" \
 
 C="$UNITS/lowprof-collector.service"
 S="$UNITS/lowprof-symbolizer.service"
-check "collector: bounding set is BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN" \
-	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHOWN CAP_SETPCAP CAP_SYS_ADMIN' "$C"
+check "collector: bounding set is BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN CHECKPOINT_RESTORE" \
+	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHOWN CAP_SETPCAP CAP_SYS_ADMIN CAP_CHECKPOINT_RESTORE' "$C"
 check "collector: no ambient capabilities" grep -qx 'AmbientCapabilities=' "$C"
 check "collector: no network" grep -qx 'PrivateNetwork=yes' "$C"
 check "symbolizer: the system user lowprof, not a dynamic one" \
@@ -100,9 +100,10 @@ ok("exporter: no privilege escalation, read-only root, RuntimeDefault seccomp",
    and es["seccompProfile"]["type"] == "RuntimeDefault")
 ok("hostPID (the node's processes)", pod.get("hostPID") is True)
 ok("collector is not privileged", cs.get("privileged") is False)
-ok("collector drops ALL and adds exactly BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN",
+ok("collector drops ALL and adds exactly BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN CHECKPOINT_RESTORE",
    cs["capabilities"]["drop"] == ["ALL"] and sorted(cs["capabilities"]["add"]) ==
-   sorted(["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG", "CHOWN", "SETPCAP", "SYS_ADMIN"]))
+   sorted(["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG", "CHOWN", "SETPCAP", "SYS_ADMIN",
+           "CHECKPOINT_RESTORE"]))
 ok("collector: no privilege escalation", cs.get("allowPrivilegeEscalation") is False)
 ok("symbolizer is non-root (runAsNonRoot) with a uid of its own, 60101 (not nobody's 65534)",
    ss.get("runAsNonRoot") is True and ss.get("runAsUser") == 60101

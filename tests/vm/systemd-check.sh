@@ -125,10 +125,13 @@ done
 if [[ $COL -gt 0 && $SYM -gt 0 && $WR -gt 0 ]]; then
 	check "collector runs as root (Uid, Gid: 0)" \
 		test "$(st "$COL" Uid)" = "0 0 0 0" -a "$(st "$COL" Gid)" = "0 0 0 0"
-	# CAP_SYS_PTRACE is bit 19, CAP_DAC_READ_SEARCH bit 2
+	# CAP_SYS_PTRACE is bit 19, CAP_DAC_READ_SEARCH bit 2, and
+	# CAP_CHECKPOINT_RESTORE bit 40 where the kernel knows it (5.9+)
+	keep=0000000000080004
+	[[ $(cat /proc/sys/kernel/cap_last_cap) -ge 40 ]] && keep=0000010000080004
 	for set in CapEff CapPrm CapBnd; do
-		check "collector $set is CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH only ($(st "$COL" $set))" \
-			test "$(st "$COL" $set)" = 0000000000080004
+		check "collector $set is CAP_SYS_PTRACE + CAP_DAC_READ_SEARCH (+ CAP_CHECKPOINT_RESTORE) only ($(st "$COL" $set))" \
+			test "$(st "$COL" $set)" = "$keep"
 	done
 	check "collector CapInh and CapAmb are 0" \
 		test "$(st "$COL" CapInh)" = 0000000000000000 -a "$(st "$COL" CapAmb)" = 0000000000000000
