@@ -32,7 +32,7 @@
 #include <string.h>
 
 #define LPS_VERSION_MAJOR 1
-#define LPS_VERSION_MINOR 5
+#define LPS_VERSION_MINOR 6
 
 #define LPS_MAX_FRAMES	   127 /* kernel and user frame-pointer stacks */
 #define LPS_COMM_LEN	   16
@@ -63,6 +63,7 @@ enum lps_type {
 	LPS_BUILDID = 9, /* since 1.4: a mapped file's build-id the kernel did not give */
 	LPS_CGROUP = 10, /* since 1.5: the path of a cgroup id that samples carry */
 	LPS_PROC = 11,	 /* since 1.5: what a process runs: its executable's path */
+	LPS_PERFMAP = 12, /* since 1.6: bytes of a process's JIT perf map file */
 	LPS__TYPES,	 /* one past the last type this reader knows */
 };
 
@@ -272,6 +273,21 @@ struct lps_proc {
 	struct lps_str exe; /* at most LPS_MAX_PATH bytes; empty: unknown */
 };
 
+/*
+ * since 1.6: bytes [offset, offset + data.len) of a process's JIT perf map
+ * file (/tmp/perf-NSPID.map in its root), copied by the collector without
+ * parsing. Chunks of one file come in offset order; offset 0 starts the
+ * file again (a new file, or one that shrank). The content is the process's:
+ * untrusted text.
+ */
+#define LPS_MAX_PERFMAP_CHUNK (64u * 1024) /* data bytes in one record */
+struct lps_perfmap {
+	uint64_t time_ns;
+	uint32_t pid;
+	uint64_t offset;
+	struct lps_str data; /* bin, 1..LPS_MAX_PERFMAP_CHUNK bytes */
+};
+
 /* Any record: type + the member that matches it. */
 struct lps_record {
 	uint32_t type;
@@ -287,6 +303,7 @@ struct lps_record {
 		struct lps_buildid buildid;
 		struct lps_cgroup cgroup;
 		struct lps_proc proc;
+		struct lps_perfmap perfmap;
 	};
 };
 
@@ -357,6 +374,7 @@ void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
 void lps_enc_buildid(struct lps_enc *e, const struct lps_buildid *b);
 void lps_enc_cgroup(struct lps_enc *e, const struct lps_cgroup *g);
 void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p);
+void lps_enc_perfmap(struct lps_enc *e, const struct lps_perfmap *p);
 
 /*
  * What a fallback of the meta means ("no-task-pt-regs": "no bpf_task_pt_regs
