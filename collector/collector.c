@@ -307,6 +307,15 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
 		return;
 	}
 	c->maps_sent++;
+	coll_perfmap_refresh(p, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
+}
+
+/* What the known JIT perf maps grew by (perfmap.c). */
+static void send_perfmaps(struct coll *c)
+{
+	struct maps_emit me = {c, WAIT_RUN_MS};
+
+	coll_perfmaps_poll(&c->procs, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
 }
 
 /*
@@ -470,10 +479,14 @@ static void handle_task(struct coll *c, const struct lp_ev_task *e)
 			e->hdr.pid,
 			{e->hdr.comm, (uint32_t)strnlen(e->hdr.comm, LP_BPF_COMM_LEN)}};
 
+		struct coll_proc *p = coll_procs_find(&c->procs, e->hdr.pid);
+
 		lps_enc_exec(&c->dyn, &x);
 		write_enc(c, &c->dyn, WAIT_RUN_MS);
+		if (p) /* the reader forgets the old image's JIT symbols */
+			coll_perfmap_forget(p);
 		/* the new image's mappings replace the old ones */
-		if (coll_procs_find(&c->procs, e->hdr.pid) || c->o->npids)
+		if (p || c->o->npids)
 			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
 	} else {
 		struct lps_exit x = {e->hdr.time_ns, e->hdr.pid};
@@ -1648,9 +1661,12 @@ static void resend_state(struct coll *c)
 		return;
 	}
 	/* send_maps adds to the table: collect the pids first */
-	for (uint32_t i = 0; i < c->procs.cap; i++)
-		if (c->procs.slots[i].used)
+	for (uint32_t i = 0; i < c->procs.cap; i++) {
+		if (c->procs.slots[i].used) {
 			pids[n++] = c->procs.slots[i].pid;
+			coll_perfmap_forget(&c->procs.slots[i]); /* sent again, whole */
+		}
+	}
 	for (uint32_t i = 0; i < n; i++)
 		send_maps(c, pids[i], WAIT_RUN_MS);
 	free(pids);
@@ -1802,6 +1818,21 @@ static void print_files(struct coll *c)
 		(unsigned long long)f.late);
 }
 
+static void print_perfmaps(void)
+{
+	struct coll_perfmap_stats st;
+
+	coll_perfmap_stats(&st);
+	if (st.files || st.refused)
+		lp_debug("perfmap: %llu JIT perf maps, %llu KiB in %llu records, %llu refused "
+			 "(not a regular file of the process's uid)",
+			 (unsigned long long)st.files, (unsigned long long)(st.bytes >> 10),
+			 (unsigned long long)st.records, (unsigned long long)st.refused);
+	if (st.capped_files)
+		lp_warn("perfmap: %llu JIT perf maps over 64 MiB: only their first 64 MiB sent",
+			(unsigned long long)st.capped_files);
+}
+
 static const char *drain_loop(struct coll *c)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_loss = start;
@@ -1831,6 +1862,7 @@ static const char *drain_loop(struct coll *c)
 		 */
 		lp_ring__notify(c->ring);
 		nap_serving(c, nap);
+		send_perfmaps(c); /* before the samples that may need them */
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
 		tune_early_wrap(c, now);
@@ -2078,6 +2110,7 @@ int coll_run(const struct coll_opts *o)
 	}
 	lp_debug("collector: %llu maps records, %llu maps errors", (unsigned long long)c.maps_sent,
 		 (unsigned long long)c.maps_errors);
+	print_perfmaps();
 	print_files(&c);
 	lp_debug("collector: peak RSS %lu KiB (VmHWM)", coll_peak_rss_kib());
 	coll_cleanup(&c);

@@ -15,12 +15,15 @@ struct coll_range {
 	uint64_t start, end;
 };
 
+struct coll_perfmap;
+
 struct coll_proc {
 	bool used;
 	uint32_t pid;
 	uint64_t maps_ns;	   /* when its maps were last read */
 	struct coll_range *ranges; /* executable ranges, ascending */
 	uint32_t nranges;
+	struct coll_perfmap *pm; /* its JIT perf map (perfmap.c), or NULL */
 };
 
 /* Open-addressing hash of processes; pointers die on the next add. */
@@ -36,6 +39,31 @@ void coll_procs_free(struct coll_procs *t);
 bool coll_proc_covers(const struct coll_proc *p, uint64_t ip);
 int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
+
+/*
+ * JIT perf maps (perfmap.c): copied into the stream as LPS_PERFMAP records,
+ * never parsed. coll_perfmap_refresh, after a read of p's mappings: finds
+ * p's perf map (a new file at the path starts over from offset 0) and sends
+ * what is new. coll_perfmaps_poll, once a drain, before the samples: sends
+ * what every known perf map grew by. coll_perfmap_forget: the next refresh
+ * sends the file from offset 0 (exec, a new reader); the table's del and
+ * free call it. Both send through emit, as coll_read_maps does, and return
+ * 0 or the first negative errno (what was not emitted is sent next time).
+ */
+struct coll_perfmap_stats {
+	uint64_t files;	       /* perf map files found */
+	uint64_t refused;      /* found but not a regular file of the process's uid */
+	uint64_t records;      /* LPS_PERFMAP records emitted */
+	uint64_t bytes;	       /* their data bytes */
+	uint64_t capped_files; /* files longer than the per-process cap: the rest not sent */
+};
+
+int coll_perfmap_refresh(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+			 int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
+int coll_perfmaps_poll(struct coll_procs *t, uint64_t now_ns, struct lps_enc *enc,
+		       int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
+void coll_perfmap_forget(struct coll_proc *p);
+void coll_perfmap_stats(struct coll_perfmap_stats *st);
 
 /*
  * Mappings go out without build-ids from now on: the kernel has no

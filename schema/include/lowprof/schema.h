@@ -52,19 +52,19 @@
 #define LPS_MAX_FALLBACK_NAME		  32 /* meta fallbacks: bytes of one */
 
 enum lps_type {
-	LPS_META = 1,	 /* run metadata; first record of every stream */
-	LPS_SAMPLE = 2,	 /* one stack sample */
-	LPS_MAPS = 3,	 /* executable mappings of one process */
-	LPS_EXEC = 4,	 /* a process called exec */
-	LPS_EXIT = 5,	 /* a process exited */
-	LPS_KSYMS = 6,	 /* a chunk of the kernel symbol snapshot */
-	LPS_LOSS = 7,	 /* loss counters, cumulative since the run began */
-	LPS_END = 8,	 /* the stream is complete */
-	LPS_BUILDID = 9, /* since 1.4: a mapped file's build-id the kernel did not give */
-	LPS_CGROUP = 10, /* since 1.5: the path of a cgroup id that samples carry */
-	LPS_PROC = 11,	 /* since 1.5: what a process runs: its executable's path */
+	LPS_META = 1,	  /* run metadata; first record of every stream */
+	LPS_SAMPLE = 2,	  /* one stack sample */
+	LPS_MAPS = 3,	  /* executable mappings of one process */
+	LPS_EXEC = 4,	  /* a process called exec */
+	LPS_EXIT = 5,	  /* a process exited */
+	LPS_KSYMS = 6,	  /* a chunk of the kernel symbol snapshot */
+	LPS_LOSS = 7,	  /* loss counters, cumulative since the run began */
+	LPS_END = 8,	  /* the stream is complete */
+	LPS_BUILDID = 9,  /* since 1.4: a mapped file's build-id the kernel did not give */
+	LPS_CGROUP = 10,  /* since 1.5: the path of a cgroup id that samples carry */
+	LPS_PROC = 11,	  /* since 1.5: what a process runs: its executable's path */
 	LPS_PERFMAP = 12, /* since 1.6: bytes of a process's JIT perf map file */
-	LPS__TYPES,	 /* one past the last type this reader knows */
+	LPS__TYPES,	  /* one past the last type this reader knows */
 };
 
 enum lps_sample_kind {
