@@ -16,6 +16,7 @@
 #include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/opts.h"
+#include "perfmap.h"
 
 struct symb_map {
 	uint64_t start, end, offset;
@@ -29,6 +30,7 @@ struct symb_proc {
 	bool has_maps;
 	bool exited;  /* an exit record came, and no mappings since: dropped with the window */
 	uint32_t exe; /* its executable (labels), 0: unknown; a reference */
+	struct symb_jit *jit;  /* its JIT perf map (LPS_PERFMAP), or NULL */
 	struct symb_map *maps; /* ascending by start, non-overlapping */
 	uint32_t nmaps, cap_maps;
 };
@@ -46,9 +48,10 @@ struct symb_state {
 	uint64_t mem_budget; /* symb_objects__trim's, between windows */
 	struct symb_meta meta;
 
-	struct symb_objects *objs;  /* owned */
-	struct symb_ksyms *ksyms;   /* owned */
-	struct symb_labels *labels; /* owned */
+	struct symb_objects *objs;	  /* owned */
+	struct symb_ksyms *ksyms;	  /* owned */
+	struct symb_labels *labels;	  /* owned */
+	struct symb_jit_names *jit_names; /* owned: the window's JIT frames' names */
 
 	struct symb_proc *procs; /* open-addressing hash by pid */
 	uint32_t cap_procs;
@@ -76,6 +79,8 @@ struct symb_state {
 	 */
 	struct symb_delta_memo *delta_memo;
 	uint32_t maps_gen;
+	/* what the perf maps of processes now gone had counted (symb_state__jit_stats) */
+	struct symb_jit_stats jit_gone;
 };
 
 /* every need is bounded by a SYMB_MAX_* far below 2^31 */
@@ -111,7 +116,8 @@ struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 	s->objs = symb_objects__new(&oo);
 	s->ksyms = symb_ksyms__new();
 	s->labels = symb_labels__new(lp_mix64(s->seed + 1));
-	if (!s->objs || !s->ksyms || !s->labels) {
+	s->jit_names = symb_jit_names__new(lp_mix64(s->seed + 2));
+	if (!s->objs || !s->ksyms || !s->labels || !s->jit_names) {
 		symb_state__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -126,8 +132,11 @@ void symb_state__free(struct symb_state *s)
 	symb_objects__free(s->objs);
 	symb_ksyms__free(s->ksyms);
 	symb_labels__free(s->labels);
-	for (uint32_t i = 0; i < s->cap_procs; i++)
+	symb_jit_names__free(s->jit_names);
+	for (uint32_t i = 0; i < s->cap_procs; i++) {
 		free(s->procs[i].maps);
+		symb_jit__free(s->procs[i].jit);
+	}
 	free(s->procs);
 	free(s->seen_pids);
 	free(s->aggs);
@@ -218,6 +227,11 @@ void symb_state__labels_stats(const struct symb_state *s, struct symb_labels_sta
 	symb_labels__stats(s->labels, st);
 }
 
+const char *symb_state__jit_name(const struct symb_state *s, uint32_t id)
+{
+	return symb_jit_names__get(s->jit_names, id);
+}
+
 /* ---- processes ---------------------------------------------------------- */
 
 static uint32_t pid_hash(const struct symb_state *s, uint32_t pid)
@@ -304,6 +318,24 @@ static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 	p->nmaps = 0;
 	p->cap_maps = 0;
 	p->has_maps = false;
+}
+
+/* The process's JIT symbols are void (exec, exit); counted first. */
+static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
+{
+	const struct symb_jit_stats *st;
+
+	if (!p->jit)
+		return;
+	st = symb_jit__stats(p->jit);
+	s->jit_gone.lines += st->lines;
+	s->jit_gone.bad_lines += st->bad_lines;
+	s->jit_gone.dropped += st->dropped;
+	s->jit_gone.gap_bytes += st->gap_bytes;
+	s->jit_gone.dup_bytes += st->dup_bytes;
+	s->jit_gone.restarts += st->restarts;
+	symb_jit__free(p->jit);
+	p->jit = NULL;
 }
 
 /* Notes a pid that had samples: 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
@@ -807,6 +839,60 @@ static uint32_t unwind_user(struct symb_state *s, const struct symb_proc *p,
 	return res.n;
 }
 
+/*
+ * Frames in no file (anonymous executable memory, or no mapping at all)
+ * that p's perf map names become JIT frames: the name's id, and the
+ * symbol's start as the address, so that every sample in one compiled
+ * function shares its frame. Looked up at ingest: the perf map of the
+ * sample's moment, not of the window's end (a JIT reuses code memory).
+ */
+static void name_jit_frames(struct symb_state *s, const struct symb_proc *p, struct symb_frame *f,
+			    uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const char *name;
+		uint32_t len, id;
+		uint64_t start;
+		int err;
+
+		if (f[i].kind != SYMB_F_ANON && f[i].kind != SYMB_F_UNKNOWN)
+			continue;
+		if (symb_jit__lookup(p->jit, f[i].addr, &name, &len, &start) != 1)
+			continue;
+		err = symb_jit_names__intern(s->jit_names, name, len, &id);
+		if (err) {
+			s->n.jit_names_dropped++; /* the frame stays an address */
+			continue;
+		}
+		f[i] = (struct symb_frame){SYMB_F_JIT, id, start};
+		s->n.jit_frames++;
+	}
+}
+
+/* Bytes of p's perf map file (LPS_PERFMAP). */
+static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
+{
+	struct symb_proc *p = proc_get(s, r->pid);
+	int err;
+
+	if (!p) {
+		err = proc_add(s, r->pid, &p);
+		if (err == -ENOSPC) {
+			s->n.over_limit_samples++;
+			return 0;
+		}
+		if (err)
+			return err;
+	}
+	if (!p->jit) {
+		p->jit = symb_jit__new();
+		if (!p->jit)
+			return -ENOMEM;
+	}
+	p->exited = false;
+	return symb_jit__feed(p->jit, r->offset, r->data.ptr, r->data.len);
+}
+
 static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 {
 	struct symb_frame f[2 * LPS_MAX_FRAMES];
@@ -851,6 +937,8 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 			a -= 1;
 		f[n++] = user_frame(p, a, &unmapped, &bad_offsets);
 	}
+	if (p && p->jit)
+		name_jit_frames(s, p, &f[smp->nkstack], n - smp->nkstack);
 	err = note_pid_seen(s, smp->pid);
 	if (!err) {
 		struct agg_key k = {smp->kind, smp->pid, p ? p->exe : 0, smp->cgroup_id, comm};
@@ -998,14 +1086,17 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	case LPS_EXEC:
 		s->n.exec++;
 		p = proc_get(s, r.exec.pid);
-		if (p)
+		if (p) {
 			proc_clear_maps(s, p);
+			proc_clear_jit(s, p);
+		}
 		break;
 	case LPS_EXIT:
 		s->n.exit++;
 		p = proc_get(s, r.exit.pid);
 		if (p) {
 			proc_clear_maps(s, p);
+			proc_clear_jit(s, p);
 			p->exited = true;
 		}
 		break;
@@ -1020,6 +1111,9 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		break;
 	case LPS_PROC:
 		err = feed_proc(s, &r.proc);
+		break;
+	case LPS_PERFMAP:
+		err = feed_perfmap(s, &r.perfmap);
 		break;
 	case LPS_LOSS:
 		s->n.loss = r.loss;
@@ -1062,6 +1156,7 @@ static void procs_compact(struct symb_state *s)
 			continue;
 		if (s->procs[i].exited) {
 			free(s->procs[i].maps); /* none: cleared at the exit */
+			symb_jit__free(s->procs[i].jit);
 			symb_labels__exe_put(s->labels, s->procs[i].exe);
 		} else
 			*proc_slot(s, n, ncap, s->procs[i].pid) = s->procs[i];
@@ -1102,6 +1197,7 @@ void symb_state__new_window(struct symb_state *s)
 		memset(s->seen_pids, 0, (size_t)s->cap_seen * sizeof(*s->seen_pids));
 	/* no aggregated frame refers to a process or an object any more */
 	procs_compact(s);
+	symb_jit_names__clear(s->jit_names);
 	symb_objects__sweep(s->objs);
 	symb_labels__sweep(s->labels, last_ns);
 	symb_objects__trim(s->objs, s->mem_budget);
@@ -1110,6 +1206,24 @@ void symb_state__new_window(struct symb_state *s)
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)
 {
 	s->window_end = end_ns;
+}
+
+void symb_state__jit_stats(const struct symb_state *s, struct symb_jit_stats *st)
+{
+	*st = s->jit_gone;
+	for (uint32_t i = 0; i < s->cap_procs; i++) {
+		const struct symb_jit_stats *j;
+
+		if (!s->procs[i].used || !s->procs[i].jit)
+			continue;
+		j = symb_jit__stats(s->procs[i].jit);
+		st->lines += j->lines;
+		st->bad_lines += j->bad_lines;
+		st->dropped += j->dropped;
+		st->gap_bytes += j->gap_bytes;
+		st->dup_bytes += j->dup_bytes;
+		st->restarts += j->restarts;
+	}
 }
 
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid)

@@ -67,4 +67,28 @@ const struct symb_jit_stats *symb_jit__stats(const struct symb_jit *j);
 uint32_t symb_jit__count(struct symb_jit *j);
 size_t symb_jit__mem(const struct symb_jit *j);
 
+/*
+ * JIT function names as aggregated frames refer to them: each distinct
+ * name once, by a small id, for as long as the frames that use it (the
+ * ingest empties it with its aggregates). Bounded by SYMB_JIT_MAX_NAMES
+ * names and SYMB_JIT_MAX_NAMES_BYTES bytes in all.
+ */
+#define SYMB_JIT_MAX_NAMES	 (1u << 20)
+#define SYMB_JIT_MAX_NAMES_BYTES (128u << 20)
+
+struct symb_jit_names;
+
+/* NULL with errno set. Destructor: symb_jit_names__free (accepts NULL). */
+struct symb_jit_names *symb_jit_names__new(uint64_t seed);
+void symb_jit_names__free(struct symb_jit_names *t);
+/*
+ * The id of name[0..len) (no NUL inside), added if new: 0, -ENOSPC beyond
+ * the limits, or -ENOMEM.
+ */
+int symb_jit_names__intern(struct symb_jit_names *t, const char *name, uint32_t len, uint32_t *id);
+/* The NUL-terminated name of id, or NULL for an id it does not hold. */
+const char *symb_jit_names__get(const struct symb_jit_names *t, uint32_t id);
+/* Empties it: every id is void. */
+void symb_jit_names__clear(struct symb_jit_names *t);
+
 #endif /* LOWPROF_SYMB_JIT_PERFMAP_H */
