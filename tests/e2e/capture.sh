@@ -104,7 +104,7 @@ echo "--- capture-info"; cat "$TMP/info.out"
 check "capture-info exits 0 (got $rc)" test "$rc" -eq 0
 check "capture-info: complete" grep -Eq '^complete +yes' "$TMP/info.out"
 check "capture-info: no damage" grep -Eq '^damage +none$' "$TMP/info.out"
-check "capture-info: schema 1.5" grep -Eq '^schema +1\.5,' "$TMP/info.out"
+check "capture-info: schema 1.6" grep -Eq '^schema +1\.6,' "$TMP/info.out"
 check "capture-info: the pid filter is the workload" grep -Eq "^pid filter +$WPID\$" "$TMP/info.out"
 nsamp=$(awk -v p="$WPID" '$1 == p && $2 == "capwork" { print $3 }' "$TMP/info.out")
 check "capture-info lists pid $WPID, comm capwork, with samples ($nsamp)" test "${nsamp:-0}" -gt 0
