@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "lowprof/files.h"
@@ -88,6 +89,16 @@ int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inod
 		     size_t cap);
 int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
 		      uint64_t inode);
+/*
+ * What coll_file_open_at does with any check: opens path inside pid's root
+ * (openat2 RESOLVE_IN_ROOT, no magic link, the last component no symbolic
+ * link), fstats it into *st, and when ok(st, arg) holds reopens that inode
+ * read-only (O_NONBLOCK: no FIFO wait). Returns the descriptor, -ESTALE
+ * when ok refused it (or the reopened inode is another), or -errno.
+ */
+int coll_open_in_root(uint32_t pid, const char *path,
+		      bool (*ok)(const struct stat *st, const void *arg), const void *arg,
+		      struct stat *st);
 
 /*
  * The file broker: answers the symbolizer's requests without ever

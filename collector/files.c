@@ -81,13 +81,14 @@ int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inod
 	return err;
 }
 
-int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
-		      uint64_t inode)
+int coll_open_in_root(uint32_t pid, const char *path,
+		      bool (*ok)(const struct stat *st, const void *arg), const void *arg,
+		      struct stat *st)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	char root[32];
-	struct stat st;
+	struct stat st2;
 	int rootfd, pfd, fd, err;
 
 	if (path[0] != '/')
@@ -97,13 +98,13 @@ int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t m
 	if (rootfd < 0)
 		return -errno;
 	pfd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (pfd < 0 && errno == ENOSYS) /* before 5.6: the inode check below still holds */
+	if (pfd < 0 && errno == ENOSYS) /* before 5.6: the check below still holds */
 		pfd = openat(rootfd, path + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	err = pfd < 0 ? -errno : 0;
 	close(rootfd);
 	if (err)
 		return err;
-	if (fstat(pfd, &st) || !is_file(&st, major, minor, inode)) {
+	if (fstat(pfd, st) || !ok(st, arg)) {
 		close(pfd);
 		return -ESTALE;
 	}
@@ -112,11 +113,32 @@ int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t m
 	close(pfd);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) || !is_file(&st, major, minor, inode)) {
+	if (fstat(fd, &st2) || st2.st_ino != st->st_ino || st2.st_dev != st->st_dev) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
+}
+
+struct file_id {
+	uint32_t major, minor;
+	uint64_t inode;
+};
+
+static bool is_that_file(const struct stat *st, const void *arg)
+{
+	const struct file_id *id = arg;
+
+	return is_file(st, id->major, id->minor, id->inode);
+}
+
+int coll_file_open_at(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
+		      uint64_t inode)
+{
+	struct file_id id = {major, minor, inode};
+	struct stat st;
+
+	return coll_open_in_root(pid, path, is_that_file, &id, &st);
 }
 
 int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode)

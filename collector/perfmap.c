@@ -24,16 +24,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "collector_int.h"
-#include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "procfs.h"
 
@@ -81,51 +78,27 @@ static int proc_ids(uint32_t pid, uint32_t *nspid, uint32_t *euid)
 	return err;
 }
 
+static bool owned_regular(const struct stat *st, const void *arg)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == *(const uint32_t *)arg;
+}
+
 /*
  * Opens pid's perf map for reading, checked (see the top of the file), into
- * *st too. Returns the descriptor or a negative errno (-ENOENT: none).
+ * *st too. Returns the descriptor or a negative errno (-ENOENT: none;
+ * -ESTALE: not a regular file of the process's euid).
  */
 static int perfmap_open(uint32_t pid, struct stat *st)
 {
-	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	uint32_t nspid, euid;
-	char root[32], path[48];
-	int rootfd, pfd, fd, err;
+	char path[48];
+	int err;
 
 	err = proc_ids(pid, &nspid, &euid);
 	if (err)
 		return err;
-	snprintf(root, sizeof(root), "/proc/%u/root", pid);
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", nspid);
-	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return -errno;
-	pfd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (pfd < 0 && errno == ENOSYS) /* before 5.6: /tmp itself may be a link */
-		pfd = openat(rootfd, path + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	err = pfd < 0 ? -errno : 0;
-	close(rootfd);
-	if (err)
-		return err;
-	if (fstat(pfd, st) || !S_ISREG(st->st_mode) || st->st_uid != euid) {
-		close(pfd);
-		return -EPERM;
-	}
-	/* the inode checked above, for reading: no FIFO or device open */
-	fd = lp_reopen(pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-	close(pfd);
-	if (fd < 0)
-		return fd;
-	{
-		struct stat st2;
-
-		if (fstat(fd, &st2) || st2.st_ino != st->st_ino || st2.st_dev != st->st_dev) {
-			close(fd);
-			return -ESTALE;
-		}
-	}
-	return fd;
+	return coll_open_in_root(pid, path, owned_regular, &euid, st);
 }
 
 /*

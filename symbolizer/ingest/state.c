@@ -305,6 +305,26 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 	return 0;
 }
 
+/*
+ * pid's process, added when new: 0 with *out set; 1 when the table is full
+ * (counted as a sample over the limits: what named the process is lost);
+ * -ENOMEM.
+ */
+static int proc_get_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
+{
+	int err;
+
+	*out = proc_get(s, pid);
+	if (*out)
+		return 0;
+	err = proc_add(s, pid, out);
+	if (err == -ENOSPC) {
+		s->n.over_limit_samples++;
+		return 1;
+	}
+	return err;
+}
+
 /* Forgetting a process keeps its slot (no tombstones; SYMB_MAX_PROCS bounds them). */
 static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 {
@@ -320,20 +340,22 @@ static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 	p->has_maps = false;
 }
 
+static void jit_stats_add(struct symb_jit_stats *to, const struct symb_jit_stats *st)
+{
+	to->lines += st->lines;
+	to->bad_lines += st->bad_lines;
+	to->dropped += st->dropped;
+	to->gap_bytes += st->gap_bytes;
+	to->dup_bytes += st->dup_bytes;
+	to->restarts += st->restarts;
+}
+
 /* The process's JIT symbols are void (exec, exit); counted first. */
 static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
 {
-	const struct symb_jit_stats *st;
-
 	if (!p->jit)
 		return;
-	st = symb_jit__stats(p->jit);
-	s->jit_gone.lines += st->lines;
-	s->jit_gone.bad_lines += st->bad_lines;
-	s->jit_gone.dropped += st->dropped;
-	s->jit_gone.gap_bytes += st->gap_bytes;
-	s->jit_gone.dup_bytes += st->dup_bytes;
-	s->jit_gone.restarts += st->restarts;
+	jit_stats_add(&s->jit_gone, symb_jit__stats(p->jit));
 	symb_jit__free(p->jit);
 	p->jit = NULL;
 }
@@ -872,18 +894,11 @@ static void name_jit_frames(struct symb_state *s, const struct symb_proc *p, str
 /* Bytes of p's perf map file (LPS_PERFMAP). */
 static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
 {
-	struct symb_proc *p = proc_get(s, r->pid);
-	int err;
+	struct symb_proc *p;
+	int err = proc_get_add(s, r->pid, &p);
 
-	if (!p) {
-		err = proc_add(s, r->pid, &p);
-		if (err == -ENOSPC) {
-			s->n.over_limit_samples++;
-			return 0;
-		}
-		if (err)
-			return err;
-	}
+	if (err)
+		return err == 1 ? 0 : err;
 	if (!p->jit) {
 		p->jit = symb_jit__new();
 		if (!p->jit)
@@ -972,19 +987,12 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 /* What a process runs: its executable, for the labels. */
 static int feed_proc(struct symb_state *s, const struct lps_proc *r)
 {
-	struct symb_proc *p = proc_get(s, r->pid);
+	struct symb_proc *p;
 	uint32_t exe;
-	int err;
+	int err = proc_get_add(s, r->pid, &p);
 
-	if (!p) {
-		err = proc_add(s, r->pid, &p);
-		if (err == -ENOSPC) {
-			s->n.over_limit_samples++;
-			return 0;
-		}
-		if (err)
-			return err;
-	}
+	if (err)
+		return err == 1 ? 0 : err;
 	exe = symb_labels__exe_get(s->labels, r->exe.ptr, r->exe.len);
 	symb_labels__exe_put(s->labels, p->exe);
 	p->exe = exe;
@@ -1211,19 +1219,9 @@ void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)
 void symb_state__jit_stats(const struct symb_state *s, struct symb_jit_stats *st)
 {
 	*st = s->jit_gone;
-	for (uint32_t i = 0; i < s->cap_procs; i++) {
-		const struct symb_jit_stats *j;
-
-		if (!s->procs[i].used || !s->procs[i].jit)
-			continue;
-		j = symb_jit__stats(s->procs[i].jit);
-		st->lines += j->lines;
-		st->bad_lines += j->bad_lines;
-		st->dropped += j->dropped;
-		st->gap_bytes += j->gap_bytes;
-		st->dup_bytes += j->dup_bytes;
-		st->restarts += j->restarts;
-	}
+	for (uint32_t i = 0; i < s->cap_procs; i++)
+		if (s->procs[i].used && s->procs[i].jit)
+			jit_stats_add(st, symb_jit__stats(s->procs[i].jit));
 }
 
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid)
