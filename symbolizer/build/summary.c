@@ -186,6 +186,7 @@ static void print_jit(const struct symb_state *s, int fd)
 	print_extra(fd, j.dropped, "dropped (over the limits)");
 	print_extra(fd, j.gap_bytes, "bytes missing");
 	print_extra(fd, c->jit_names_dropped, "frames unnamed (names full)");
+	print_extra(fd, c->jit_over_limit, "chunks left out (over the budget)");
 	dprintf(fd, "\n");
 }
 

@@ -42,6 +42,12 @@ struct symb_cache;
 /* distinct pids (slots are never freed): pid_max is at most 4M and a run
  * rarely sees 100k; 1M pids cost 56 MiB of tables */
 #define SYMB_MAX_PROCS (1u << 20)
+/*
+ * perf map bytes held for the live processes of a stream: the per-process
+ * tables (symbolizer/jit/perfmap.h) cost about their bytes again in names
+ * and 24 bytes a symbol; chunks beyond it are left out and counted
+ */
+#define SYMB_MAX_JIT_BYTES (256ull << 20)
 /* aggregated frames, 16 bytes each: 256 MiB */
 #define SYMB_MAX_FRAMES (1u << 24)
 /* distinct stacks: the table (load <= 1/2, 64-byte slots) stays <= 256 MiB */
@@ -103,6 +109,7 @@ struct symb_counters {
 	uint64_t bad_offsets;	    /* frames whose file offset is >= SYMB_OBJ_SPAN */
 	uint64_t jit_frames;	    /* frames named by a JIT perf map */
 	uint64_t jit_names_dropped; /* frames a perf map named, left as addresses: names full */
+	uint64_t jit_over_limit;    /* perf map chunks left out: SYMB_MAX_JIT_BYTES reached */
 	/* dropped or degraded because a SYMB_MAX_* limit was reached: */
 	uint64_t over_limit_mappings; /* mappings kept as anonymous, or dropped */
 	uint64_t over_limit_samples;  /* samples dropped (processes, stacks) */

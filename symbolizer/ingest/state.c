@@ -31,6 +31,7 @@ struct symb_proc {
 	bool exited;  /* an exit record came, and no mappings since: dropped with the window */
 	uint32_t exe; /* its executable (labels), 0: unknown; a reference */
 	struct symb_jit *jit;  /* its JIT perf map (LPS_PERFMAP), or NULL */
+	uint64_t jit_fed;      /* bytes of it fed to jit: its share of SYMB_MAX_JIT_BYTES */
 	struct symb_map *maps; /* ascending by start, non-overlapping */
 	uint32_t nmaps, cap_maps;
 };
@@ -81,6 +82,7 @@ struct symb_state {
 	uint32_t maps_gen;
 	/* what the perf maps of processes now gone had counted (symb_state__jit_stats) */
 	struct symb_jit_stats jit_gone;
+	uint64_t jit_bytes; /* perf map bytes the live processes' tables were fed */
 };
 
 /* every need is bounded by a SYMB_MAX_* far below 2^31 */
@@ -358,6 +360,8 @@ static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
 	jit_stats_add(&s->jit_gone, symb_jit__stats(p->jit));
 	symb_jit__free(p->jit);
 	p->jit = NULL;
+	s->jit_bytes -= p->jit_fed;
+	p->jit_fed = 0;
 }
 
 /* Notes a pid that had samples: 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
@@ -899,12 +903,21 @@ static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
 
 	if (err)
 		return err == 1 ? 0 : err;
+	if (r->offset == 0)
+		proc_clear_jit(s, p); /* the file from its start: the old table goes */
 	if (!p->jit) {
 		p->jit = symb_jit__new();
 		if (!p->jit)
 			return -ENOMEM;
 	}
 	p->exited = false;
+	/* the chunk is left out whole: the table counts the gap it leaves */
+	if (s->jit_bytes + r->data.len > SYMB_MAX_JIT_BYTES) {
+		s->n.jit_over_limit++;
+		return 0;
+	}
+	p->jit_fed += r->data.len;
+	s->jit_bytes += r->data.len;
 	return symb_jit__feed(p->jit, r->offset, r->data.ptr, r->data.len);
 }
 
@@ -1164,7 +1177,7 @@ static void procs_compact(struct symb_state *s)
 			continue;
 		if (s->procs[i].exited) {
 			free(s->procs[i].maps); /* none: cleared at the exit */
-			symb_jit__free(s->procs[i].jit);
+			proc_clear_jit(s, &s->procs[i]);
 			symb_labels__exe_put(s->labels, s->procs[i].exe);
 		} else
 			*proc_slot(s, n, ncap, s->procs[i].pid) = s->procs[i];
