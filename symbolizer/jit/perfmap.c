@@ -183,6 +183,11 @@ static int merge(struct symb_jit *j)
 	j->nsyms = n;
 	j->cap_syms = cap;
 	j->npend = 0;
+	if (j->cap_pend > 4096) { /* a file's first load: the next batches are small */
+		free(j->pend);
+		j->pend = NULL;
+		j->cap_pend = 0;
+	}
 	for (uint32_t i = 0; i < n; i++)
 		live += out[i].name_len;
 	/* more than half the arena is names no entry uses: worth a copy */
@@ -257,6 +262,8 @@ static int add_sym(struct symb_jit *j, uint64_t start, uint64_t size, const char
 
 		while (ncap < j->names_len + len)
 			ncap *= 2;
+		if (ncap > SYMB_JIT_MAX_NAME_BYTES) /* the check above keeps the need within */
+			ncap = SYMB_JIT_MAX_NAME_BYTES;
 		n = realloc(j->names, ncap);
 		if (!n)
 			return -ENOMEM;
