@@ -17,18 +17,22 @@
  * stack is stable and shows where it blocked. Its user registers (top of its
  * kernel stack) are read now too. All of it waits in the pending map.
  *
- * sys_exit, in the task's own context right after it runs again: the user
- * stack (copy from sp, or the kernel's frame-pointer walk) can only be read
- * from there. If the registers still match those taken at the switch-in,
- * this is the syscall it blocked in: the record is emitted with the kernel
- * stack, the registers and the user stack. If they do not (the block was
- * not in a syscall, e.g. a page fault, and this is a later syscall), it is
- * emitted with the kernel stack and the registers of the block, and no user
- * stack (counted in no_ustack): never a user stack from another place.
- * A task that blocks again (voluntary switch-out) before any syscall exit
- * emits its pending record the same way, without a user stack; a pending
- * record of a task that never blocks or makes a syscall again stays until
- * the collector stops, which counts it as lost.
+ * The user stack (copy from sp, or the kernel's frame-pointer walk) can
+ * only be read in the task's own context, the first time it runs in the
+ * kernel after the switch-in: at its next syscall exit (sys_exit), or at its
+ * next voluntary switch-out, whichever comes first (in sched_switch prev is
+ * still current, its user memory mapped). The latter is common: one syscall
+ * often blocks several times (a write with O_DSYNC waits for the page's
+ * writeback, then the buffer, then the cache flush), and each block but the
+ * last is emitted there. In both places, if the user registers still match
+ * those taken at the switch-in, the task is still in (or returning from) the
+ * kernel entry it blocked in, its user stack untouched since: the record is
+ * emitted with the kernel stack, the registers and the user stack. If they
+ * do not (the block was not in a syscall, e.g. a page fault, and this is a
+ * later syscall), it is emitted with the kernel stack and the registers of
+ * the block, and no user stack (counted in no_ustack): never a user stack
+ * from another place. A pending record of a task that never blocks or makes
+ * a syscall again stays until the collector stops, which counts it as lost.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -147,9 +151,10 @@ struct {
 } counts SEC(".maps");
 
 /*
- * Emits task's pending block (task is current) and clears it. ctx is the
- * sys_exit raw_tp context when the task is returning from the syscall it
- * may have blocked in (the user stack can then be read), NULL otherwise.
+ * Emits task's pending block (task is current) and clears it, with its user
+ * stack when task's user registers are still those of the block. ctx is the
+ * program's context (sys_exit's, or sched_switch's at task's switch-out):
+ * both are raw tracepoints, whose bpf_get_stack walks current's user stack.
  */
 static __always_inline void emit_pending(void *ctx, struct task_struct *task, __u64 pid_tgid,
 					 struct lp_offcpu_task *ts, struct lp_offcpu_counts *cnt,
@@ -190,10 +195,10 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 		nk = LP_BPF_MAX_FRAMES;
 	if (bpf_probe_read_kernel(e->stack, nk * 8, p->kstack))
 		nk = 0;
-	if (ctx && p->sp) {
+	if (p->sp) {
 		struct pt_regs ur;
 
-		/* the same kernel entry: the syscall it blocked in is returning */
+		/* the same kernel entry: still in, or returning from, the one it blocked in */
 		same = lp_user_regs(task, &ur) == 0 && ur.rip == p->ip && ur.rsp == p->sp;
 	}
 	bpf_map_delete_elem(&pending, &tid);
@@ -248,7 +253,7 @@ static __always_inline __u64 sample_weight(__u64 d)
 	return (d / rate_threshold << 32) + ((d % rate_threshold) << 32) / rate_threshold;
 }
 
-static __always_inline void switch_out(struct task_struct *prev, bool preempt,
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
 				       unsigned int prev_state, __u64 now, __u32 cpu)
 {
 	struct lp_offcpu_counts *cnt;
@@ -266,10 +271,12 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 		cnt->storage_errors++;
 		return;
 	}
-	/* blocking again before any syscall exit: the last block goes out now (prev is current) */
+	/*
+	 * blocking again before any syscall exit (often in the same syscall):
+	 * the last block goes out now, prev being current
+	 */
 	if (ts->pending)
-		emit_pending(NULL, prev, ((__u64)prev->tgid << 32) | (__u32)prev->pid, ts, cnt,
-			     cpu);
+		emit_pending(ctx, prev, ((__u64)prev->tgid << 32) | (__u32)prev->pid, ts, cnt, cpu);
 	cnt->switches++;
 	ts->t_out = (prev_state & TASK_DEAD) ? 0 : now;
 }
@@ -355,7 +362,7 @@ int offcpu_switch(__u64 *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	__u32 cpu = bpf_get_smp_processor_id();
 
-	switch_out(prev, (bool)ctx[0], switch_state(ctx, prev), now, cpu);
+	switch_out(ctx, prev, (bool)ctx[0], switch_state(ctx, prev), now, cpu);
 	switch_in(next, now, cpu);
 	return 0;
 }

@@ -54,8 +54,9 @@ struct lp_offcpu_task {
 
 /*
  * A sampled block between its switch-in (kernel stack and user registers
- * taken then, from the not-running task) and the moment the task itself
- * runs again (its syscall exit), where the user stack is read. Keyed by tid.
+ * taken then, from the not-running task) and the moment the task itself is
+ * next in the kernel (its syscall exit, or its next block's switch-out),
+ * where the user stack is read. Keyed by tid.
  */
 struct lp_offcpu_pending {
 	__u64 time_ns; /* switch-in */

@@ -222,7 +222,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(&stats.idle, 1);
 		return 0;
 	}
-	if (!lp_wanted(pid_tgid >> 32)) {
+	if (lp_self(pid_tgid >> 32)) {
+		__sync_fetch_and_add(&stats.self, 1);
+		return 0;
+	}
+	if (!lp_selected(pid_tgid >> 32)) {
 		__sync_fetch_and_add(&stats.filtered, 1);
 		return 0;
 	}
@@ -314,22 +318,56 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	return emit_task(LP_EV_EXEC, p);
 }
 
+/*
+ * A new process started by one of lowprof's own is lowprof's too (a file
+ * worker, a symbolizer started again, a symbolizer's helper): left out
+ * before it first runs, as this tracepoint comes before the child is woken.
+ * A full map leaves it in the profile.
+ */
+static __always_inline void self_fork(__u32 parent_tgid, __u32 child_tgid)
+{
+	__u8 one = 1;
+
+	if (exclude_self && parent_tgid != child_tgid &&
+	    bpf_map_lookup_elem(&self_tgids, &parent_tgid))
+		bpf_map_update_elem(&self_tgids, &child_tgid, &one, BPF_ANY);
+}
+
+/* A process that ended: its pid, used again, is no longer lowprof's. */
+static __always_inline void self_exit(__u32 tgid)
+{
+	if (exclude_self)
+		bpf_map_delete_elem(&self_tgids, &tgid);
+}
+
 /* A new thread: where its stack's top is (lp_thread_stack). */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	/* not loaded without task storage (collector/kfeatures.c) */
+	self_fork(parent->tgid, child->tgid);
 	if (have_task_storage && lp_wanted(child->tgid))
 		lp_thread_stack(parent, child);
 	return 0;
 }
 
+/*
+ * Whether p, exiting, is the last thread of its process: do_exit counts
+ * signal->live down before this tracepoint. Not the leader's exit: a
+ * leader that calls pthread_exit early leaves its threads running, and
+ * the process's mappings must outlive it.
+ */
+static __always_inline bool group_dead(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, signal, live.counter) == 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	/* only the thread-group leader's exit ends the process's mappings */
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	if (!group_dead(p))
 		return 0;
+	self_exit(BPF_CORE_READ(p, tgid));
 	return emit_task(LP_EV_EXIT, p);
 }
 
@@ -345,7 +383,8 @@ int on_exit_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *p = (struct task_struct *)ctx->args[0];
 
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	if (!group_dead(p))
 		return 0;
+	self_exit(BPF_CORE_READ(p, tgid));
 	return emit_task(LP_EV_EXIT, p);
 }

@@ -12,6 +12,12 @@
 #define LP_BPF_COMM_LEN	  16
 #define LP_MAX_CGROUPS	  16 /* --cgroup directories in the filter */
 /*
+ * lowprof's own processes left out by tgid (shared.bpf.h self_tgids): the
+ * collector, lowprof record, a symbolizer, and what they start (file
+ * workers, a restarted symbolizer). ~70 bytes each, preallocated.
+ */
+#define LP_MAX_SELF 1024
+/*
  * Largest user stack copy per sample (--stack-bytes). 16 KiB is the default:
  * it holds the frames of ordinary call chains (most frames are well under
  * 256 bytes) at 16 KiB per sample, the same order as perf --call-graph
@@ -90,6 +96,7 @@ struct lp_bpf_stats {
 	__u64 task_events;   /* exec/exit records emitted */
 	__u64 task_lost;     /* exec/exit records that did not fit */
 	__u64 ustack_fp;     /* no stack top known: the frame-pointer walk instead of a copy */
+	__u64 self;	     /* samples of lowprof's own processes (lp_self), not emitted */
 };
 
 #endif /* LOWPROF_BPF_PROFILE_H */

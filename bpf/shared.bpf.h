@@ -15,6 +15,10 @@ const volatile bool filter_pids = false;
 const volatile __u32 filter_cgroups = 0;
 /* user stack bytes to copy per sample (--stack-bytes), <= LP_BPF_MAX_STACK_COPY; 0: FP walk */
 const volatile __u32 stack_bytes = 0;
+/* leave lowprof's own processes out (lp_self); false with --include-self */
+const volatile bool exclude_self = false;
+/* and every process of this uid: the ring owner's, never root's (0: none) */
+const volatile __u32 self_uid = 0;
 
 /*
  * What the running kernel has, probed by the collector at load time
@@ -64,6 +68,20 @@ struct {
 } cgroups SEC(".maps");
 
 /*
+ * lowprof's own processes, left out when exclude_self is set: tgid -> 1.
+ * The collector puts itself (before attaching), --self-pid (lowprof record
+ * or run) and each symbolizer that takes the ring (SO_PEERCRED) here;
+ * on_fork adds the processes they start from then on, on_exit removes a
+ * process that ends, so a pid used again is not left out. Shared like pids.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LP_MAX_SELF);
+	__type(key, __u32);
+	__type(value, __u8);
+} self_tgids SEC(".maps");
+
+/*
  * Flags for submitting a record: a wakeup (an irq_work, a self-interrupt)
  * only once the ring is half full, so the collector can sleep long at low
  * rates and still be woken well before the ring overflows at high ones.
@@ -88,15 +106,37 @@ static __always_inline bool lp_in_cgroups(void)
 }
 
 /*
- * Whether to profile process tgid, which the current task belongs to (or,
- * for a new thread, its parent does): in the pid filter, and in the cgroup
- * filter, each where one is set.
+ * Process tgid, which the current task belongs to (or, for a new thread,
+ * its parent does), is lowprof's own: the collector, a symbolizer and what
+ * they started, or of the ring owner's uid (the current task's uid: the
+ * same for a new thread, whose credentials are its parent's copy). Decided
+ * here, in BPF, so that no record of them is made, rather than filtered
+ * from the records.
  */
-static __always_inline bool lp_wanted(__u32 tgid)
+static __always_inline bool lp_self(__u32 tgid)
+{
+	if (!exclude_self)
+		return false;
+	if (self_uid && (__u32)bpf_get_current_uid_gid() == self_uid)
+		return true;
+	return bpf_map_lookup_elem(&self_tgids, &tgid) != NULL;
+}
+
+/*
+ * Whether process tgid (as in lp_self) passes the filters the user gave:
+ * in the pid filter, and in the cgroup filter, each where one is set.
+ */
+static __always_inline bool lp_selected(__u32 tgid)
 {
 	if (filter_pids && !bpf_map_lookup_elem(&pids, &tgid))
 		return false;
 	return lp_in_cgroups();
+}
+
+/* Whether to profile process tgid (as in lp_self): selected and not lowprof's own. */
+static __always_inline bool lp_wanted(__u32 tgid)
+{
+	return !lp_self(tgid) && lp_selected(tgid);
 }
 
 /*

@@ -24,6 +24,14 @@ struct mm_struct {
 	unsigned long start_stack;
 };
 
+typedef struct {
+	int counter;
+} atomic_t;
+
+struct signal_struct {
+	atomic_t live; /* threads of the group not yet exiting */
+};
+
 struct vm_area_struct {
 	unsigned long vm_start;
 	unsigned long vm_end;
@@ -42,6 +50,7 @@ struct task_struct {
 	pid_t tgid;
 	struct mm_struct *mm;
 	struct task_struct *group_leader;
+	struct signal_struct *signal;
 	char comm[16];
 	struct thread_struct thread;
 };

@@ -402,9 +402,9 @@ static void print_losses(const struct info *in)
 	printf("losses        of %" PRIu64 " samples the BPF programs emitted: %" PRIu64
 	       " BPF ring full, %" PRIu64 " stack errors, %" PRIu64
 	       " dropped by the shared ring, %" PRIu64 " by the capture writer; %" PRIu64
-	       " maps reads failed",
+	       " maps reads failed, %" PRIu64 " mmap events lost",
 	       l->bpf_samples, l->bpf_ringbuf_full, l->bpf_stack_errors, l->shm_dropped,
-	       l->capture_dropped, l->maps_errors);
+	       l->capture_dropped, l->maps_errors, l->mmap_events_lost);
 	if (in->have_meta && in->meta.off_cpu)
 		printf("; off-CPU %" PRIu64 " switches, %" PRIu64 " sampled, %" PRIu64 " lost",
 		       l->off_cpu_switches, l->off_cpu_sampled, l->off_cpu_lost);

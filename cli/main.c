@@ -103,6 +103,9 @@ static const char record_usage[] =
 	"                          where it saves an eighth or more)\n"
 	"      --no-symbolize      with --capture: run the collector alone (cheapest);\n"
 	"                          no outputs now, replay the capture later\n"
+	"      --include-self      profile lowprof's own processes too (this command,\n"
+	"                          the collector, the symbolizer and what they start):\n"
+	"                          by default they are left out in BPF, never sampled\n"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -131,7 +134,8 @@ static const char run_usage[] =
 	"the symbolizer stays through a collector's restart, and its windows go on.\n"
 	"\n"
 	"Options (and record's -F, -p, --cgroup, -u, --stack-bytes, --cache,\n"
-	"--cache-size, --no-cache, --debug-dir, --off-cpu and --off-cpu-*, -v):\n"
+	"--cache-size, --no-cache, --debug-dir, --off-cpu and --off-cpu-*,\n"
+	"--include-self (the exporter is lowprof's own too), -v):\n"
 	"      --window SECONDS    the windows' length (default 10; 1 to 3600)\n"
 	"      --spool DIR         where windows go (default " LP_RUN_DEFAULT_SPOOL "),\n"
 	"                          made if missing: the symbolizer user's, 0700\n"
@@ -176,6 +180,7 @@ enum {
 	OPT_CGROUP,
 	OPT_MEM_BUDGET,
 	OPT_EXPORT, /* lowprof run's options passed to lowprof-exporter */
+	OPT_INCLUDE_SELF,
 };
 
 /* the options record and run share: sampling, the symbolizer's, off-CPU */
@@ -196,6 +201,7 @@ enum {
 	{"off-cpu-min-us", required_argument, NULL, OPT_OFF_CPU_MIN_US}, \
 	{"off-cpu-mode", required_argument, NULL, OPT_OFF_CPU_MODE}, \
 	{"off-cpu-period-us", required_argument, NULL, OPT_OFF_CPU_PERIOD_US}, \
+	{"include-self", no_argument, NULL, OPT_INCLUDE_SELF}, \
 	{"verbose", no_argument, NULL, 'v'}, \
 	{"help", no_argument, NULL, 'h'}
 // clang-format on
@@ -370,6 +376,9 @@ static int record_output_opt(int key, const char *arg, struct record_args *a)
 		break;
 	case OPT_NO_SYMBOLIZE:
 		a->o.no_symbolize = true;
+		break;
+	case OPT_INCLUDE_SELF:
+		a->o.include_self = true;
 		break;
 	case OPT_SPOOL:
 		a->o.spool_dir = arg;

@@ -394,7 +394,8 @@ static const char *const off_cpu_flags[4] = {"--off-cpu-rate", "--off-cpu-min-us
 					     "--off-cpu-period-us"};
 
 static void collector_argv(const struct lp_record_opts *o, char *path, const char *sock,
-			   char **argv, char *freq, char *dur, char *stack, char (*pidbuf)[16])
+			   char **argv, char *freq, char *dur, char *stack, char *self,
+			   char (*pidbuf)[16])
 {
 	int n = 0;
 
@@ -446,6 +447,14 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
 	for (size_t i = 0; i < o->ncgroups; i++) {
 		argv[n++] = "--cgroup";
 		argv[n++] = (char *)o->cgroups[i];
+	}
+	if (o->include_self) {
+		argv[n++] = "--include-self";
+	} else {
+		/* this process and all it starts: the symbolizer, the exporter */
+		snprintf(self, 16, "%d", (int)getpid());
+		argv[n++] = "--self-pid";
+		argv[n++] = self;
 	}
 	argv[n++] = "--exit-with-parent";
 	if (o->verbose)
@@ -775,8 +784,8 @@ struct rec {
 	int sfds[3 + LP_RECORD_MAX_OUTPUTS];
 	struct cli_restart restart;
 	/* lowprof run: the collector's command line, fds and start, to start it again */
-	char coll_path[PATH_MAX], freq[16], dur[32], stack[16];
-	char *cargv[32 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS];
+	char coll_path[PATH_MAX], freq[16], dur[32], stack[16], self[16];
+	char *cargv[34 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS];
 	int cfds[4];
 	uint64_t start_ns;
 	struct cli_restart coll_restart;
@@ -980,7 +989,8 @@ static void rec_start_collector(struct rec *r)
 	cfds[2] = r->files[0];
 	cfds[3] = r->cap_fd;
 	cli_sibling("lowprof-collector", r->coll_path, sizeof(r->coll_path));
-	collector_argv(o, r->coll_path, r->sock_path, r->cargv, r->freq, r->dur, r->stack, pidbuf);
+	collector_argv(o, r->coll_path, r->sock_path, r->cargv, r->freq, r->dur, r->stack, r->self,
+		       pidbuf);
 	r->start_ns = mono_ns();
 	/* lowprof run: a collector that dies is started again; the symbolizer reconnects */
 	r->coll_restart = (struct cli_restart){.prog = r->coll_path,

@@ -30,6 +30,8 @@ struct lp_record_opts {
 	const char *capture_path;
 	const char *capture_compress; /* "zstd" or "none" as given; NULL: default */
 	bool no_symbolize;	      /* the collector alone: only the capture */
+	/* profile lowprof's own processes too (the collector's --include-self) */
+	bool include_self;
 	mode_t output_mode; /* of the output files (dirs made: x where r); 0: LP_OUTPUT_MODE */
 	/*
 	 * lowprof run: no outputs at the end; every window_s seconds the

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
@@ -48,6 +49,7 @@
 #include "procfs.h"
 #include "profile.h"
 #include "profile.skel.h"
+#include "sideband.h"
 #include "offcpu.h"
 #include "offcpu.skel.h"
 
@@ -112,6 +114,13 @@ struct coll {
 	int capture_fd;		  /* --capture PATH: opened here */
 
 	struct coll_procs procs;
+	/*
+	 * the kernel's mmap, exec and fork events (sideband.h); NULL where
+	 * the kernel refused them (meta fallback no-mmap-events)
+	 */
+	struct coll_sideband *sb;
+	uint64_t sb_upto; /* CLOCK_MONOTONIC before the last read of its buffers */
+	uint64_t sb_events;
 	struct coll_cgroups *cgroups;	/* id -> path, for the cgroup records */
 	int cgroup_fds[LP_MAX_CGROUPS]; /* --cgroup directories, in the filter map */
 	struct lps_enc dyn;		/* maps, ksyms: grows as needed */
@@ -122,6 +131,7 @@ struct coll {
 	uint64_t wrap_pos, wrap_ns; /* lp_ring__written and the time at the last check */
 	double wrap_rate;	    /* bytes/s: the highest recent rate, decaying */
 	uint64_t maps_errors;
+	uint64_t maps_gone; /* reads of processes gone whose side-band events came */
 	uint64_t maps_sent;
 	uint64_t bad_events;
 	/*
@@ -269,6 +279,7 @@ static void send_loss(struct coll *c)
 		.kstacks_hidden = c->kstacks_hidden,
 		.ustack_fp_fallback =
 			__atomic_load_n(&bs->ustack_fp, __ATOMIC_RELAXED) + oc.ustack_fp,
+		.mmap_events_lost = coll_sideband__lost(c->sb),
 	};
 	lps_enc_reset(&c->dyn);
 	lps_enc_loss(&c->dyn, &l);
@@ -287,8 +298,11 @@ static int emit_maps(void *ctx, struct lps_enc *enc)
 	return write_enc(me->c, enc, me->wait_ms);
 }
 
-/* (Re)reads pid's maps and sends them; counts failures (short-lived processes). */
-static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
+/*
+ * (Re)reads pid's maps (through thread tid, 0: the leader) and sends them;
+ * counts failures (short-lived processes).
+ */
+static void send_maps(struct coll *c, uint32_t pid, uint32_t tid, uint32_t wait_ms)
 {
 	struct coll_proc *p = coll_procs_add(&c->procs, pid);
 	struct maps_emit me = {c, wait_ms};
@@ -298,7 +312,12 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
 		c->maps_errors++;
 		return;
 	}
-	err = coll_read_maps(p, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
+	err = coll_read_maps(p, tid, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
+	if (err && p->born && (err == -ENOENT || err == -ESRCH)) {
+		/* gone, but its mmap events gave the symbolizer its mappings */
+		c->maps_gone++;
+		return;
+	}
 	if (err) {
 		/* unreadable (gone), or a part dropped: ranges stay as they were,
 		 * so the next sample outside them asks again after a second */
@@ -306,6 +325,7 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t wait_ms)
 		lp_debug("maps: pid %u: %s", pid, strerror(-err));
 		return;
 	}
+	p->maps_read = true;
 	c->maps_sent++;
 	coll_perfmap_refresh(p, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
 }
@@ -348,11 +368,11 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 	/* user context: make sure the symbolizer has this process's mappings */
 	if (s->ip || st->nustack) {
 		p = coll_procs_find(&c->procs, s->pid);
-		if (!p) {
-			send_maps(c, s->pid, WAIT_RUN_MS);
+		if (!p || (!p->maps_read && !p->maps_ns)) {
+			send_maps(c, s->pid, s->tid, WAIT_RUN_MS);
 		} else if (s->ip && !coll_proc_covers(p, s->ip) &&
 			   s->time_ns > p->maps_ns + MAPS_REFRESH_NS) {
-			send_maps(c, s->pid, WAIT_RUN_MS);
+			send_maps(c, s->pid, s->tid, WAIT_RUN_MS);
 		}
 	}
 	/*
@@ -474,20 +494,26 @@ static void handle_task(struct coll *c, const struct lp_ev_task *e)
 {
 	lps_enc_reset(&c->dyn);
 	if (e->hdr.type == LP_EV_EXEC) {
+		struct coll_proc *p;
 		struct lps_exec x = {
 			e->hdr.time_ns,
 			e->hdr.pid,
 			{e->hdr.comm, (uint32_t)strnlen(e->hdr.comm, LP_BPF_COMM_LEN)}};
 
-		struct coll_proc *p = coll_procs_find(&c->procs, e->hdr.pid);
-
+		/*
+		 * with the side-band, its exec event came before the new
+		 * image's mmap events: another here would void them
+		 */
+		if (c->sb)
+			return; /* and its first sample has the maps read (maps_read) */
 		lps_enc_exec(&c->dyn, &x);
 		write_enc(c, &c->dyn, WAIT_RUN_MS);
+		/* the new image's mappings replace the old ones */
+		p = coll_procs_find(&c->procs, e->hdr.pid);
 		if (p) /* the reader forgets the old image's JIT symbols */
 			coll_perfmap_forget(p);
-		/* the new image's mappings replace the old ones */
 		if (p || c->o->npids)
-			send_maps(c, e->hdr.pid, WAIT_RUN_MS);
+			send_maps(c, e->hdr.pid, e->hdr.tid, WAIT_RUN_MS);
 	} else {
 		struct lps_exit x = {e->hdr.time_ns, e->hdr.pid};
 
@@ -495,6 +521,101 @@ static void handle_task(struct coll *c, const struct lp_ev_task *e)
 		write_enc(c, &c->dyn, WAIT_RUN_MS);
 		coll_procs_del(&c->procs, e->hdr.pid);
 	}
+}
+
+/* Whether pid's events go out: all of them, or those of the pids profiled. */
+static bool pid_wanted(const struct coll *c, uint32_t pid)
+{
+	if (!c->o->npids)
+		return true;
+	for (size_t i = 0; i < c->o->npids; i++)
+		if ((uint32_t)c->o->pids[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * A new process or image (fork, exec event): the maps read is still due
+ * at its first sample (build-ids, exe), and not a loss if it has gone.
+ */
+static void proc_born(struct coll *c, uint32_t pid)
+{
+	struct coll_proc *p = coll_procs_add(&c->procs, pid);
+
+	if (!p)
+		return;
+	coll_perfmap_forget(p); /* the reader forgets an old image's JIT symbols */
+	p->born = true;
+	p->maps_read = false;
+	p->maps_ns = 0;
+	p->nranges = 0;
+}
+
+static void on_sideband(void *ctx, const struct coll_sb_event *ev)
+{
+	struct coll *c = ctx;
+	/* a path of at most PATH_MAX bytes and the fixed fields: no allocation */
+	uint8_t buf[LPS_MAX_PATH + 256];
+	struct lps_enc enc;
+	struct coll_proc *p;
+
+	if (!pid_wanted(c, ev->pid))
+		return;
+	lps_enc_init_fixed(&enc, buf, sizeof(buf));
+	switch (ev->kind) {
+	case COLL_SB_MMAP: {
+		struct lps_mmap m = {
+			.time_ns = ev->time_ns,
+			.pid = ev->pid,
+			.map = {.start = ev->start,
+				.end = ev->start + ev->len,
+				.offset = ev->pgoff,
+				.dev_major = ev->major,
+				.dev_minor = ev->minor,
+				.inode = ev->inode,
+				.prot = coll_prot_bits(ev->prot, ev->flags),
+				.path = {ev->path, ev->path_len}},
+		};
+
+		if (ev->start + ev->len < ev->start || ev->path_len > LPS_MAX_PATH)
+			return;
+		lps_enc_mmap(&enc, &m);
+		/* the collector's own view: no read of the maps for it */
+		p = coll_procs_find(&c->procs, ev->pid);
+		if (p && (m.map.prot & LPS_PROT_X))
+			coll_proc_add_range(p, m.map.start, m.map.end);
+		break;
+	}
+	case COLL_SB_EXEC:
+		proc_born(c, ev->pid);
+		lps_enc_exec(&enc, &(struct lps_exec){ev->time_ns,
+						      ev->pid,
+						      {ev->comm, ev->comm_len < LPS_COMM_LEN
+									 ? ev->comm_len
+									 : LPS_COMM_LEN}});
+		break;
+	case COLL_SB_FORK:
+		proc_born(c, ev->pid);
+		lps_enc_fork(&enc, &(struct lps_fork){ev->time_ns, ev->pid, ev->ppid});
+		break;
+	default:
+		return;
+	}
+	if (write_enc(c, &enc, WAIT_RUN_MS) == 0)
+		c->sb_events++;
+}
+
+/*
+ * Everything in the side-band buffers, as records: before the BPF records
+ * taken after it (see on_bpf_event), so that a sample finds the mappings
+ * made before it.
+ */
+static void drain_sideband(struct coll *c)
+{
+	if (!c->sb)
+		return;
+	c->sb_upto = now_ns(CLOCK_MONOTONIC);
+	coll_sideband__drain(c->sb, on_sideband, c);
 }
 
 static int on_bpf_event(void *ctx, void *data, size_t size)
@@ -506,6 +627,12 @@ static int on_bpf_event(void *ctx, void *data, size_t size)
 		c->bad_events++;
 		return 0;
 	}
+	/*
+	 * A record newer than the last read of the side-band (taken while
+	 * this drain runs): the mmap and exec events before it first.
+	 */
+	if (c->sb && h->time_ns > c->sb_upto)
+		drain_sideband(c);
 	switch (h->type) {
 	case LP_EV_SAMPLE:
 		c->bpf_samples++;
@@ -749,6 +876,9 @@ static int accept_consumer(struct coll *c, bool resumed)
 		close(cfd);
 		return 0;
 	}
+	/* lowprof's own from now on; its exit takes it out (profile.bpf.c) */
+	if (!c->o->include_self)
+		coll_self_add(bpf_map__fd(c->skel->maps.self_tgids), cred.pid);
 	/*
 	 * the file channel's credentials on before the ring goes: a request
 	 * sent as soon as the ring arrives must carry them
@@ -905,6 +1035,42 @@ static void tune_early_wrap(struct coll *c, uint64_t now)
 	c->wrap_ns = now;
 }
 
+/*
+ * Record 13: the collector's own vDSO image, copied, never parsed. The
+ * kernel maps the same image into every 64-bit process, so the symbolizer
+ * unwinds and names [vdso] frames with it. Its length is our own [vdso]
+ * mapping's (our maps: nothing a profiled process controls). None is sent
+ * without a vDSO, or for one over LPS_MAX_VDSO.
+ */
+static void send_vdso(struct coll *c)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), size = 0;
+	struct lps_mapping m;
+	const char *cur;
+	char *maps;
+	size_t len;
+	int r;
+
+	if (!base || coll_read_file("/proc/self/maps", 1u << 20, &maps, &len))
+		return;
+	for (cur = maps; (r = coll_maps_next(&cur, maps + len, &m)) != 0;)
+		if (r == 1 && m.start == base && m.path.len == 6 &&
+		    !memcmp(m.path.ptr, "[vdso]", 6))
+			size = m.end - m.start;
+	free(maps);
+	if (!size || size > LPS_MAX_VDSO) {
+		if (size)
+			lp_warn("vdso: ours is %llu bytes, over %u: [vdso] frames end the "
+				"user stacks",
+				(unsigned long long)size, LPS_MAX_VDSO);
+		return;
+	}
+	lps_enc_reset(&c->dyn);
+	lps_enc_vdso(&c->dyn, &(struct lps_vdso){now_ns(CLOCK_MONOTONIC),
+						 {(const char *)(uintptr_t)base, (uint32_t)size}});
+	write_enc(c, &c->dyn, WAIT_START_MS);
+}
+
 static void send_meta(struct coll *c)
 {
 	struct utsname u;
@@ -946,6 +1112,7 @@ static void send_meta(struct coll *c)
 	lps_enc_reset(&c->dyn);
 	lps_enc_meta(&c->dyn, &m, pids, c->fallbacks);
 	write_enc(c, &c->dyn, WAIT_START_MS);
+	send_vdso(c);
 }
 
 /* Kernel symbol snapshot: text symbols of /proc/kallsyms in chunks. */
@@ -1162,6 +1329,8 @@ static int load_skel(struct coll *c, bool raw)
 	c->skel->rodata->filter_pids = o->npids > 0;
 	c->skel->rodata->filter_cgroups = (uint32_t)o->ncgroups;
 	c->skel->rodata->stack_bytes = o->stack_bytes;
+	c->skel->rodata->exclude_self = !o->include_self;
+	c->skel->rodata->self_uid = coll_self_uid(o);
 	c->bpf_ring_bytes =
 		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
 	c->skel->rodata->wake_bytes = c->bpf_ring_bytes / 2;
@@ -1199,6 +1368,8 @@ static int load_offcpu_with(struct coll *c)
 	off->rodata->filter_pids = o->npids > 0;
 	off->rodata->filter_cgroups = (uint32_t)o->ncgroups;
 	off->rodata->stack_bytes = o->stack_bytes;
+	off->rodata->exclude_self = !o->include_self;
+	off->rodata->self_uid = coll_self_uid(o);
 	off->rodata->wake_bytes = c->bpf_ring_bytes / 2;
 	off->rodata->mode = o->off_cpu_mode == COLL_OFFCPU_TIME ? LP_OFFCPU_TIME : LP_OFFCPU_EVENT;
 	/* rate * 2^32, the comparison bpf_get_prandom_u32() < threshold */
@@ -1340,10 +1511,11 @@ static uint64_t bpf_mem(struct coll *c)
 {
 	uint64_t sum = obj_mem(c->skel->obj, NULL, NULL);
 
-	/* the off-CPU object's ring and pid filter are profile's (reused fds) */
+	/* the off-CPU object's ring, filters and self set are profile's (reused fds) */
 	if (c->off)
 		sum += obj_mem(c->off->obj, c->off->maps.events, c->off->maps.pids) -
-		       fd_memlock(bpf_map__fd(c->off->maps.cgroups));
+		       fd_memlock(bpf_map__fd(c->off->maps.cgroups)) -
+		       fd_memlock(bpf_map__fd(c->off->maps.self_tgids));
 	return sum;
 }
 
@@ -1557,6 +1729,8 @@ static void detach_bpf(struct coll *c)
 
 static void coll_cleanup(struct coll *c)
 {
+	coll_sideband__free(c->sb);
+	c->sb = NULL;
 	detach_bpf(c);
 	free(c->links);
 	ring_buffer__free(c->rb);
@@ -1600,6 +1774,28 @@ static void coll_cleanup(struct coll *c)
  * directories, opened before anything loads: a wrong one is an error now.
  */
 _Static_assert(COLL_MAX_CGROUPS == LP_MAX_CGROUPS, "the filter map holds every --cgroup");
+
+/* Side-band buffer per CPU: 1.5 s of a busy CPU's execs (each ~15 events of ~150 bytes) */
+#define SIDEBAND_BYTES_PER_CPU (64u << 10)
+
+/*
+ * The kernel's mmap, exec and fork events, before any sample: without
+ * them (a kernel or policy that refuses a system-wide dummy event) a
+ * process's mappings come from /proc/PID/maps alone, read when it is
+ * first sampled, which a process that lived a few milliseconds escapes.
+ */
+static void open_sideband(struct coll *c)
+{
+	c->sb = coll_sideband__new(c->cpus, c->ncpus, SIDEBAND_BYTES_PER_CPU, c->wake_fd);
+	if (c->sb) {
+		c->sb_upto = now_ns(CLOCK_MONOTONIC);
+		return;
+	}
+	lp_warn("perf: mmap events: %m; mappings come from /proc/PID/maps alone, so processes "
+		"that end within a drain interval are not symbolized");
+	if (c->nfallbacks < LPS_MAX_FALLBACKS)
+		c->fallbacks[c->nfallbacks++] = (struct lps_str){"no-mmap-events", 14};
+}
 
 static int open_cgroups(struct coll *c)
 {
@@ -1668,7 +1864,7 @@ static void resend_state(struct coll *c)
 		}
 	}
 	for (uint32_t i = 0; i < n; i++)
-		send_maps(c, pids[i], WAIT_RUN_MS);
+		send_maps(c, pids[i], 0, WAIT_RUN_MS);
 	free(pids);
 	lp_info("a new symbolizer: metadata, kernel symbols and %u processes' mappings sent again",
 		n);
@@ -1862,6 +2058,7 @@ static const char *drain_loop(struct coll *c)
 		 */
 		lp_ring__notify(c->ring);
 		nap_serving(c, nap);
+		drain_sideband(c);
 		send_perfmaps(c); /* before the samples that may need them */
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
@@ -2038,6 +2235,7 @@ int coll_run(const struct coll_opts *o)
 	err = load_bpf(&c);
 	if (err)
 		goto err_out;
+	coll_self_init(bpf_map__fd(c.skel->maps.self_tgids), o);
 	if (c.listen_fd >= 0) {
 		err = ring_handoff(&c);
 		if (err == -EINTR) { /* stopped before any symbolizer came */
@@ -2049,14 +2247,17 @@ int coll_run(const struct coll_opts *o)
 			goto err_out;
 		}
 	}
+	open_sideband(&c);
 	open_kallsyms(&c);
 	send_meta(&c);
 	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)
-		send_maps(&c, (uint32_t)o->pids[i], WAIT_START_MS);
+		send_maps(&c, (uint32_t)o->pids[i], 0, WAIT_START_MS);
+	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
 	err = attach_bpf(&c);
 	if (err)
 		goto err_out;
+	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)
@@ -2069,6 +2270,8 @@ int coll_run(const struct coll_opts *o)
 	reason = drain_loop(&c);
 	/* stop sampling first, then take everything that is still in flight */
 	detach_bpf(&c);
+	drain_sideband(&c);
+	send_perfmaps(&c);
 	ring_buffer__consume(c.rb);
 	c.off_cpu_left = offcpu_leftovers(&c);
 	send_loss(&c);
@@ -2088,12 +2291,12 @@ int coll_run(const struct coll_opts *o)
 	{
 		const struct lp_bpf_stats *bs = &c.skel->bss->stats;
 
-		lp_debug("bpf: %llu samples, %llu ring full, %llu idle, %llu filtered, %llu task "
-			 "events, %llu task lost, %llu/%llu stack errors",
+		lp_debug("bpf: %llu samples, %llu ring full, %llu idle, %llu filtered, %llu of "
+			 "lowprof's own, %llu task events, %llu task lost, %llu/%llu stack errors",
 			 (unsigned long long)c.bpf_samples, (unsigned long long)bs->ringbuf_full,
 			 (unsigned long long)bs->idle, (unsigned long long)bs->filtered,
-			 (unsigned long long)bs->task_events, (unsigned long long)bs->task_lost,
-			 (unsigned long long)bs->kstack_errors,
+			 (unsigned long long)bs->self, (unsigned long long)bs->task_events,
+			 (unsigned long long)bs->task_lost, (unsigned long long)bs->kstack_errors,
 			 (unsigned long long)bs->ustack_errors);
 	}
 	if (c.off) {
@@ -2108,8 +2311,11 @@ int coll_run(const struct coll_opts *o)
 			 (unsigned long long)oc.no_ustack, (unsigned long long)oc.lost,
 			 (unsigned long long)c.off_cpu_left, (unsigned long long)oc.storage_errors);
 	}
-	lp_debug("collector: %llu maps records, %llu maps errors", (unsigned long long)c.maps_sent,
-		 (unsigned long long)c.maps_errors);
+	lp_debug("collector: %llu maps records, %llu maps errors, %llu maps of processes gone "
+		 "known from side-band events, %llu side-band events, %llu lost",
+		 (unsigned long long)c.maps_sent, (unsigned long long)c.maps_errors,
+		 (unsigned long long)c.maps_gone, (unsigned long long)c.sb_events,
+		 (unsigned long long)coll_sideband__lost(c.sb));
 	print_perfmaps();
 	print_files(&c);
 	lp_debug("collector: peak RSS %lu KiB (VmHWM)", coll_peak_rss_kib());

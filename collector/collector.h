@@ -105,6 +105,15 @@ struct coll_opts {
 	 */
 	const char *const *cgroups;
 	size_t ncgroups;
+	/*
+	 * lowprof's own processes are left out in BPF (shared.bpf.h lp_self):
+	 * the collector, self_pid (lowprof record or run; > 0) and what is
+	 * below it, each symbolizer that takes the ring, what they start, and
+	 * with --ring PATH the ring owner's uid (coll_self_uid). include_self:
+	 * none of them is.
+	 */
+	bool include_self;
+	pid_t self_pid;
 };
 
 /*

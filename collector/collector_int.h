@@ -12,6 +12,8 @@
 #include "lowprof/files.h"
 #include "lowprof/schema.h"
 
+struct coll_opts;
+
 struct coll_range {
 	uint64_t start, end;
 };
@@ -22,9 +24,12 @@ struct coll_proc {
 	bool used;
 	uint32_t pid;
 	uint64_t maps_ns;	   /* when its maps were last read */
+	bool maps_read;		   /* they were, once */
+	bool born;		   /* its fork or exec came as a side-band event */
 	struct coll_range *ranges; /* executable ranges, ascending */
 	uint32_t nranges;
 	struct coll_perfmap *pm; /* its JIT perf map (perfmap.c), or NULL */
+	uint64_t pm_looked_ns;	 /* when its perf map was last looked for */
 };
 
 /* Open-addressing hash of processes; pointers die on the next add. */
@@ -38,7 +43,11 @@ struct coll_proc *coll_procs_add(struct coll_procs *t, uint32_t pid);
 void coll_procs_del(struct coll_procs *t, uint32_t pid);
 void coll_procs_free(struct coll_procs *t);
 bool coll_proc_covers(const struct coll_proc *p, uint64_t ip);
-int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+/* Adds [start, end) to p's ranges, merged with those it touches: 0, -ENOSPC, -ENOMEM. */
+int coll_proc_add_range(struct coll_proc *p, uint64_t start, uint64_t end);
+/* A mapping's LPS_PROT_* bits from mmap's PROT_* and MAP_* (MAP_PRIVATE). */
+uint32_t coll_prot_bits(uint32_t prot, uint32_t flags);
+int coll_read_maps(struct coll_proc *p, uint32_t tid, uint64_t now_ns, struct lps_enc *enc,
 		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
 
 /*
@@ -46,11 +55,15 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
  * never parsed. coll_perfmap_refresh, after a read of p's mappings: finds
  * p's perf map (a new file at the path starts over from offset 0) and sends
  * what is new. coll_perfmaps_poll, once a drain, before the samples: sends
- * what every known perf map grew by. coll_perfmap_forget: the next refresh
+ * what every known perf map grew by, and looks again, every
+ * COLL_PERFMAP_LOOK_NS, for the perf map of a process whose maps were read
+ * without one (mmap events make later maps reads rare). coll_perfmap_forget: the next refresh
  * sends the file from offset 0 (exec, a new reader); the table's del and
  * free call it. Both send through emit, as coll_read_maps does, and return
  * 0 or the first negative errno (what was not emitted is sent next time).
  */
+#define COLL_PERFMAP_LOOK_NS (10ull * 1000000000)
+
 struct coll_perfmap_stats {
 	uint64_t files;	       /* perf map files found */
 	uint64_t refused;      /* found but not a regular file of the process's uid */
@@ -153,6 +166,21 @@ int coll_broker__tick(struct coll_broker *b, uint64_t now_ns);
 void coll_broker__detach(struct coll_broker *b);
 void coll_broker__stats(const struct coll_broker *b, struct coll_files_stats *st);
 void coll_broker__free(struct coll_broker *b);
+
+/*
+ * lowprof's own processes (self.c; coll_opts.include_self). coll_self_uid:
+ * the uid left out whole (0: none). coll_self_add: pid into the self_tgids
+ * map (map_fd), 0 or -errno. coll_self_init: the collector and self_pid's
+ * tree, once the map exists. coll_self_walk: self_pid's tree again, for
+ * what was started before on_fork was attached to note it (the symbolizer's
+ * helpers, started while the collector waited for it): just before and
+ * just after attaching, which leaves only what starts during the attach
+ * and is sampled before the second walk.
+ */
+uint32_t coll_self_uid(const struct coll_opts *o);
+int coll_self_add(int map_fd, pid_t pid);
+void coll_self_init(int map_fd, const struct coll_opts *o);
+void coll_self_walk(int map_fd, const struct coll_opts *o);
 
 /* msgpack overhead of a sample record, upper bound */
 #define SAMPLE_ENC_SLACK 128

@@ -189,7 +189,8 @@ int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf
 		return 0;
 	if ((err = bpf_map__reuse_fd(off->maps.events, bpf_map__fd(prof->maps.events))) ||
 	    (err = bpf_map__reuse_fd(off->maps.pids, bpf_map__fd(prof->maps.pids))) ||
-	    (err = bpf_map__reuse_fd(off->maps.cgroups, bpf_map__fd(prof->maps.cgroups))))
+	    (err = bpf_map__reuse_fd(off->maps.cgroups, bpf_map__fd(prof->maps.cgroups))) ||
+	    (err = bpf_map__reuse_fd(off->maps.self_tgids, bpf_map__fd(prof->maps.self_tgids))))
 		return err;
 	return storage ? bpf_map__reuse_fd(off->maps.stack_tops, bpf_map__fd(prof->maps.stack_tops))
 		       : 0;

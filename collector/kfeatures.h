@@ -76,7 +76,8 @@ void coll_features__apply_profile(const struct coll_features *f, struct profile_
 
 /*
  * The same for the off-CPU object, which shares prof's (loaded) ring, pid
- * filter and, with task storage, stack tops (bpf_map__reuse_fd; prof NULL:
+ * and cgroup filters, set of lowprof's own processes and, with task
+ * storage, stack tops (bpf_map__reuse_fd; prof NULL:
  * it has its own, as in the BPF tests); its
  * switch-out times go to task storage or, without, to a hash by thread id
  * (COLL_OFFCPU_TASKS_FALLBACK entries). 0 or the reuse's -errno.

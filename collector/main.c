@@ -98,6 +98,17 @@ static const char usage[] =
 	"                         (/sys/kernel/btf/vmlinux, parsed whole by libbpf: ~11 MB\n"
 	"                         more memory while loading) even when the minimal BTF\n"
 	"                         built in fits this kernel; also LOWPROF_FULL_BTF=1\n"
+	"      --include-self     profile lowprof's own processes too. By default they\n"
+	"                         are left out in BPF (no record is made): this\n"
+	"                         collector and the processes it starts, each\n"
+	"                         symbolizer that takes the ring and what it starts,\n"
+	"                         --self-pid's tree and, with --ring but no --self-pid,\n"
+	"                         every process of the --ring-owner's uid unless root\n"
+	"                         or nobody (the symbolizer's and exporter's services\n"
+	"                         run as it: it must be lowprof's alone)\n"
+	"      --self-pid PID     PID and the processes below it are lowprof's own, now\n"
+	"                         and those they start (lowprof record and run pass\n"
+	"                         their own pid)\n"
 	"      --exit-with-parent exit when the parent process dies\n"
 	"      --keep-caps        do not drop capabilities after attaching\n"
 	"  -v, --verbose          more messages (repeat for debug)\n"
@@ -127,6 +138,8 @@ static const struct option longopts[] = {
 	{"off-cpu-min-us", required_argument, NULL, 'm'},
 	{"full-btf", no_argument, NULL, 'b'},
 	{"exit-with-parent", no_argument, NULL, 'P'},
+	{"include-self", no_argument, NULL, 'I'},
+	{"self-pid", required_argument, NULL, 'X'},
 	{"keep-caps", no_argument, NULL, 'K'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
@@ -353,6 +366,14 @@ static int parse_opt(int key, const char *arg, struct args *a)
 		break;
 	case 'P':
 		o->exit_with_parent = true;
+		break;
+	case 'I':
+		o->include_self = true;
+		break;
+	case 'X':
+		if (parse_uint(arg, INT_MAX, &v) || v == 0)
+			return bad_value(key, arg);
+		o->self_pid = (pid_t)v;
 		break;
 	case 'K':
 		o->keep_caps = true;

@@ -4,7 +4,8 @@
  * the record stream (LPS_PERFMAP) and parses none of it; the symbolizer
  * does (symbolizer/jit/).
  *
- * The file is found when the process's mappings are read, in the process's
+ * The file is looked for when the process's mappings are read (and every
+ * COLL_PERFMAP_LOOK_NS after, while it has none), in the process's
  * root (its mount namespace, /proc/PID/root) under the pid it sees itself
  * by, and only there: the path does not come from the process. It is used
  * only when it is a regular file owned by the process's effective uid,
@@ -162,6 +163,7 @@ int coll_perfmap_refresh(struct coll_proc *p, uint64_t now_ns, struct lps_enc *e
 	struct stat st;
 	int fd;
 
+	p->pm_looked_ns = now_ns;
 	fd = perfmap_open(p->pid, &st);
 	if (fd < 0) {
 		if (fd != -ENOENT && fd != -ESRCH && !p->pm)
@@ -195,9 +197,14 @@ int coll_perfmaps_poll(struct coll_procs *t, uint64_t now_ns, struct lps_enc *en
 		struct coll_proc *p = &t->slots[i];
 		int err;
 
-		if (!p->used || !p->pm)
+		if (!p->used)
 			continue;
-		err = perfmap_send(p, now_ns, enc, emit, ctx);
+		if (p->pm)
+			err = perfmap_send(p, now_ns, enc, emit, ctx);
+		else if (p->maps_ns && now_ns - p->pm_looked_ns >= COLL_PERFMAP_LOOK_NS)
+			err = coll_perfmap_refresh(p, now_ns, enc, emit, ctx);
+		else
+			continue;
 		if (err && !first_err)
 			first_err = err;
 	}

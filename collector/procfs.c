@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +284,29 @@ int coll_read_fd(int fd, size_t max, char **bufp, size_t *lenp)
 err_out:
 	free(buf);
 	return err;
+}
+
+int coll_parse_pids(const char *buf, size_t len, pid_t *out, size_t *n, size_t cap)
+{
+	const char *p = buf, *end = buf + len;
+
+	while (end > p && (end[-1] == '\n' || end[-1] == ' '))
+		end--;
+	while (p < end) {
+		uint64_t v = 0;
+		const char *start = p;
+
+		while (p < end && *p >= '0' && *p <= '9' && p - start < 10)
+			v = v * 10 + (uint64_t)(*p++ - '0');
+		if (p == start || v == 0 || v > INT_MAX || (p < end && *p != ' '))
+			return -EBADMSG;
+		if (*n >= cap)
+			return -ENOSPC;
+		out[(*n)++] = (pid_t)v;
+		if (p < end)
+			p++;
+	}
+	return 0;
 }
 
 int coll_read_file(const char *path, size_t max, char **bufp, size_t *lenp)

@@ -75,6 +75,15 @@ int coll_maps_next(const char **cur, const char *end, struct lps_mapping *m);
 int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k);
 
 /*
+ * /proc/PID/task/TID/children: "PID PID ... " (each pid followed by a
+ * space; empty when there are none). Appends the pids (each 1..INT_MAX)
+ * to out[*n..cap) and advances *n. Returns 0, -ENOSPC when out filled up
+ * (the pids that fit are kept), or -EBADMSG for anything else (the pids
+ * before it are kept).
+ */
+int coll_parse_pids(const char *buf, size_t len, pid_t *out, size_t *n, size_t cap);
+
+/*
  * From a /proc/PID/status buffer: the pid the process sees itself by (the
  * last field of "NSpid:", its pid in its innermost pid namespace) and its
  * effective uid (the second field of "Uid:"). A line counts only at the

@@ -5,11 +5,13 @@
  * pointer falls outside every known range (a dlopen, a JIT) triggers a
  * re-read of /proc/PID/maps, rate-limited per process.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "collector_int.h"
@@ -135,6 +137,54 @@ bool coll_proc_covers(const struct coll_proc *p, uint64_t ip)
 	return false;
 }
 
+/* Ranges kept per process at most: the maps read's bound (SYMB side keeps its own) */
+#define COLL_MAX_RANGES 65536
+
+int coll_proc_add_range(struct coll_proc *p, uint64_t start, uint64_t end)
+{
+	uint32_t lo = 0, hi, n;
+	struct coll_range *r;
+
+	if (end <= start)
+		return 0;
+	/* first range that ends at or after start: it and those after may merge */
+	for (hi = p->nranges; lo < hi;) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->ranges[mid].end < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (hi = lo; hi < p->nranges && p->ranges[hi].start <= end; hi++) {
+		start = start < p->ranges[hi].start ? start : p->ranges[hi].start;
+		end = end > p->ranges[hi].end ? end : p->ranges[hi].end;
+	}
+	/* [lo, hi) become one range */
+	n = p->nranges - (hi - lo) + 1;
+	if (hi == lo) {
+		if (p->nranges >= COLL_MAX_RANGES)
+			return -ENOSPC;
+		r = realloc(p->ranges, (size_t)n * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		p->ranges = r;
+		memmove(&r[lo + 1], &r[lo], (size_t)(p->nranges - lo) * sizeof(*r));
+	} else {
+		memmove(&p->ranges[lo + 1], &p->ranges[hi],
+			(size_t)(p->nranges - hi) * sizeof(*p->ranges));
+	}
+	p->ranges[lo] = (struct coll_range){start, end};
+	p->nranges = n;
+	return 0;
+}
+
+uint32_t coll_prot_bits(uint32_t prot, uint32_t flags)
+{
+	return (prot & PROT_READ ? LPS_PROT_R : 0) | (prot & PROT_WRITE ? LPS_PROT_W : 0) |
+	       (prot & PROT_EXEC ? LPS_PROT_X : 0) | (flags & MAP_PRIVATE ? LPS_PROT_P : 0);
+}
+
 /*
  * Build-ids of mapped files, without parsing ELF. The collector never reads
  * a file a profiled process controls; instead it asks the kernel, with the
@@ -252,14 +302,14 @@ static size_t mapping_bytes(const struct lps_mapping *m)
  * The process's executable (LPS_PROC), before its mappings: the target of
  * /proc/PID/exe, empty when the kernel gives none (gone, a kernel thread).
  */
-static int emit_proc(uint32_t pid, uint64_t now_ns, struct lps_enc *enc,
+static int emit_proc(uint32_t pid, const char *dir, uint64_t now_ns, struct lps_enc *enc,
 		     int (*emit)(void *ctx, struct lps_enc *enc), void *ctx)
 {
-	char path[64], exe[LPS_MAX_PATH];
+	char path[96], exe[LPS_MAX_PATH];
 	struct lps_proc r = {.time_ns = now_ns, .pid = pid, .exe = {exe, 0}};
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	snprintf(path, sizeof(path), "%s/exe", dir);
 	n = readlink(path, exe, sizeof(exe));
 	if (n > 0 && n < (ssize_t)sizeof(exe))
 		r.exe.len = (uint32_t)n;
@@ -269,14 +319,43 @@ static int emit_proc(uint32_t pid, uint64_t now_ns, struct lps_enc *enc,
 }
 
 /*
- * Reads /proc/PID/maps and emits its executable mappings as one or more
+ * Reads /proc/PID/maps (through thread tid when it is not the leader:
+ * a leader that ended its own thread early leaves an empty maps file, its
+ * threads a full one) and emits its executable mappings as one or more
  * LPS_MAPS records (the first replaces, the others append; each stays well
  * under LPS_MAX_RECORD), through emit(ctx, enc), with the build-ids the
  * kernel knows (query_build_ids). p's ranges are replaced only when every
  * record was emitted, so a dropped record is sent again.
  * Returns 0 or a negative errno.
  */
-int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+/*
+ * A thread of pid other than its leader, 0 if none: where to read the maps
+ * of a process whose leader ended its own thread.
+ */
+static uint32_t other_thread(uint32_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	uint32_t tid = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while (!tid && (d = readdir(dir))) {
+		char *e;
+		unsigned long v = strtoul(d->d_name, &e, 10);
+
+		if (d->d_name[0] >= '1' && d->d_name[0] <= '9' && !*e && v != pid &&
+		    v <= UINT32_MAX)
+			tid = (uint32_t)v;
+	}
+	closedir(dir);
+	return tid;
+}
+
+int coll_read_maps(struct coll_proc *p, uint32_t tid, uint64_t now_ns, struct lps_enc *enc,
 		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx)
 {
 	struct coll_range *ranges = NULL;
@@ -284,13 +363,17 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 	const char *cur, *end;
 	uint32_t count = 0, i, first;
 	uint8_t *ids = NULL;
-	char path[64], *buf = NULL;
+	char dir[64], path[96], *buf = NULL;
 	size_t len;
 	int fd, err = 0, r;
 
 	/* rate-limits retries too: a failed read is not retried for a second */
 	p->maps_ns = now_ns;
-	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	if (tid && tid != p->pid)
+		snprintf(dir, sizeof(dir), "/proc/%u/task/%u", p->pid, tid);
+	else
+		snprintf(dir, sizeof(dir), "/proc/%u", p->pid);
+	snprintf(path, sizeof(path), "%s/maps", dir);
 	/* one open: the build-id queries go to the same file as the read */
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -301,6 +384,12 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 	for (cur = buf, end = buf + len; (r = coll_maps_next(&cur, end, &m)) != 0;)
 		if (r == 1 && (m.prot & LPS_PROT_X))
 			count++;
+	if (!count && !tid && (tid = other_thread(p->pid)) != 0) {
+		/* the leader's maps are empty once it has ended: a thread's are not */
+		close(fd);
+		free(buf);
+		return coll_read_maps(p, tid, now_ns, enc, emit, ctx);
+	}
 	maps = calloc(count ? count : 1, sizeof(*maps));
 	ranges = calloc(count ? count : 1, sizeof(*ranges));
 	ids = calloc(count ? count : 1, LPS_MAX_BUILD_ID);
@@ -320,7 +409,7 @@ int coll_read_maps(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
 	err = query_build_ids(fd, maps, count, ids);
 	if (err)
 		goto out;
-	err = emit_proc(p->pid, now_ns, enc, emit, ctx);
+	err = emit_proc(p->pid, dir, now_ns, enc, emit, ctx);
 	if (err)
 		goto out;
 	/* chunks by encoded size (mapping_bytes) */

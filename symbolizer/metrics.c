@@ -56,7 +56,7 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 		{"shm_ring_full", l->shm_dropped},	  {"task_event_lost", l->bpf_task_lost},
 		{"off_cpu_record_lost", l->off_cpu_lost}, {"capture_dropped", l->capture_dropped},
 		{"maps_read_error", l->maps_errors},	  {"malformed_record", in->t->bad_records},
-		{"over_limit", in->t->over_limit},
+		{"over_limit", in->t->over_limit},	  {"mmap_event_lost", l->mmap_events_lost},
 	};
 	uint64_t rss;
 

@@ -637,7 +637,10 @@ static int dec_loss(struct cur *c, uint32_t n, struct lps_loss *l)
 		return skip_rest(c, 16, n);
 	TRY(rd_uint(c, &l->kstacks_hidden));
 	TRY(rd_uint(c, &l->ustack_fp_fallback));
-	return skip_rest(c, 18, n);
+	if (n < 19) /* 1.4 / 1.5 */
+		return skip_rest(c, 18, n);
+	TRY(rd_uint(c, &l->mmap_events_lost));
+	return skip_rest(c, 19, n);
 }
 
 static int dec_buildid(struct cur *c, uint32_t n, struct lps_buildid *b)
@@ -692,6 +695,37 @@ static int dec_perfmap(struct cur *c, uint32_t n, struct lps_perfmap *p)
 	    p->offset > UINT64_MAX - p->data.len)
 		return -EBADMSG;
 	return skip_rest(c, 5, n);
+}
+
+static int dec_vdso(struct cur *c, uint32_t n, struct lps_vdso *v)
+{
+	if (n < 3)
+		return -EBADMSG;
+	TRY(rd_uint(c, &v->time_ns));
+	TRY(rd_bin(c, &v->image));
+	if (!v->image.len || v->image.len > LPS_MAX_VDSO)
+		return -EBADMSG;
+	return skip_rest(c, 3, n);
+}
+
+static int dec_mmap(struct cur *c, uint32_t n, struct lps_mmap *m)
+{
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_uint(c, &m->time_ns));
+	TRY(rd_u32(c, &m->pid));
+	TRY(dec_mapping(c, &m->map));
+	return skip_rest(c, 4, n);
+}
+
+static int dec_fork(struct cur *c, uint32_t n, struct lps_fork *f)
+{
+	if (n < 4)
+		return -EBADMSG;
+	TRY(rd_uint(c, &f->time_ns));
+	TRY(rd_u32(c, &f->pid));
+	TRY(rd_u32(c, &f->ppid));
+	return skip_rest(c, 4, n);
 }
 
 int lps_peek_type(const void *buf, size_t len, uint32_t *type)
@@ -773,6 +807,15 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 		break;
 	case LPS_PERFMAP:
 		err = dec_perfmap(&c, n, &rec->perfmap);
+		break;
+	case LPS_VDSO:
+		err = dec_vdso(&c, n, &rec->vdso);
+		break;
+	case LPS_MMAP:
+		err = dec_mmap(&c, n, &rec->mmap);
+		break;
+	case LPS_FORK:
+		err = dec_fork(&c, n, &rec->fork);
 		break;
 	default:
 		return -ENOTSUP;

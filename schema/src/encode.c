@@ -230,7 +230,7 @@ void lps_enc_ksym(struct lps_enc *e, const struct lps_ksym *k)
 void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 {
 	PK(e);
-	msgpack_pack_array(&pk, 18);
+	msgpack_pack_array(&pk, 19);
 	msgpack_pack_uint32(&pk, LPS_LOSS);
 	msgpack_pack_uint64(&pk, l->time_ns);
 	msgpack_pack_uint64(&pk, l->bpf_samples);
@@ -252,6 +252,8 @@ void lps_enc_loss(struct lps_enc *e, const struct lps_loss *l)
 	/* since 1.4 */
 	msgpack_pack_uint64(&pk, l->kstacks_hidden);
 	msgpack_pack_uint64(&pk, l->ustack_fp_fallback);
+	/* since 1.6 */
+	msgpack_pack_uint64(&pk, l->mmap_events_lost);
 }
 
 void lps_enc_end(struct lps_enc *e, const struct lps_end *x)
@@ -307,6 +309,35 @@ void lps_enc_perfmap(struct lps_enc *e, const struct lps_perfmap *p)
 	pk_bin(&pk, (const uint8_t *)p->data.ptr, p->data.len);
 }
 
+void lps_enc_vdso(struct lps_enc *e, const struct lps_vdso *v)
+{
+	PK(e);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint32(&pk, LPS_VDSO);
+	msgpack_pack_uint64(&pk, v->time_ns);
+	pk_bin(&pk, (const uint8_t *)v->image.ptr, v->image.len);
+}
+
+void lps_enc_mmap(struct lps_enc *e, const struct lps_mmap *m)
+{
+	PK(e);
+	msgpack_pack_array(&pk, 4);
+	msgpack_pack_uint32(&pk, LPS_MMAP);
+	msgpack_pack_uint64(&pk, m->time_ns);
+	msgpack_pack_uint32(&pk, m->pid);
+	lps_enc_mapping(e, &m->map);
+}
+
+void lps_enc_fork(struct lps_enc *e, const struct lps_fork *f)
+{
+	PK(e);
+	msgpack_pack_array(&pk, 4);
+	msgpack_pack_uint32(&pk, LPS_FORK);
+	msgpack_pack_uint64(&pk, f->time_ns);
+	msgpack_pack_uint32(&pk, f->pid);
+	msgpack_pack_uint32(&pk, f->ppid);
+}
+
 const char *lps_type_name(uint32_t type)
 {
 	static const char *const names[] = {
@@ -314,6 +345,7 @@ const char *lps_type_name(uint32_t type)
 		[LPS_EXEC] = "exec",	 [LPS_EXIT] = "exit",	  [LPS_KSYMS] = "ksyms",
 		[LPS_LOSS] = "loss",	 [LPS_END] = "end",	  [LPS_BUILDID] = "buildid",
 		[LPS_CGROUP] = "cgroup", [LPS_PROC] = "proc",	  [LPS_PERFMAP] = "perfmap",
+		[LPS_VDSO] = "vdso",	 [LPS_MMAP] = "mmap",	  [LPS_FORK] = "fork",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

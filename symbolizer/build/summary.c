@@ -96,8 +96,9 @@ static void print_other_losses(const struct symb_state *s, const struct symb_bui
 
 	if (!(l->bpf_stack_errors || c->bad_records || c->unknown_records || l->maps_errors ||
 	      l->bad_consumer_pos || l->bpf_task_lost || l->kstacks_hidden || c->bad_mappings ||
-	      bad_offsets || c->over_limit_mappings || c->over_limit_samples || over_limit_ksyms ||
-	      bs->over_limit_frames || c->unknown_kinds))
+	      l->mmap_events_lost || bad_offsets || c->over_limit_mappings ||
+	      c->over_limit_samples || over_limit_ksyms || bs->over_limit_frames ||
+	      c->unknown_kinds))
 		return;
 	dprintf(fd,
 		"  other losses    %" PRIu64 " stack errors, %" PRIu64
@@ -107,6 +108,7 @@ static void print_other_losses(const struct symb_state *s, const struct symb_bui
 		l->bpf_stack_errors, c->bad_records, c->unknown_records, l->maps_errors,
 		l->bpf_task_lost, l->bad_consumer_pos);
 	print_extra(fd, l->kstacks_hidden, "kernel stacks left out (kernel addresses hidden)");
+	print_extra(fd, l->mmap_events_lost, "mmap events lost");
 	print_extra(fd, c->bad_mappings, "overlapping mappings");
 	print_extra(fd, bad_offsets, "frames at impossible file offsets");
 	print_extra(fd, c->over_limit_mappings, "mappings over limits");

@@ -146,6 +146,14 @@ void symb_labels__exe_put(struct symb_labels *l, uint32_t id)
 		l->exes[id - 1].refs--;
 }
 
+uint32_t symb_labels__exe_ref(struct symb_labels *l, uint32_t id)
+{
+	if (!id || id > l->nexes || !l->exes[id - 1].refs)
+		return 0;
+	l->exes[id - 1].refs++;
+	return id;
+}
+
 const char *symb_labels__exe(const struct symb_labels *l, uint32_t id)
 {
 	return id && id <= l->nexes ? l->exes[id - 1].path : NULL;

@@ -44,6 +44,8 @@ void symb_labels__free(struct symb_labels *l);
 uint32_t symb_labels__exe_get(struct symb_labels *l, const char *path, uint32_t len);
 /* Drops a reference taken by exe_get (0: none). */
 void symb_labels__exe_put(struct symb_labels *l, uint32_t id);
+/* Another reference to id, which one is held on (a forked process's): id, or 0. */
+uint32_t symb_labels__exe_ref(struct symb_labels *l, uint32_t id);
 /* The path of id, NUL-terminated; NULL for 0 or a freed id. */
 const char *symb_labels__exe(const struct symb_labels *l, uint32_t id);
 

@@ -28,8 +28,9 @@ struct symb_proc {
 	uint32_t gen; /* maps_gen when its mappings last changed: keys its delta memo entries */
 	bool used;
 	bool has_maps;
-	bool exited;  /* an exit record came, and no mappings since: dropped with the window */
-	uint32_t exe; /* its executable (labels), 0: unknown; a reference */
+	bool exited;   /* an exit record came, and no mappings since: dropped with the window */
+	bool want_exe; /* exec'd: the first file its mmap events name is its executable */
+	uint32_t exe;  /* its executable (labels), 0: unknown; a reference */
 	struct symb_jit *jit;  /* its JIT perf map (LPS_PERFMAP), or NULL */
 	uint64_t jit_fed;      /* bytes of it fed to jit: its share of SYMB_MAX_JIT_BYTES */
 	struct symb_map *maps; /* ascending by start, non-overlapping */
@@ -308,11 +309,10 @@ static int proc_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
 }
 
 /*
- * pid's process, added when new: 0 with *out set; 1 when the table is full
- * (counted as a sample over the limits: what named the process is lost);
- * -ENOMEM.
+ * pid's entry, added if new: 0, or 1 when the table is full (*over counts
+ * it, and the record is skipped), or -ENOMEM.
  */
-static int proc_get_add(struct symb_state *s, uint32_t pid, struct symb_proc **out)
+static int proc_want(struct symb_state *s, uint32_t pid, struct symb_proc **out, uint64_t *over)
 {
 	int err;
 
@@ -321,7 +321,7 @@ static int proc_get_add(struct symb_state *s, uint32_t pid, struct symb_proc **o
 		return 0;
 	err = proc_add(s, pid, out);
 	if (err == -ENOSPC) {
-		s->n.over_limit_samples++;
+		(*over)++;
 		return 1;
 	}
 	return err;
@@ -418,6 +418,16 @@ static bool is_file_mapping(const struct lps_mapping *m)
 	       !memchr(m->path.ptr, '\0', m->path.len);
 }
 
+/*
+ * The vDSO of a 64-bit process, which the stream's image (LPS_VDSO) is: a
+ * 32-bit process's (ia32 or x32) is another image, and like all of its
+ * address space below 4 GiB; a 64-bit process's is mapped far above.
+ */
+static bool is_vdso64(const struct lps_mapping *m)
+{
+	return m->path.len == 6 && !memcmp(m->path.ptr, "[vdso]", 6) && m->start >= 1ull << 32;
+}
+
 /* Adds one mapping at the end of p's: 0, or -ENOMEM. Drops and counts the rest. */
 static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct lps_mapping *m)
 {
@@ -448,6 +458,8 @@ static int proc_add_map(struct symb_state *s, struct symb_proc *p, const struct 
 			s->n.over_limit_mappings++; /* kept, as anonymous memory */
 		else if (err)
 			return err;
+	} else if (is_vdso64(m) && symb_objects__vdso(s->objs, m->end - m->start, &sm->obj) == 0) {
+		sm->offset = 0; /* the mapping's start is the image's first byte */
 	}
 	p->nmaps++;
 	s->n.maps++;
@@ -486,6 +498,139 @@ static int feed_maps(struct symb_state *s, struct lps_maps *rec)
 			return err;
 	}
 	return r < 0 ? r : 0;
+}
+
+/*
+ * 1.6 mmap: one executable mapping as the process made it. Like the
+ * kernel, it replaces what the process had mapped in its range: older
+ * mappings there are cut (a split one holds its object twice) or dropped.
+ */
+static int feed_mmap(struct symb_state *s, const struct lps_mmap *rec)
+{
+	const struct lps_mapping *m = &rec->map;
+	struct symb_map nm = {m->start, m->end, m->offset, UINT32_MAX}, *out;
+	struct symb_proc *p;
+	uint32_t k = 0;
+	bool inserted = false;
+	int err;
+
+	if (m->end <= m->start || !(m->prot & LPS_PROT_X))
+		return 0;
+	err = proc_want(s, rec->pid, &p, &s->n.over_limit_mappings);
+	if (err)
+		return err < 0 ? err : 0;
+	if (p->nmaps + 2 > SYMB_MAX_MAPS_PER_PROC || s->n.maps + 2 > SYMB_MAX_MAPS) {
+		s->n.over_limit_mappings++;
+		return 0;
+	}
+	out = malloc(((size_t)p->nmaps + 2) * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	if (is_file_mapping(m)) {
+		err = symb_objects__intern(s->objs, m, p->pid, &nm.obj);
+		if (err == -ENOSPC) {
+			s->n.over_limit_mappings++; /* kept, as anonymous memory */
+		} else if (err) {
+			free(out);
+			return err;
+		}
+		if (p->want_exe) {
+			symb_labels__exe_put(s->labels, p->exe);
+			p->exe = symb_labels__exe_get(s->labels, m->path.ptr, m->path.len);
+			p->want_exe = false;
+		}
+	}
+	for (uint32_t i = 0; i < p->nmaps; i++) {
+		struct symb_map o = p->maps[i];
+		bool kept = false;
+
+		if (o.end <= nm.start) {
+			out[k++] = o;
+			continue;
+		}
+		if (o.start >= nm.end) {
+			if (!inserted)
+				out[k++] = nm, inserted = true;
+			out[k++] = o;
+			continue;
+		}
+		if (o.start < nm.start) { /* its head stays */
+			out[k] = o;
+			out[k++].end = nm.start;
+			kept = true;
+		}
+		if (!inserted)
+			out[k++] = nm, inserted = true;
+		if (o.end > nm.end) { /* and its tail */
+			out[k] = o;
+			out[k].offset += nm.end - o.start;
+			out[k++].start = nm.end;
+			if (kept && o.obj != UINT32_MAX)
+				symb_objects__ref(s->objs, o.obj);
+			kept = true;
+		}
+		if (!kept && o.obj != UINT32_MAX)
+			symb_objects__unref(s->objs, o.obj);
+	}
+	if (!inserted)
+		out[k++] = nm;
+	s->n.maps += k;
+	s->n.maps -= p->nmaps;
+	free(p->maps);
+	p->maps = out;
+	p->nmaps = p->cap_maps = k;
+	p->has_maps = true;
+	p->exited = false;
+	maps_changed(s, p);
+	return 0;
+}
+
+/*
+ * 1.6 fork: a new process, with its parent's mappings as they are (the
+ * kernel makes no mmap events for what a child inherits).
+ */
+static int feed_fork(struct symb_state *s, const struct lps_fork *rec)
+{
+	struct symb_proc *p = proc_get(s, rec->pid), *parent;
+	int err;
+
+	if (p) {
+		proc_clear_maps(s, p); /* the pid of a process gone */
+	} else {
+		err = proc_add(s, rec->pid, &p);
+		if (err == -ENOSPC) {
+			s->n.over_limit_mappings++;
+			return 0;
+		}
+		if (err)
+			return err;
+	}
+	symb_labels__exe_put(s->labels, p->exe);
+	p->exe = 0;
+	p->exited = false;
+	p->want_exe = false;
+	parent = proc_get(s, rec->ppid); /* after the add, which may move slots */
+	if (!parent || parent == p)
+		return 0;
+	p->exe = symb_labels__exe_ref(s->labels, parent->exe);
+	if (!parent->nmaps)
+		return 0;
+	if (s->n.maps + parent->nmaps > SYMB_MAX_MAPS) {
+		s->n.over_limit_mappings += parent->nmaps;
+		return 0;
+	}
+	p->maps = malloc((size_t)parent->nmaps * sizeof(*p->maps));
+	if (!p->maps)
+		return -ENOMEM;
+	memcpy(p->maps, parent->maps, (size_t)parent->nmaps * sizeof(*p->maps));
+	p->nmaps = p->cap_maps = parent->nmaps;
+	for (uint32_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].obj != UINT32_MAX)
+			symb_objects__ref(s->objs, p->maps[i].obj);
+	s->n.maps += p->nmaps;
+	p->has_maps = true;
+	maps_changed(s, p);
+	return 0;
 }
 
 static const struct symb_map *map_find(const struct symb_proc *p, uint64_t addr)
@@ -734,7 +879,7 @@ static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t add
 	if (!m)
 		return SYMB_LOOKUP_UNMAPPED;
 	if (m->obj == UINT32_MAX)
-		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT) or [vdso] */
+		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT), or [vdso] without its image */
 	o = symb_objects__load(u->s->objs, m->obj);
 	if (!o->have_deltas || !o->elf ||
 	    symb_elf__offset_to_vaddr(o->elf, addr - m->start + m->offset, &vaddr))
@@ -899,10 +1044,10 @@ static void name_jit_frames(struct symb_state *s, const struct symb_proc *p, str
 static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
 {
 	struct symb_proc *p;
-	int err = proc_get_add(s, r->pid, &p);
+	int err = proc_want(s, r->pid, &p, &s->n.over_limit_samples);
 
 	if (err)
-		return err == 1 ? 0 : err;
+		return err < 0 ? err : 0;
 	if (r->offset == 0)
 		proc_clear_jit(s, p); /* the file from its start: the old table goes */
 	if (!p->jit) {
@@ -1002,15 +1147,32 @@ static int feed_proc(struct symb_state *s, const struct lps_proc *r)
 {
 	struct symb_proc *p;
 	uint32_t exe;
-	int err = proc_get_add(s, r->pid, &p);
+	int err = proc_want(s, r->pid, &p, &s->n.over_limit_samples);
 
 	if (err)
-		return err == 1 ? 0 : err;
+		return err < 0 ? err : 0;
 	exe = symb_labels__exe_get(s->labels, r->exe.ptr, r->exe.len);
 	symb_labels__exe_put(s->labels, p->exe);
 	p->exe = exe;
 	p->exited = false;
 	return 0;
+}
+
+/*
+ * The vDSO image [vdso] mappings use from now on (objects.h). A new image
+ * after another (not seen from one collector) makes the delta memo's rows
+ * of the old one stale: the memo starts again. Without room for it
+ * (-ENOSPC), [vdso] frames stay as they were without an image.
+ */
+static int feed_vdso(struct symb_state *s, const struct lps_vdso *v)
+{
+	int err = symb_objects__set_vdso(s->objs, v->image.ptr, v->image.len);
+
+	if (err == 1) {
+		free(s->delta_memo);
+		s->delta_memo = NULL;
+	}
+	return err == -ENOMEM ? err : 0;
 }
 
 static void copy_str(char *dst, size_t cap, struct lps_str src)
@@ -1110,7 +1272,14 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		if (p) {
 			proc_clear_maps(s, p);
 			proc_clear_jit(s, p);
+			p->want_exe = true;
 		}
+		break;
+	case LPS_MMAP:
+		err = feed_mmap(s, &r.mmap);
+		break;
+	case LPS_FORK:
+		err = feed_fork(s, &r.fork);
 		break;
 	case LPS_EXIT:
 		s->n.exit++;
@@ -1135,6 +1304,9 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		break;
 	case LPS_PERFMAP:
 		err = feed_perfmap(s, &r.perfmap);
+		break;
+	case LPS_VDSO:
+		err = feed_vdso(s, &r.vdso);
 		break;
 	case LPS_LOSS:
 		s->n.loss = r.loss;

@@ -808,6 +808,43 @@ static bool open_binary(struct obj_load *ld)
 	return true;
 }
 
+/*
+ * An object of an in-memory image (the vDSO, vdso.c): as untrusted as any
+ * file (libelf, elfsym.h and cfi.h check every offset in it), read from a
+ * private copy each time, so that nothing done to it changes the bytes
+ * kept. Never cached: the image is a few KiB.
+ */
+static void load_image(struct symb_objects *s, struct symb_obj *o)
+{
+	uint8_t *copy = malloc(o->image_len), id[LPS_MAX_BUILD_ID];
+	Elf *elf = NULL;
+	size_t n;
+
+	if (copy) {
+		memcpy(copy, o->image, o->image_len);
+		elf_version(EV_CURRENT);
+		elf = elf_memory((char *)copy, o->image_len);
+	}
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		lp_debug("symbols: [vdso]: the stream's image is not ELF");
+		goto out;
+	}
+	o->elf = symb_elf__open_elf(elf); /* copies what it keeps */
+	if (o->elf) {
+		s->n.parsed_symbols++;
+		n = symb_elf__build_id(o->elf, id, sizeof(id));
+		if (n && n <= 40)
+			hex_id(o->build_id, id, n);
+	}
+	if (symb_cfi__build(elf, NULL, &o->deltas, NULL) == 0) {
+		o->have_deltas = true;
+		s->n.parsed_deltas++;
+	}
+out:
+	elf_end(elf);
+	free(copy);
+}
+
 void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 {
 	struct obj_load ld = {.s = s, .o = o};
@@ -817,6 +854,10 @@ void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 	if (o->loaded)
 		return;
 	o->loaded = true;
+	if (o->image) {
+		load_image(s, o);
+		return;
+	}
 	if (s->offline)
 		return;
 	t0 = now_ns();

@@ -75,7 +75,10 @@ struct symb_obj {
 	bool not_found; /* no file with that build-id: frames are named path+0xoffset */
 	bool lines_loaded; /* the cache was asked for its DWARF results */
 	uint32_t refs;	   /* mappings that hold it (symb_objects__intern, __unref) */
-	uint32_t used;	   /* the table's epoch when it was last used (symb_objects__trim) */
+	/* an object of an in-memory ELF image (the vDSO), NULL: a file */
+	uint8_t *image;
+	uint32_t image_len;
+	uint32_t used; /* the table's epoch when it was last used (symb_objects__trim) */
 };
 
 struct symb_objects_opts {
@@ -146,6 +149,8 @@ void symb_objects__set_files_fd(struct symb_objects *t, int files_fd);
 
 /* A mapping of object idx is gone. */
 void symb_objects__unref(struct symb_objects *t, uint32_t idx);
+/* One more mapping holds object idx (a mapping split in two, a forked copy). */
+void symb_objects__ref(struct symb_objects *t, uint32_t idx);
 /*
  * Drops the objects no mapping holds (their tables, their slots), for a
  * long run: call only when nothing refers to their indices any more (no
@@ -204,6 +209,29 @@ void symb_objects__store_lines(struct symb_objects *t);
 int symb_objects__note_build_id(struct symb_objects *t, const struct lps_buildid *b);
 
 const struct symb_objects_stats *symb_objects__stats(const struct symb_objects *t);
+
+/*
+ * The vDSO (schema record 13): one object named "[vdso]" whose ELF image is
+ * the stream's, not a file. It loads like a file (its .eh_frame into stack
+ * deltas, its dynamic symbols for names; never cached), from the image,
+ * which it keeps (8 KiB on x86_64) and treats as untrusted ELF; it also
+ * loads in an offline table, as it opens no file. The table holds one
+ * reference of its own, so it is never swept.
+ *
+ * set_vdso copies the image: 0 when it is the image the table already has
+ * (nothing changes), 1 when it is new (a different one replaces the old:
+ * its tables are dropped and load again from the new bytes on next use, so
+ * callers forget what they derived from them); -EINVAL for an empty image
+ * or one over LPS_MAX_VDSO, -ENOSPC or -ENOMEM.
+ *
+ * vdso gives the object to a [vdso] mapping of len bytes, with one more
+ * reference (symb_objects__unref gives it back): 0, or -ENOENT when the
+ * stream sent no image or len is not the image's length (a 32-bit
+ * process's vDSO is another image; the caller also keeps those below
+ * 4 GiB away).
+ */
+int symb_objects__set_vdso(struct symb_objects *t, const void *image, size_t len);
+int symb_objects__vdso(struct symb_objects *t, uint64_t len, uint32_t *idx);
 
 /* ---- kernel symbols ----------------------------------------------------- */
 

@@ -42,6 +42,8 @@ struct symb_objects {
 	uint32_t files_next_id; /* of the next request to the collector */
 	uint32_t epoch;		/* of use: symb_objects__trim starts a new one */
 	uint32_t ndwarf_open;
+	bool have_vdso;
+	uint32_t vdso; /* the vDSO's object, when have_vdso */
 	struct symb_objects_stats n;
 };
 

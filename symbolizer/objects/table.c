@@ -51,6 +51,7 @@ void symb_objects__free(struct symb_objects *t)
 		return;
 	for (uint32_t i = 0; i < t->nobjs; i++) {
 		free(t->objs[i].path);
+		free(t->objs[i].image);
 		symb_obj_release(t, &t->objs[i]);
 	}
 	free(t->objs);
@@ -259,6 +260,12 @@ void symb_objects__unref(struct symb_objects *t, uint32_t idx)
 		t->objs[idx].refs--;
 }
 
+void symb_objects__ref(struct symb_objects *t, uint32_t idx)
+{
+	if (idx < t->nobjs)
+		t->objs[idx].refs++;
+}
+
 /* The index again, of the objects left (no tombstones: it is rebuilt). */
 static void obj_index_rebuild(struct symb_objects *s)
 {
@@ -290,6 +297,7 @@ uint32_t symb_objects__sweep(struct symb_objects *t)
 			break;
 		t->obj_path_bytes -= o->path_len;
 		free(o->path);
+		free(o->image);
 		symb_obj_release(t, o);
 		memset(o, 0, sizeof(*o));
 		t->free_slots[t->nfree++] = i;

@@ -8,6 +8,8 @@
 # must attribute each function's off-CPU time within 15% at --off-cpu-rate 1
 # (25% at 0.1 over a longer run), with the ratio right; during the run no BPF
 # map may be sized by possible CPUs, and the summary reports BPF memory.
+# dd's O_DSYNC writes, which block several times per call, must have full
+# user stacks for every block.
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -173,6 +175,61 @@ offcpu_run timemode 6 30000 10000 --off-cpu --off-cpu-mode time --off-cpu-period
 check "time mode: wait_sleeping's off-CPU time within 15% (blocks longer than the period always kept)" \
 	within 15 "$GOT_SLEEP" "$SLEPT"
 check "time mode: wait_polling's off-CPU time within 25%" within 25 "$GOT_POLL" "$POLLED"
+
+# One system call that blocks several times: dd's O_DSYNC writes wait for
+# the page's writeback, the buffer and the cache flush in one write(2). Each
+# block's user stack must be the full one (before the fix, every block but
+# the last of a call had none and stopped at the libc write). Rule, by
+# off-CPU weight (time mode, T = 10 ms: dd's blocks are mostly shorter, so
+# each weighs T and weight follows count): >= 95% of dd's stacks run from
+# __libc_start_call_main through main (dd is stripped: its main is the
+# dd+0x... frame right after it; main where it has symbols) to a libc write
+# as the user leaf, then the kernel. O_DSYNC on tmpfs never blocks: the file
+# goes to a disk-backed directory of the test's own.
+DDDIR=$TMP
+in_memory() { [[ $(stat -f -c %T "$1") =~ ^(tmpfs|ramfs)$ ]]; }
+if in_memory "$TMP" && ! in_memory /var/tmp; then
+	DDDIR=$(mktemp -d /var/tmp/lowprof-e2e-dd.XXXXXX)
+fi
+start_bg dd if=/dev/zero of="$DDDIR/dd.out" bs=4k count=250000 oflag=dsync status=none
+ddpid=$BGPID
+# dd's own count of its blocks (voluntary switches) over the recording
+vcs() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$ddpid/status" 2>/dev/null; }
+vcs0=$(vcs)
+"$BIN/lowprof" record -d "$(scaled 4)" -p "$ddpid" -o "$TMP/out-dd" --no-cache --off-cpu \
+	>"$TMP/dd.txt" 2>&1
+rc=$?
+blocks=$(($(vcs) - vcs0))
+kill "$ddpid" 2>/dev/null
+wait "$ddpid" 2>/dev/null
+[[ "$DDDIR" != "$TMP" ]] && rm -rf "$DDDIR"
+check "dd: lowprof record exits 0 (got $rc)" test "$rc" -eq 0
+F="$TMP/out-dd/offcpu.folded"
+# prints "FULL TOTAL" (ns) over dd's off-CPU stacks
+dd_full() {
+	awk '$1 ~ /^dd;/ { w = $NF; line = $0; sub(/ [0-9]+$/, "", line)
+		n = split(line, f, ";"); total += w
+		for (i = 2; i < n && f[i] != "__libc_start_call_main"; i++) ;
+		if (i >= n || f[i + 1] !~ /^(main|dd\+0x[0-9a-f]+)$/) next
+		for (k = i + 2; k <= n && f[k] !~ /_\[k\]$/; k++) ;
+		if (k <= n && f[k - 1] ~ /write/) full += w }
+		END { printf "%.0f %.0f\n", full, total }' "$1"
+}
+read -r full total <<<"$(dd_full "$F")"
+pct=$(awk -v a="$full" -v b="$total" 'BEGIN { if (b > 0) printf "%d", 100 * a / b; else print 0 }')
+echo "--- dd: blocked $blocks times; $pct% of $((total / 1000000)) ms off CPU in stacks from main to write"
+grep -E 'user stacks|ended early' "$TMP/dd.txt"
+sort -t' ' -k2 -nr "$F" | head -4 | cut -c1-240
+if [[ $blocks -lt 200 ]]; then
+	# (tests/vm: /tmp and /var/tmp are in memory)
+	echo "SKIP dd checks: its writes to $(stat -f -c %T "$DDDIR") did not block"
+else
+	# dd waits on the disk most of the time
+	check "dd: at least 1 s of off-CPU time recorded (got $((total / 1000000)) ms)" \
+		test "$total" -ge 1000000000
+	check "dd: >= 95% of its off-CPU time (by weight) in stacks from main to write (got $pct%)" \
+		test "$pct" -ge 95
+fi
 
 left=$(leftovers)
 check "nothing left behind: '$left'" test -z "$left"

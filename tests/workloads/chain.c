@@ -7,7 +7,9 @@
  * the top of the stack (every sample then carries the largest stack copy).
  * argv[3] "thread": the loop runs in a second thread (chain_thread ->
  * chain_one ...), which first writes its thread pointer (pthread_self, the
- * fs base on x86-64 glibc) to stdout as "0x...\n".
+ * fs base on x86-64 glibc) to stdout as "0x...\n". "leader-exit": the same,
+ * but main then ends its own thread (pthread_exit) while the second one goes
+ * on: the process outlives its thread-group leader.
  */
 #include <stdint.h>
 #include <alloca.h>
@@ -89,12 +91,14 @@ int main(int argc, char **argv)
 		memset(p, 1, pad);
 		sink += (uint64_t)p[pad - 1];
 	}
-	if (argc > 3 && strcmp(argv[3], "thread") == 0) {
+	if (argc > 3 && (strcmp(argv[3], "thread") == 0 || strcmp(argv[3], "leader-exit") == 0)) {
 		pthread_t t;
 
 		thread_secs = secs;
 		if (pthread_create(&t, NULL, chain_thread, NULL))
 			return 1;
+		if (strcmp(argv[3], "leader-exit") == 0)
+			pthread_exit(NULL); /* the process ends with its last thread */
 		pthread_join(t, NULL);
 		return 0;
 	}

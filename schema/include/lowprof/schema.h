@@ -64,6 +64,9 @@ enum lps_type {
 	LPS_CGROUP = 10,  /* since 1.5: the path of a cgroup id that samples carry */
 	LPS_PROC = 11,	  /* since 1.5: what a process runs: its executable's path */
 	LPS_PERFMAP = 12, /* since 1.6: bytes of a process's JIT perf map file */
+	LPS_VDSO = 13,	  /* since 1.6: the kernel's vDSO image, for [vdso] mappings */
+	LPS_MMAP = 14,	  /* since 1.6: one executable mapping, as the process made it */
+	LPS_FORK = 15,	  /* since 1.6: a new process, with a copy of its parent's mappings */
 	LPS__TYPES,	  /* one past the last type this reader knows */
 };
 
@@ -191,6 +194,22 @@ struct lps_exit {
 	uint32_t pid;
 };
 
+/*
+ * since 1.6: one executable mapping pid made (the kernel's mmap event): it
+ * replaces whatever pid had mapped in [start, end).
+ */
+struct lps_mmap {
+	uint64_t time_ns;
+	uint32_t pid;
+	struct lps_mapping map;
+};
+
+/* since 1.6: pid is a new process (fork, not a thread) of ppid, with its mappings */
+struct lps_fork {
+	uint64_t time_ns;
+	uint32_t pid, ppid;
+};
+
 struct lps_ksym {
 	uint64_t addr;
 	struct lps_str name;
@@ -229,6 +248,9 @@ struct lps_loss {
 				      * kernel's text base was not known */
 	uint64_t ustack_fp_fallback; /* samples with no known stack top: the
 				      * frame-pointer walk instead of a copy */
+	/* since 1.6 (0 in older streams): */
+	uint64_t mmap_events_lost; /* mmap/fork/exec events the kernel's side-band
+				    * buffers could not take */
 };
 
 struct lps_end {
@@ -274,6 +296,19 @@ struct lps_proc {
 };
 
 /*
+ * since 1.6: the collector's own vDSO image, copied (not parsed) from its
+ * memory: every 64-bit process's [vdso] mapping holds these bytes, so the
+ * symbolizer unwinds and names vDSO frames from its CFI and symbols. Sent
+ * after the meta record, before any sample. The bytes are untrusted ELF.
+ */
+#define LPS_MAX_VDSO (64u * 1024) /* image bytes */
+
+struct lps_vdso {
+	uint64_t time_ns;
+	struct lps_str image; /* 1..LPS_MAX_VDSO bytes */
+};
+
+/*
  * since 1.6: bytes [offset, offset + data.len) of a process's JIT perf map
  * file (/tmp/perf-NSPID.map in its root), copied by the collector without
  * parsing. Chunks of one file come in offset order; offset 0 starts the
@@ -303,6 +338,9 @@ struct lps_record {
 		struct lps_buildid buildid;
 		struct lps_cgroup cgroup;
 		struct lps_proc proc;
+		struct lps_vdso vdso;
+		struct lps_mmap mmap;
+		struct lps_fork fork;
 		struct lps_perfmap perfmap;
 	};
 };
@@ -374,6 +412,9 @@ void lps_enc_end(struct lps_enc *e, const struct lps_end *x);
 void lps_enc_buildid(struct lps_enc *e, const struct lps_buildid *b);
 void lps_enc_cgroup(struct lps_enc *e, const struct lps_cgroup *g);
 void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p);
+void lps_enc_vdso(struct lps_enc *e, const struct lps_vdso *v);
+void lps_enc_mmap(struct lps_enc *e, const struct lps_mmap *m);
+void lps_enc_fork(struct lps_enc *e, const struct lps_fork *f);
 void lps_enc_perfmap(struct lps_enc *e, const struct lps_perfmap *p);
 
 /*

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The collector's text parsers on arbitrary bytes: the whole input as a
- * /proc/PID/maps buffer, each of its lines as a /proc/kallsyms line, and the
- * input as a CPU list. Every returned string is read byte by byte so ASan
- * sees any pointer outside the input, and the parsers' contracts (ranges,
- * lengths, ascending CPUs) are checked with abort().
+ * /proc/PID/maps buffer, each of its lines as a /proc/kallsyms line, the
+ * input as a CPU list and as a list of child pids. Every returned string is
+ * read byte by byte so ASan sees any pointer outside the input, and the
+ * parsers' contracts (ranges, lengths, ascending CPUs, pids > 0, counts
+ * within the room) are checked with abort().
  */
 #include <errno.h>
 #include <stddef.h>
@@ -100,6 +101,24 @@ static void fuzz_cpulist(const char *buf, size_t size, size_t max)
 	free(cpus);
 }
 
+/* the input as /proc/PID/task/TID/children: into exactly cap slots */
+static void fuzz_pids(const char *buf, size_t size, size_t cap)
+{
+	pid_t *out = malloc((cap ? cap : 1) * sizeof(*out));
+	size_t n = 0;
+	int ret;
+
+	if (!out)
+		return;
+	ret = coll_parse_pids(buf, size, out, &n, cap);
+	if ((ret != 0 && ret != -ENOSPC && ret != -EBADMSG) || n > cap)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (out[i] <= 0)
+			abort();
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* a private copy of exactly size bytes so ASan catches any read past it */
@@ -113,6 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_status(copy, size);
 	fuzz_cpulist(copy, size, LP_MAX_CPUS);
 	fuzz_cpulist(copy, size, 4);
+	fuzz_pids(copy, size, 64);
+	fuzz_pids(copy, size, 2);
 	free(copy);
 	return 0;
 }

@@ -273,6 +273,26 @@ static void gen_small(struct lps_enc *e)
 				.data = S("7f3a1c004040 1a8 JS:*hotLeaf /srv/app.js:3:17\n"
 					  "7f3a1c004200 60 Builtin:ArgumentsAdaptorTrampoline\n")});
 	emit(e, "perfmap", LPS_PERFMAP);
+	/* an ELF header's worth: the decoder checks only the length */
+	lps_enc_vdso(e, &(struct lps_vdso){.time_ns = 123459700000ull,
+					   .image = S("\x7f"
+						      "ELF\x02\x01\x01\x00\x00\x00\x00\x00"
+						      "\x00\x00\x00\x00\x03\x00\x3e\x00")});
+	emit(e, "vdso", LPS_VDSO);
+	lps_enc_mmap(e,
+		     &(struct lps_mmap){.time_ns = 123459700000ull,
+					.pid = 4321,
+					.map = {.start = 0x7f1234560000ull,
+						.end = 0x7f1234580000ull,
+						.offset = 0x2000,
+						.dev_major = 259,
+						.dev_minor = 1,
+						.inode = 1835010,
+						.prot = LPS_PROT_R | LPS_PROT_X | LPS_PROT_P,
+						.path = S("/usr/lib/x86_64-linux-gnu/libm.so.6")}});
+	emit(e, "mmap", LPS_MMAP);
+	lps_enc_fork(e, &(struct lps_fork){.time_ns = 123459700001ull, .pid = 4322, .ppid = 4321});
+	emit(e, "fork", LPS_FORK);
 }
 
 static void gen_ksyms(struct lps_enc *e)

@@ -78,6 +78,12 @@ static void walk_record(const uint8_t *buf, size_t len)
 		walk_touch(r.perfmap.data);
 		walk_sink += r.perfmap.offset + r.perfmap.data.len;
 		break;
+	case LPS_VDSO:
+		walk_touch(r.vdso.image);
+		break;
+	case LPS_MMAP:
+		walk_touch(r.mmap.map.path), walk_touch(r.mmap.map.build_id);
+		break;
 	default:
 		break;
 	}

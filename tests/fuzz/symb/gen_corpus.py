@@ -25,6 +25,8 @@ def pk(v):
         b = v.encode()
         return (bytes([0xA0 | len(b)]) if len(b) < 32 else b"\xd9" + bytes([len(b)])) + b
     if isinstance(v, bytes):
+        if len(v) >= 1 << 8:
+            return b"\xc5" + struct.pack(">H", len(v)) + v
         return b"\xc4" + bytes([len(v)]) + v
     if isinstance(v, list):
         head = bytes([0x90 | len(v)]) if len(v) < 16 else b"\xdc" + struct.pack(">H", len(v))
@@ -99,3 +101,19 @@ open("corpus/jit-stream", "wb").write(frame(
     meta, jmaps, [12, 160, 77, 0, pm1], [12, 161, 77, len(pm1), pm2],
     [12, 161, 77, len(pm1), pm2], j1, [12, 170, 77, len(pm1) + len(pm2), pm3], j1,
     [4, 250, 77, "node"], jmaps, j1, [12, 260, 77, 0, pm3], j1, [5, 300, 77], end))
+# the vDSO image (record 13) and a sample at its clock_gettime, unwound
+# through its CFI to /usr/bin/true (a real x86_64 vDSO: ../vdso/corpus)
+image = open("../vdso/corpus/x86_64-linux-6.18", "rb").read()
+vmaps = [3, 150, 42, False, [[0x400000, 0x401000, 0, 8, 1, 12345, 13, "/usr/bin/true"],
+                      [0x7FFFF7FC0000, 0x7FFFF7FC2000, 0, 0, 0, 0, 5, "[vdso]"]]]
+vs = [2, 0, 200, 42, 42, 0, "true", 10101010, 0x7FFFF7FC0AF0, 0x7FFE0000, 0, b"", b"",
+      stack(0x400010, 0, 0, 0)]
+open("corpus/vdso-stream", "wb").write(frame(meta, [13, 100, image], vmaps, vs, vs, end))
+# 1.6: mappings as the kernel's mmap events give them (one replacing part of
+# another), a fork that inherits them, an exec that voids them
+mm1 = [14, 160, 42, [0x7F0000004000, 0x7F0000008000, 0x5000, 8, 1, 100, 13, "/lib/libm.so.6", b""]]
+mm2 = [14, 161, 42, [0x3FF000, 0x400800, 0, 0, 0, 0, 5, ""]]
+fork = [15, 170, 50, 42]
+s4 = [2, 0, 225, 50, 50, 0, "kid", 10101010, 0x7F0000004010, 0, 0, b"", stack(0x7F0000004010, 0x400900)]
+open("corpus/mmap-fork", "wb").write(frame(meta, maps, mm1, mm2, s1, fork, s4, mm1,
+                                           [4, 250, 50, "kid"], mm1, s4, [5, 260, 50], end))

@@ -121,7 +121,7 @@ static uint32_t read_and_check(struct sink *s, uint32_t *records)
 	assert_true(nobj >= 2 && objs[0].main && objs[0].idlen >= 16);
 	s->n = s->records = s->procs = 0;
 	lps_enc_init_dynamic(&enc);
-	assert_int_equal(coll_read_maps(&p, 1, &enc, collect, s), 0);
+	assert_int_equal(coll_read_maps(&p, 0, 1, &enc, collect, s), 0);
 	lps_enc_free(&enc);
 	*records = s->records;
 	assert_int_equal(p.nranges, s->n);

@@ -667,10 +667,47 @@ static void test_status_ids(void **state)
 	free(s);
 }
 
+/* /proc/PID/task/TID/children: pids each followed by a space */
+static void test_parse_pids(void **state)
+{
+	pid_t out[4];
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(coll_parse_pids("", 0, out, &n, 4), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(coll_parse_pids("12 345 ", 7, out, &n, 4), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[0], 12);
+	assert_int_equal(out[1], 345);
+	/* appended after what is there; a trailing newline is fine */
+	assert_int_equal(coll_parse_pids("2147483647\n", 11, out, &n, 4), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(out[2], INT_MAX);
+	/* no room: what fits is kept */
+	assert_int_equal(coll_parse_pids("7 8 ", 4, out, &n, 4), -ENOSPC);
+	assert_int_equal(n, 4);
+	assert_int_equal(out[3], 7);
+	n = 0;
+	assert_int_equal(coll_parse_pids("2147483648 ", 11, out, &n, 4), -EBADMSG);
+	assert_int_equal(coll_parse_pids("0 ", 2, out, &n, 4), -EBADMSG);
+	assert_int_equal(coll_parse_pids("-1 ", 3, out, &n, 4), -EBADMSG);
+	assert_int_equal(coll_parse_pids("1  2", 4, out, &n, 4), -EBADMSG);
+	assert_int_equal(coll_parse_pids("12345678901", 11, out, &n, 4), -EBADMSG);
+	assert_int_equal(n, 1); /* "1" before the double space */
+	n = 0;
+	assert_int_equal(coll_parse_pids("3x", 2, out, &n, 4), -EBADMSG);
+	assert_int_equal(n, 0);
+	/* nothing but a space */
+	assert_int_equal(coll_parse_pids(" ", 1, out, &n, 4), 0);
+	assert_int_equal(n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_maps_typical),
+		cmocka_unit_test(test_parse_pids),
 		cmocka_unit_test(test_maps_anonymous_and_special),
 		cmocka_unit_test(test_maps_odd_paths),
 		cmocka_unit_test(test_maps_malformed),

@@ -548,10 +548,10 @@ static void test_maps_versions(void **state)
 static void loss_as_1_3(struct lps_enc *e)
 {
 	assert_int_equal(e->buf[0], 0xdc);
-	assert_int_equal(e->buf[2], 18);
-	assert_true(e->buf[e->len - 1] == 0 && e->buf[e->len - 2] == 0);
+	assert_int_equal(e->buf[2], 19);
+	assert_true(e->buf[e->len - 1] == 0 && e->buf[e->len - 2] == 0 && e->buf[e->len - 3] == 0);
 	e->buf[2] = 16;
-	e->len -= 2;
+	e->len -= 3;
 }
 
 static void test_small_records(void **state)
@@ -641,6 +641,42 @@ static void test_small_records(void **state)
 	lps_enc_exit(&e, &(struct lps_exit){11, 12});
 	assert_int_equal(lps_decode(buf, e.len, &r), 0);
 	assert_int_equal(r.exit.pid, 12);
+
+	/* 1.6: mmap events and forks */
+	lps_enc_reset(&e);
+	lps_enc_mmap(&e, &(struct lps_mmap){.time_ns = 14,
+					    .pid = 15,
+					    .map = {.start = 0x7f0000001000ull,
+						    .end = 0x7f0000005000ull,
+						    .offset = 0x1000,
+						    .dev_major = 8,
+						    .dev_minor = 1,
+						    .inode = 77,
+						    .prot = LPS_PROT_R | LPS_PROT_X | LPS_PROT_P,
+						    .path = S("/usr/lib/libc.so.6")}});
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_MMAP);
+	assert_true(r.mmap.pid == 15 && r.mmap.map.start == 0x7f0000001000ull &&
+		    r.mmap.map.end == 0x7f0000005000ull && r.mmap.map.inode == 77 &&
+		    r.mmap.map.build_id.len == 0);
+	assert_true(str_eq(r.mmap.map.path, "/usr/lib/libc.so.6"));
+	assert_int_equal(lps_decode(buf, e.len - 1, &r), -EBADMSG);
+	/* a mapping that ends before it starts */
+	lps_enc_reset(&e);
+	lps_enc_mmap(&e, &(struct lps_mmap){.pid = 15, .map = {.start = 2, .end = 1}});
+	assert_int_equal(lps_decode(buf, e.len, &r), -EBADMSG);
+	lps_enc_reset(&e);
+	lps_enc_fork(&e, &(struct lps_fork){16, 17, 18});
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.type == LPS_FORK && r.fork.pid == 17 && r.fork.ppid == 18);
+	assert_int_equal(lps_decode(buf, e.len - 1, &r), -EBADMSG);
+	assert_string_equal(lps_type_name(LPS_FORK), "fork");
+	/* 1.6 loss: the side-band's losses */
+	l = (struct lps_loss){.bpf_task_lost = 9, .mmap_events_lost = 1234};
+	lps_enc_reset(&e);
+	lps_enc_loss(&e, &l);
+	assert_int_equal(lps_decode(buf, e.len, &r), 0);
+	assert_true(r.loss.mmap_events_lost == 1234 && r.loss.bpf_task_lost == 9);
 
 	lps_enc_reset(&e);
 	lps_enc_end(&e, &(struct lps_end){13, S("signal")});
@@ -745,6 +781,42 @@ static void test_perfmap(void **state)
 	lps_enc_free(&e);
 }
 
+/* 1.6's vdso record: round trip and bounds. */
+static void test_vdso(void **state)
+{
+	static uint8_t img[LPS_MAX_VDSO + 1], big[LPS_MAX_VDSO + 64];
+	struct lps_vdso v = {.time_ns = 9, .image = {(const char *)img, 8192}};
+	struct lps_record r;
+	struct lps_enc e;
+
+	for (size_t i = 0; i < sizeof(img); i++)
+		img[i] = (uint8_t)(i * 31);
+	lps_enc_init_fixed(&e, big, sizeof(big));
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_VDSO);
+	assert_true(r.vdso.time_ns == 9);
+	assert_int_equal(r.vdso.image.len, 8192);
+	assert_memory_equal(r.vdso.image.ptr, img, 8192);
+	assert_string_equal(lps_type_name(LPS_VDSO), "vdso");
+	/* every truncation is malformed, never read past */
+	for (size_t n = 0; n < e.len; n += 97)
+		assert_int_equal(lps_decode(big, n, &r), -EBADMSG);
+	/* the largest image decodes; an empty one or one byte more is malformed */
+	v.image.len = LPS_MAX_VDSO;
+	lps_enc_reset(&e);
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), 0);
+	v.image.len = LPS_MAX_VDSO + 1;
+	lps_enc_reset(&e);
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), -EBADMSG);
+	v.image.len = 0;
+	lps_enc_reset(&e);
+	lps_enc_vdso(&e, &v);
+	assert_int_equal(lps_decode(big, e.len, &r), -EBADMSG);
+}
+
 /* A newer minor version appends fields; an unknown type is reported. */
 static void test_version_rules(void **state)
 {
@@ -823,6 +895,7 @@ int main(void)
 		cmocka_unit_test(test_small_records),
 		cmocka_unit_test(test_buildid),
 		cmocka_unit_test(test_perfmap),
+		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_malformed),
 	};

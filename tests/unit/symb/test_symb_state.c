@@ -6,6 +6,7 @@
  * frames are addresses of functions in this file, so names resolve through
  * the real ELF path to known values.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -572,6 +574,88 @@ static void test_maps_append(void **state)
 	assert_int_equal(symb_state__counters(s)->maps, 2);
 	feed_sample(s, &e, 100, "app", NULL, 0, u, 2);
 	assert_int_equal(symb_state__counters(s)->unmapped_frames, 2);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
+static void feed_mmap(struct symb_state *s, struct lps_enc *e, uint32_t pid,
+		      const struct lps_mapping *m)
+{
+	lps_enc_mmap(e, &(struct lps_mmap){.time_ns = 1, .pid = pid, .map = *m});
+	feed(s, e);
+}
+
+/*
+ * 1.6 mmap and fork records: a mapping made later replaces what it
+ * overlaps (split, cut or dropped), a fork inherits its parent's mappings,
+ * an exec voids them.
+ */
+static void test_mmap_fork(void **state)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf + 2;
+	uint64_t caller = (uint64_t)(uintptr_t)&symb_test_caller + 6;
+	uint64_t u[2] = {leaf, caller};
+	uint64_t lf = (uint64_t)(uintptr_t)&symb_test_leaf;
+	uint64_t cf = (uint64_t)(uintptr_t)&symb_test_caller;
+	uint64_t mid = lf < cf ? cf : lf;
+	struct lps_mapping anon = {0x1000, 0x9000, 0, 0, 0, 0, LPS_PROT_X, S("")};
+	struct lps_mapping hole = {0x3000, 0x4000, 0, 0, 0, 0, LPS_PROT_X, S("")};
+	struct lps_mapping below;
+	struct symb_state *s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	find_self();
+	s = state_new(false, false);
+	lps_enc_init_dynamic(&e);
+	feed_mmap(s, &e, 100, &anon);
+	feed_mmap(s, &e, 100, &self_text);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 2);
+	/* inside the anonymous one: split in three */
+	feed_mmap(s, &e, 100, &hole);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 4);
+	assert_int_equal(symb_state__counters(s)->bad_mappings, 0);
+	feed_sample(s, &e, 100, "app", NULL, 0, u, 2);
+	/* a fork has its parent's mappings */
+	lps_enc_fork(&e, &(struct lps_fork){2, 101, 100});
+	feed(s, &e);
+	assert_int_equal(symb_state__proc_nmaps(s, 101), 4);
+	assert_int_equal(symb_state__counters(s)->maps, 8);
+	feed_sample(s, &e, 101, "kid", NULL, 0, u, 2);
+	assert_int_equal(symb_state__counters(s)->unmapped_frames, 0);
+	b = symb_build(s, SYMB_KIND_CPU);
+	folded = folded_of(symb_built_profile(b));
+	assert_string_equal(folded, "app;symb_test_caller;symb_test_leaf 1\n"
+				    "kid;symb_test_caller;symb_test_leaf 1\n");
+	free(folded);
+	symb_built_free(b);
+
+	/* anonymous memory over the text's head: its tail keeps the file at its offset */
+	below = anon;
+	below.start = self_text.start;
+	below.end = mid;
+	feed_mmap(s, &e, 101, &below);
+	assert_int_equal(symb_state__proc_nmaps(s, 101), 5);
+	feed_sample(s, &e, 101, "kid", NULL, 0, &u[mid == lf ? 0 : 1], 1);
+	b = symb_build(s, SYMB_KIND_CPU);
+	folded = folded_of(symb_built_profile(b));
+	assert_non_null(
+		strstr(folded, mid == lf ? "kid;symb_test_leaf 1\n" : "kid;symb_test_caller 1\n"));
+	free(folded);
+	symb_built_free(b);
+	/* the same over the whole of it: the file mapping is gone, its object unheld */
+	below.end = self_text.end;
+	feed_mmap(s, &e, 101, &below);
+	assert_int_equal(symb_state__proc_nmaps(s, 101), 4);
+	/* an exec voids them; a mapping that is not executable is not kept */
+	lps_enc_exec(&e, &(struct lps_exec){3, 100, S("app")});
+	feed(s, &e);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 0);
+	hole.prot = LPS_PROT_R;
+	feed_mmap(s, &e, 100, &hole);
+	assert_int_equal(symb_state__proc_nmaps(s, 100), 0);
+	assert_int_equal(symb_state__counters(s)->maps, 4);
 	lps_enc_free(&e);
 	symb_state__free(s);
 }
@@ -1189,6 +1273,107 @@ static void test_unwind_follows_maps(void **state)
 	symb_state__free(s);
 }
 
+/* This process's [vdso] mapping (its length from /proc/self/maps). */
+static struct lps_mapping self_vdso(void)
+{
+	struct lps_mapping m = {
+		.start = getauxval(AT_SYSINFO_EHDR), .prot = 5, .path = S("[vdso]")};
+	unsigned long long a, b;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx", &a, &b) == 2 && a == m.start &&
+		    strstr(line, "[vdso]"))
+			m.end = b;
+	fclose(f);
+	assert_true(m.start && m.end > m.start);
+	return m;
+}
+
+/*
+ * [vdso] frames unwind and are named from the stream's vDSO image (record
+ * 13): a sample at the entry of this process's __vdso_clock_gettime reaches
+ * its caller. A mapping of another length or below 4 GiB (a 32-bit
+ * process's vDSO) does not use the image; an image that replaces it is used from then on (one
+ * that is not ELF: the frame is unnamed, the walk ends).
+ */
+static void test_vdso_unwinds(void **state)
+{
+	struct lps_mapping m[2] = {self_vdso()}, low[2];
+	void *h = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+	uint64_t ip = (uint64_t)(uintptr_t)(h ? dlsym(h, "__vdso_clock_gettime") : NULL);
+	uint64_t stack[4] = {(uint64_t)(uintptr_t)&symb_test_caller + 1, 0, 0, 0};
+	size_t len = m[0].end - m[0].start;
+	uint8_t *other = calloc(1, len);
+	struct symb_state *s;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded, want[128];
+
+	assert_true(ip > m[0].start && ip < m[0].end);
+	find_self();
+	m[1] = self_text;
+	if (m[1].start < m[0].start) { /* ascending */
+		m[1] = m[0];
+		m[0] = self_text;
+	}
+	s = state_new(false, false);
+	lps_enc_init_dynamic(&e);
+	lps_enc_vdso(&e, &(struct lps_vdso){
+				 1, {(const char *)(uintptr_t)self_vdso().start, (uint32_t)len}});
+	feed(s, &e);
+	feed_maps(s, &e, 100, false, m, 2);
+	feed_regs_sample(s, &e, "app", ip, stack, 4);
+	/* the same image again changes nothing */
+	lps_enc_vdso(&e, &(struct lps_vdso){
+				 2, {(const char *)(uintptr_t)self_vdso().start, (uint32_t)len}});
+	feed(s, &e);
+	feed_regs_sample(s, &e, "app", ip, stack, 4);
+	/* a [vdso] of another length: not this image */
+	for (int i = 0; i < 2; i++)
+		if (!strncmp(m[i].path.ptr, "[vdso]", 6))
+			m[i].end += 4096;
+	feed_maps(s, &e, 100, false, m, 2);
+	feed_regs_sample(s, &e, "app32", ip, stack, 4);
+	/* nor one of its length below 4 GiB, where only a 32-bit process maps one */
+	low[0] = (struct lps_mapping){
+		.start = 0x70000000, .end = 0x70000000 + len, .prot = 5, .path = S("[vdso]")};
+	low[1] = self_text;
+	feed_maps(s, &e, 100, false, low, 2);
+	feed_regs_sample(s, &e, "low", low[0].start + (ip - self_vdso().start), stack, 4);
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	printf("%s", folded);
+	assert_non_null(strstr(folded, "app;symb_test_caller;__vdso_clock_gettime 2\n")
+				?: strstr(folded, "app;symb_test_caller;clock_gettime 2\n"));
+	assert_non_null(strstr(folded, "app32;[unknown] 1\n"));
+	assert_non_null(strstr(folded, "low;[unknown] 1\n"));
+	free(folded);
+	symb_built_free(b);
+	/* another image (not ELF) of the same length replaces it */
+	for (int i = 0; i < 2; i++)
+		if (!strncmp(m[i].path.ptr, "[vdso]", 6))
+			m[i].end -= 4096;
+	feed_maps(s, &e, 100, false, m, 2);
+	lps_enc_vdso(&e, &(struct lps_vdso){3, {(const char *)other, (uint32_t)len}});
+	feed(s, &e);
+	feed_regs_sample(s, &e, "other", ip, stack, 4);
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	snprintf(want, sizeof(want), "other;[vdso]+0x%llx 1\n",
+		 (unsigned long long)(ip - self_vdso().start));
+	assert_non_null(strstr(folded, want));
+	free(folded);
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state__free(s);
+	free(other);
+}
+
 /*
  * No absolute kernel address reaches a profile: a 1.4 stream's addresses are
  * relative to _text already; an older stream's are made so with its _text;
@@ -1480,6 +1665,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_inode_not_symbolized),
 		cmocka_unit_test(test_bad_records_counted),
 		cmocka_unit_test(test_maps_append),
+		cmocka_unit_test(test_mmap_fork),
 		cmocka_unit_test(test_maps_limits),
 		cmocka_unit_test(test_open_refuses_special_files),
 		cmocka_unit_test(test_open_refuses_odd_paths),
@@ -1489,6 +1675,7 @@ int main(void)
 		cmocka_unit_test(test_offcpu_ignored),
 		cmocka_unit_test(test_ksyms_unsorted_tail),
 		cmocka_unit_test(test_unwind_follows_maps),
+		cmocka_unit_test(test_vdso_unwinds),
 		cmocka_unit_test(test_kernel_addresses_relative),
 		cmocka_unit_test(test_container_ids),
 		cmocka_unit_test(test_labels),
