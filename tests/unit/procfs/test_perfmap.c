@@ -187,11 +187,46 @@ static void test_refused(void **state)
 	unlink(target);
 }
 
+/* A process whose maps were read before it had a perf map: looked at again later. */
+static void test_looked_again(void **state)
+{
+	static struct sink s;
+	struct coll_proc p = {.used = true, .pid = (uint32_t)getpid()};
+	struct coll_procs t = {&p, 1, 1};
+	uint64_t t0 = 5000000000ull;
+	struct lps_enc e;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	unlink(path);
+	reset(&s);
+	lps_enc_init_dynamic(&e);
+	/* maps never read: not looked for */
+	write_file(path, "1 2 late\n", 9, O_TRUNC);
+	assert_int_equal(coll_perfmaps_poll(&t, t0 + COLL_PERFMAP_LOOK_NS, &e, collect, &s), 0);
+	assert_null(p.pm);
+	unlink(path);
+	/* read without one; it comes; found once the interval has passed */
+	p.maps_ns = t0;
+	assert_int_equal(coll_perfmap_refresh(&p, t0, &e, collect, &s), 0);
+	assert_null(p.pm);
+	write_file(path, "1 2 late\n", 9, O_TRUNC);
+	assert_int_equal(coll_perfmaps_poll(&t, t0 + COLL_PERFMAP_LOOK_NS - 1, &e, collect, &s), 0);
+	assert_null(p.pm);
+	assert_int_equal(s.records, 0);
+	assert_int_equal(coll_perfmaps_poll(&t, t0 + COLL_PERFMAP_LOOK_NS, &e, collect, &s), 0);
+	assert_non_null(p.pm);
+	assert_int_equal(s.len, 9);
+	coll_perfmap_forget(&p);
+	lps_enc_free(&e);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_copy_and_grow),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_looked_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
