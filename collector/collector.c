@@ -327,6 +327,15 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t tid, uint32_t wait_
 	}
 	p->maps_read = true;
 	c->maps_sent++;
+	coll_perfmap_refresh(p, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
+}
+
+/* What the known JIT perf maps grew by (perfmap.c). */
+static void send_perfmaps(struct coll *c)
+{
+	struct maps_emit me = {c, WAIT_RUN_MS};
+
+	coll_perfmaps_poll(&c->procs, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
 }
 
 /*
@@ -485,6 +494,7 @@ static void handle_task(struct coll *c, const struct lp_ev_task *e)
 {
 	lps_enc_reset(&c->dyn);
 	if (e->hdr.type == LP_EV_EXEC) {
+		struct coll_proc *p;
 		struct lps_exec x = {
 			e->hdr.time_ns,
 			e->hdr.pid,
@@ -499,7 +509,10 @@ static void handle_task(struct coll *c, const struct lp_ev_task *e)
 		lps_enc_exec(&c->dyn, &x);
 		write_enc(c, &c->dyn, WAIT_RUN_MS);
 		/* the new image's mappings replace the old ones */
-		if (coll_procs_find(&c->procs, e->hdr.pid) || c->o->npids)
+		p = coll_procs_find(&c->procs, e->hdr.pid);
+		if (p) /* the reader forgets the old image's JIT symbols */
+			coll_perfmap_forget(p);
+		if (p || c->o->npids)
 			send_maps(c, e->hdr.pid, e->hdr.tid, WAIT_RUN_MS);
 	} else {
 		struct lps_exit x = {e->hdr.time_ns, e->hdr.pid};
@@ -531,6 +544,7 @@ static void proc_born(struct coll *c, uint32_t pid)
 
 	if (!p)
 		return;
+	coll_perfmap_forget(p); /* the reader forgets an old image's JIT symbols */
 	p->born = true;
 	p->maps_read = false;
 	p->maps_ns = 0;
@@ -1843,9 +1857,12 @@ static void resend_state(struct coll *c)
 		return;
 	}
 	/* send_maps adds to the table: collect the pids first */
-	for (uint32_t i = 0; i < c->procs.cap; i++)
-		if (c->procs.slots[i].used)
+	for (uint32_t i = 0; i < c->procs.cap; i++) {
+		if (c->procs.slots[i].used) {
 			pids[n++] = c->procs.slots[i].pid;
+			coll_perfmap_forget(&c->procs.slots[i]); /* sent again, whole */
+		}
+	}
 	for (uint32_t i = 0; i < n; i++)
 		send_maps(c, pids[i], 0, WAIT_RUN_MS);
 	free(pids);
@@ -1997,6 +2014,21 @@ static void print_files(struct coll *c)
 		(unsigned long long)f.late);
 }
 
+static void print_perfmaps(void)
+{
+	struct coll_perfmap_stats st;
+
+	coll_perfmap_stats(&st);
+	if (st.files || st.refused)
+		lp_debug("perfmap: %llu JIT perf maps, %llu KiB in %llu records, %llu refused "
+			 "(not a regular file of the process's uid)",
+			 (unsigned long long)st.files, (unsigned long long)(st.bytes >> 10),
+			 (unsigned long long)st.records, (unsigned long long)st.refused);
+	if (st.capped_files)
+		lp_warn("perfmap: %llu JIT perf maps over 64 MiB: only their first 64 MiB sent",
+			(unsigned long long)st.capped_files);
+}
+
 static const char *drain_loop(struct coll *c)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_loss = start;
@@ -2027,6 +2059,7 @@ static const char *drain_loop(struct coll *c)
 		lp_ring__notify(c->ring);
 		nap_serving(c, nap);
 		drain_sideband(c);
+		send_perfmaps(c); /* before the samples that may need them */
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
 		tune_early_wrap(c, now);
@@ -2238,6 +2271,7 @@ int coll_run(const struct coll_opts *o)
 	/* stop sampling first, then take everything that is still in flight */
 	detach_bpf(&c);
 	drain_sideband(&c);
+	send_perfmaps(&c);
 	ring_buffer__consume(c.rb);
 	c.off_cpu_left = offcpu_leftovers(&c);
 	send_loss(&c);
@@ -2282,6 +2316,7 @@ int coll_run(const struct coll_opts *o)
 		 (unsigned long long)c.maps_sent, (unsigned long long)c.maps_errors,
 		 (unsigned long long)c.maps_gone, (unsigned long long)c.sb_events,
 		 (unsigned long long)coll_sideband__lost(c.sb));
+	print_perfmaps();
 	print_files(&c);
 	lp_debug("collector: peak RSS %lu KiB (VmHWM)", coll_peak_rss_kib());
 	coll_cleanup(&c);

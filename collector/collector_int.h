@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "lowprof/files.h"
@@ -17,6 +18,8 @@ struct coll_range {
 	uint64_t start, end;
 };
 
+struct coll_perfmap;
+
 struct coll_proc {
 	bool used;
 	uint32_t pid;
@@ -25,6 +28,8 @@ struct coll_proc {
 	bool born;		   /* its fork or exec came as a side-band event */
 	struct coll_range *ranges; /* executable ranges, ascending */
 	uint32_t nranges;
+	struct coll_perfmap *pm; /* its JIT perf map (perfmap.c), or NULL */
+	uint64_t pm_looked_ns;	 /* when its perf map was last looked for */
 };
 
 /* Open-addressing hash of processes; pointers die on the next add. */
@@ -44,6 +49,35 @@ int coll_proc_add_range(struct coll_proc *p, uint64_t start, uint64_t end);
 uint32_t coll_prot_bits(uint32_t prot, uint32_t flags);
 int coll_read_maps(struct coll_proc *p, uint32_t tid, uint64_t now_ns, struct lps_enc *enc,
 		   int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
+
+/*
+ * JIT perf maps (perfmap.c): copied into the stream as LPS_PERFMAP records,
+ * never parsed. coll_perfmap_refresh, after a read of p's mappings: finds
+ * p's perf map (a new file at the path starts over from offset 0) and sends
+ * what is new. coll_perfmaps_poll, once a drain, before the samples: sends
+ * what every known perf map grew by, and looks again, every
+ * COLL_PERFMAP_LOOK_NS, for the perf map of a process whose maps were read
+ * without one (mmap events make later maps reads rare). coll_perfmap_forget: the next refresh
+ * sends the file from offset 0 (exec, a new reader); the table's del and
+ * free call it. Both send through emit, as coll_read_maps does, and return
+ * 0 or the first negative errno (what was not emitted is sent next time).
+ */
+#define COLL_PERFMAP_LOOK_NS (10ull * 1000000000)
+
+struct coll_perfmap_stats {
+	uint64_t files;	       /* perf map files found */
+	uint64_t refused;      /* found but not a regular file of the process's uid */
+	uint64_t records;      /* LPS_PERFMAP records emitted */
+	uint64_t bytes;	       /* their data bytes */
+	uint64_t capped_files; /* files longer than the per-process cap: the rest not sent */
+};
+
+int coll_perfmap_refresh(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+			 int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
+int coll_perfmaps_poll(struct coll_procs *t, uint64_t now_ns, struct lps_enc *enc,
+		       int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
+void coll_perfmap_forget(struct coll_proc *p);
+void coll_perfmap_stats(struct coll_perfmap_stats *st);
 
 /*
  * Mappings go out without build-ids from now on: the kernel has no
@@ -79,6 +113,16 @@ int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inod
 		     struct coll_mapped *out);
 int coll_file_open_at(uint32_t pid, const struct coll_mapped *m, uint32_t major, uint32_t minor,
 		      uint64_t inode);
+/*
+ * What coll_file_open_at tries first, with any check: opens path inside pid's root
+ * (openat2 RESOLVE_IN_ROOT, no magic link, the last component no symbolic
+ * link), fstats it into *st, and when ok(st, arg) holds reopens that inode
+ * read-only (O_NONBLOCK: no FIFO wait). Returns the descriptor, -ESTALE
+ * when ok refused it (or the reopened inode is another), or -errno.
+ */
+int coll_open_in_root(uint32_t pid, const char *path,
+		      bool (*ok)(const struct stat *st, const void *arg), const void *arg,
+		      struct stat *st);
 
 /*
  * The file broker: answers the symbolizer's requests without ever

@@ -88,15 +88,16 @@ int coll_mapped_path(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inod
 }
 
 /*
- * pfd (O_PATH, closed here) reopened read-only if it is the regular file
- * of that device and inode: no device or FIFO open. An fd or -errno.
+ * pfd (O_PATH, closed here) reopened read-only if ok(its stat, arg): the
+ * inode found, opened for reading, no device or FIFO open. An fd or -errno.
  */
-static int reopen_checked(int pfd, uint32_t major, uint32_t minor, uint64_t inode)
+static int reopen_if(int pfd, bool (*ok)(const struct stat *st, const void *arg), const void *arg,
+		     struct stat *st)
 {
-	struct stat st;
+	struct stat st2;
 	int fd;
 
-	if (fstat(pfd, &st) || !is_file(&st, major, minor, inode)) {
+	if (fstat(pfd, st) || !ok(st, arg)) {
 		close(pfd);
 		return -ESTALE;
 	}
@@ -104,16 +105,16 @@ static int reopen_checked(int pfd, uint32_t major, uint32_t minor, uint64_t inod
 	close(pfd);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) || !is_file(&st, major, minor, inode)) {
+	if (fstat(fd, &st2) || st2.st_ino != st->st_ino || st2.st_dev != st->st_dev) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
 }
 
-/* The mapped file by its path, resolved inside the process's root. */
-static int open_by_path(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
-			uint64_t inode)
+int coll_open_in_root(uint32_t pid, const char *path,
+		      bool (*ok)(const struct stat *st, const void *arg), const void *arg,
+		      struct stat *st)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
@@ -127,19 +128,43 @@ static int open_by_path(uint32_t pid, const char *path, uint32_t major, uint32_t
 	if (rootfd < 0)
 		return -errno;
 	pfd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (pfd < 0 && errno == ENOSYS) /* before 5.6: the inode check below still holds */
+	if (pfd < 0 && errno == ENOSYS) /* before 5.6: the check below still holds */
 		pfd = openat(rootfd, path + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	err = pfd < 0 ? -errno : 0;
 	close(rootfd);
-	return err ? err : reopen_checked(pfd, major, minor, inode);
+	return err ? err : reopen_if(pfd, ok, arg, st);
+}
+
+struct file_id {
+	uint32_t major, minor;
+	uint64_t inode;
+};
+
+static bool is_that_file(const struct stat *st, const void *arg)
+{
+	const struct file_id *id = arg;
+
+	return is_file(st, id->major, id->minor, id->inode);
+}
+
+/* The mapped file by its path, resolved inside the process's root. */
+static int open_by_path(uint32_t pid, const char *path, uint32_t major, uint32_t minor,
+			uint64_t inode)
+{
+	struct file_id id = {major, minor, inode};
+	struct stat st;
+
+	return coll_open_in_root(pid, path, is_that_file, &id, &st);
 }
 
 /* The mapped file through a /proc magic link of the process (exe, map_files/...). */
 static int open_by_link(const char *link, uint32_t major, uint32_t minor, uint64_t inode)
 {
+	struct file_id id = {major, minor, inode};
+	struct stat st;
 	int pfd = open(link, O_PATH | O_CLOEXEC);
 
-	return pfd < 0 ? -errno : reopen_checked(pfd, major, minor, inode);
+	return pfd < 0 ? -errno : reopen_if(pfd, is_that_file, &id, &st);
 }
 
 /*

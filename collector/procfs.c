@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -166,6 +167,71 @@ int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k)
 		k->module.len = (uint32_t)(c.end - mod - 2);
 	}
 	return (type == 't' || type == 'T' || type == 'w' || type == 'W') ? 1 : 0;
+}
+
+/* The line of buf that starts with key, its text after the key; NULL if none. */
+static const char *status_line(const char *buf, size_t len, const char *key, size_t *rest)
+{
+	size_t klen = strlen(key);
+
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(buf + i, '\n', len - i);
+		size_t eol = nl ? (size_t)(nl - buf) : len;
+
+		if (eol - i >= klen && !memcmp(buf + i, key, klen)) {
+			*rest = eol - i - klen;
+			return buf + i + klen;
+		}
+		i = eol + 1;
+	}
+	return NULL;
+}
+
+/*
+ * Decimal fields separated by blanks in p[0..n): the idx-th (or the last
+ * with idx < 0) into *out. 0 or -EBADMSG.
+ */
+static int status_field(const char *p, size_t n, int idx, uint32_t *out)
+{
+	bool found = false;
+	int k = 0;
+
+	for (size_t i = 0; i < n;) {
+		uint64_t v = 0;
+		size_t d = 0;
+
+		if (p[i] == ' ' || p[i] == '\t') {
+			i++;
+			continue;
+		}
+		for (; i < n && p[i] >= '0' && p[i] <= '9'; i++, d++) {
+			v = v * 10 + (uint64_t)(p[i] - '0');
+			if (v > UINT32_MAX)
+				return -EBADMSG;
+		}
+		if (!d || (i < n && p[i] != ' ' && p[i] != '\t'))
+			return -EBADMSG;
+		if (idx < 0 || k == idx) {
+			*out = (uint32_t)v;
+			found = true;
+		}
+		k++;
+	}
+	return found ? 0 : -EBADMSG;
+}
+
+int coll_status_ids(const char *buf, size_t len, uint32_t *nspid, uint32_t *euid)
+{
+	const char *p;
+	size_t n;
+
+	p = status_line(buf, len, "NSpid:", &n);
+	if (!p || status_field(p, n, -1, nspid))
+		return -EBADMSG;
+	p = status_line(buf, len, "Uid:", &n);
+	if (!p || status_field(p, n, 1, euid))
+		return -EBADMSG;
+	return 0;
 }
 
 int coll_read_fd(int fd, size_t max, char **bufp, size_t *lenp)

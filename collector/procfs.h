@@ -84,6 +84,15 @@ int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k);
 int coll_parse_pids(const char *buf, size_t len, pid_t *out, size_t *n, size_t cap);
 
 /*
+ * From a /proc/PID/status buffer: the pid the process sees itself by (the
+ * last field of "NSpid:", its pid in its innermost pid namespace) and its
+ * effective uid (the second field of "Uid:"). A line counts only at the
+ * start of the buffer or after a newline (the kernel escapes the newlines
+ * of "Name:"). Returns 0, or -EBADMSG when either is missing or malformed.
+ */
+int coll_status_ids(const char *buf, size_t len, uint32_t *nspid, uint32_t *euid);
+
+/*
  * Reads a whole /proc file into a malloc'd, NUL-terminated buffer
  * (procfs files report size 0, so it reads until EOF, up to max bytes).
  * Returns 0 and sets *buf, *len; or a negative errno (-EFBIG over max).

@@ -93,6 +93,7 @@ void coll_procs_del(struct coll_procs *t, uint32_t pid)
 	if (!p)
 		return;
 	free(p->ranges);
+	coll_perfmap_forget(p);
 	i = (uint32_t)(p - t->slots);
 	t->slots[i].used = false;
 	t->count--;
@@ -111,8 +112,10 @@ void coll_procs_del(struct coll_procs *t, uint32_t pid)
 void coll_procs_free(struct coll_procs *t)
 {
 	for (uint32_t i = 0; i < t->cap; i++)
-		if (t->slots[i].used)
+		if (t->slots[i].used) {
 			free(t->slots[i].ranges);
+			coll_perfmap_forget(&t->slots[i]);
+		}
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
 }

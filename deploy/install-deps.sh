@@ -22,7 +22,10 @@ build_pkgs=(
 # tests/e2e/broker.sh; qemu-system-x86 (with virtiofsd), busybox-static,
 # kmod (depmod) and xz-utils boot other kernels for tests/vm/run.sh;
 # protoc decodes the exporter's OTLP requests, openssl makes the test CA,
-# python3 runs the local receivers and curl scrapes /metrics (export.sh).
+# python3 runs the local receivers and curl scrapes /metrics (export.sh);
+# nodejs is the JIT that writes a perf map (tests/e2e/jit.sh), installed
+# only when no node is on PATH (a node of its own, e.g. from NodeSource,
+# serves as well).
 test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq time libc6-dbg python3-yaml
 	protobuf-compiler openssl curl python3
 	libfuse3-dev qemu-system-x86 busybox-static kmod xz-utils)
@@ -30,6 +33,7 @@ test_pkgs=(libcmocka-dev golang-go chromium gcc g++ linux-perf bpftrace jq time 
 want=("${build_pkgs[@]}" libcmocka-dev)
 if [[ "${1:-}" == "--test" ]]; then
 	want+=("${test_pkgs[@]}")
+	command -v node >/dev/null || want+=(nodejs)
 elif [[ $# -gt 0 ]]; then
 	echo "usage: $0 [--test]" >&2
 	exit 2

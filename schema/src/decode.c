@@ -682,6 +682,21 @@ static int dec_proc(struct cur *c, uint32_t n, struct lps_proc *p)
 	return skip_rest(c, 4, n);
 }
 
+static int dec_perfmap(struct cur *c, uint32_t n, struct lps_perfmap *p)
+{
+	if (n < 5)
+		return -EBADMSG;
+	TRY(rd_uint(c, &p->time_ns));
+	TRY(rd_u32(c, &p->pid));
+	TRY(rd_uint(c, &p->offset));
+	TRY(rd_bin(c, &p->data));
+	/* the end of the chunk must be a file offset too */
+	if (!p->data.len || p->data.len > LPS_MAX_PERFMAP_CHUNK ||
+	    p->offset > UINT64_MAX - p->data.len)
+		return -EBADMSG;
+	return skip_rest(c, 5, n);
+}
+
 static int dec_vdso(struct cur *c, uint32_t n, struct lps_vdso *v)
 {
 	if (n < 3)
@@ -789,6 +804,9 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 		break;
 	case LPS_PROC:
 		err = dec_proc(&c, n, &rec->proc);
+		break;
+	case LPS_PERFMAP:
+		err = dec_perfmap(&c, n, &rec->perfmap);
 		break;
 	case LPS_VDSO:
 		err = dec_vdso(&c, n, &rec->vdso);

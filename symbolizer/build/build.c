@@ -44,6 +44,7 @@ struct symb_built {
 	char *comment_buf[5];
 	char title[320];
 	uint32_t kernel_mapping;
+	uint32_t jit_mapping;  /* "[jit]": the frames JIT perf maps name */
 	uint32_t *obj_mapping; /* per object: its mapping, or LPW_NO_MAPPING */
 	uint64_t seed;	       /* of frame_hash */
 	struct symb_build_stats n;
@@ -99,6 +100,13 @@ static char *resolve_name(struct symb_state *s, const struct symb_frame *f, bool
 			return NULL;
 		return out;
 	}
+	case SYMB_F_JIT:
+		name = symb_state__jit_name(s, f->obj);
+		if (name) {
+			*resolved = true;
+			return strdup(name);
+		}
+		return strdup("[unknown]");
 	default:
 		return strdup("[unknown]");
 	}
@@ -196,6 +204,11 @@ static int location_init(struct symb_state *s, struct symb_built *b, uint32_t nl
 			l->address = f->addr <= UINT64_MAX - KERNEL_MAPPING_START
 					     ? KERNEL_MAPPING_START + f->addr
 					     : KERNEL_MAPPING_START;
+		} else if (f->kind == SYMB_F_JIT) {
+			/* the JIT code's address, within the [jit] mapping's slice */
+			l->mapping = b->jit_mapping;
+			l->address =
+				b->mappings[l->mapping].start + (f->addr & (SYMB_OBJ_SPAN - 1));
 		} else if (user_frame_ok(f)) {
 			l->mapping = b->obj_mapping[f->obj];
 			l->address = b->mappings[l->mapping].start + f->addr;
@@ -284,10 +297,10 @@ out:
 
 /*
  * The objects the kind's stacks use (used[i] for object i): their user
- * frames' objects.
+ * frames' objects; *jit: whether they have JIT frames.
  */
 static uint8_t *used_objects(const struct symb_state *s, const struct symb_agg *const *aggs,
-			     uint32_t naggs, uint32_t nobjs)
+			     uint32_t naggs, uint32_t nobjs, bool *jit)
 {
 	const struct symb_frame *frames = symb_state__frames(s);
 	uint8_t *used = calloc(nobjs ? nobjs : 1, 1);
@@ -300,6 +313,8 @@ static uint8_t *used_objects(const struct symb_state *s, const struct symb_agg *
 
 			if (f->kind == SYMB_F_USER)
 				used[f->obj] = 1;
+			else if (f->kind == SYMB_F_JIT)
+				*jit = true;
 		}
 	return used;
 }
@@ -310,9 +325,10 @@ static int build_mappings(struct symb_state *s, struct symb_built *b,
 {
 	struct symb_objects *t = symb_state__objects(s);
 	uint32_t nobjs = symb_objects__stats(t)->slots, n = 0;
-	uint8_t *used = used_objects(s, aggs, naggs, nobjs);
+	bool jit = false;
+	uint8_t *used = used_objects(s, aggs, naggs, nobjs, &jit);
 
-	b->mappings = calloc(nobjs + 1, sizeof(*b->mappings));
+	b->mappings = calloc(nobjs + 2, sizeof(*b->mappings));
 	b->obj_mapping = calloc(nobjs ? nobjs : 1, sizeof(*b->obj_mapping));
 	if (!used || !b->mappings || !b->obj_mapping) {
 		free(used);
@@ -334,6 +350,16 @@ static int build_mappings(struct symb_state *s, struct symb_built *b,
 		b->obj_mapping[i] = n++;
 	}
 	free(used);
+	/* the slice after the objects' (n <= SYMB_MAX_OBJS: below the kernel's) */
+	b->jit_mapping = LPW_NO_MAPPING;
+	if (jit) {
+		b->jit_mapping = n;
+		b->mappings[n].path = "[jit]";
+		b->mappings[n].start = (uint64_t)(n + 1) * SYMB_OBJ_SPAN;
+		b->mappings[n].limit = b->mappings[n].start + SYMB_OBJ_SPAN;
+		b->mappings[n].has_functions = true;
+		n++;
+	}
 	b->kernel_mapping = n;
 	b->mappings[n].path = "[kernel.kallsyms]";
 	b->mappings[n].start = KERNEL_MAPPING_START;

@@ -173,6 +173,25 @@ static void print_unwinding(const struct symb_state *s, int fd)
 	dprintf(fd, "\n");
 }
 
+/* JIT perf maps: what they held, and what they named. */
+static void print_jit(const struct symb_state *s, int fd)
+{
+	const struct symb_counters *c = symb_state__counters(s);
+	struct symb_jit_stats j;
+
+	symb_state__jit_stats(s, &j);
+	if (!j.lines && !j.bad_lines && !c->jit_frames)
+		return;
+	dprintf(fd, "  JIT symbols     %" PRIu64 " read from perf maps, %" PRIu64 " frames named",
+		j.lines, c->jit_frames);
+	print_extra(fd, j.bad_lines, "malformed lines");
+	print_extra(fd, j.dropped, "dropped (over the limits)");
+	print_extra(fd, j.gap_bytes, "bytes missing");
+	print_extra(fd, c->jit_names_dropped, "frames unnamed (names full)");
+	print_extra(fd, c->jit_over_limit, "chunks left out (over the budget)");
+	dprintf(fd, "\n");
+}
+
 /* Where symbols and stack deltas came from: the files or the cache. */
 static void print_objects(const struct symb_state *s, int fd)
 {
@@ -442,6 +461,7 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu
 		dprintf(fd, "  unmapped frames %" PRIu64 " (shown as [unknown])\n",
 			c->unmapped_frames);
 	print_unwinding(s, fd);
+	print_jit(s, fd);
 	print_objects(s, fd);
 	if (m->bpf_mem_bytes)
 		dprintf(fd, "  BPF memory      %.1f MiB\n", m->bpf_mem_bytes / 1048576.0);

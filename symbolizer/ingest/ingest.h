@@ -30,6 +30,7 @@
 #include "labels.h"
 #include "lowprof/schema.h"
 #include "objects.h"
+#include "perfmap.h"
 #include "unwind.h"
 
 struct symb_cache;
@@ -41,6 +42,12 @@ struct symb_cache;
 /* distinct pids (slots are never freed): pid_max is at most 4M and a run
  * rarely sees 100k; 1M pids cost 56 MiB of tables */
 #define SYMB_MAX_PROCS (1u << 20)
+/*
+ * perf map bytes held for the live processes of a stream: the per-process
+ * tables (symbolizer/jit/perfmap.h) cost about their bytes again in names
+ * and 24 bytes a symbol; chunks beyond it are left out and counted
+ */
+#define SYMB_MAX_JIT_BYTES (256ull << 20)
 /* aggregated frames, 16 bytes each: 256 MiB */
 #define SYMB_MAX_FRAMES (1u << 24)
 /* distinct stacks: the table (load <= 1/2, 64-byte slots) stays <= 256 MiB */
@@ -51,6 +58,7 @@ enum symb_frame_kind {
 	SYMB_F_USER = 1,    /* (object, file offset) */
 	SYMB_F_ANON = 2,    /* executable anonymous mapping (JIT): raw address */
 	SYMB_F_KERNEL = 3,  /* kernel address, relative to the text base */
+	SYMB_F_JIT = 4,	    /* named by the process's perf map: obj = name id, addr = its start */
 };
 
 struct symb_frame {
@@ -87,18 +95,21 @@ struct symb_agg {
 
 struct symb_counters {
 	uint64_t records;
-	uint64_t samples;	  /* on-CPU samples aggregated */
-	uint64_t weight_ns;	  /* their CPU time */
-	uint64_t offcpu_samples;  /* off-CPU samples aggregated (opts' off_cpu) */
-	uint64_t offcpu_ns;	  /* their estimated off-CPU time */
-	uint64_t offcpu_ignored;  /* off-CPU samples of a run without off_cpu */
-	uint64_t unknown_kinds;	  /* samples of newer kinds, skipped */
-	uint64_t bad_records;	  /* malformed: not decodable */
-	uint64_t unknown_records; /* newer record types, skipped */
-	uint64_t unmapped_frames; /* user addresses outside every known mapping */
-	uint64_t no_maps_samples; /* samples of processes with no maps (yet) */
-	uint64_t bad_mappings;	  /* out of order or overlapping: dropped */
-	uint64_t bad_offsets;	  /* frames whose file offset is >= SYMB_OBJ_SPAN */
+	uint64_t samples;	    /* on-CPU samples aggregated */
+	uint64_t weight_ns;	    /* their CPU time */
+	uint64_t offcpu_samples;    /* off-CPU samples aggregated (opts' off_cpu) */
+	uint64_t offcpu_ns;	    /* their estimated off-CPU time */
+	uint64_t offcpu_ignored;    /* off-CPU samples of a run without off_cpu */
+	uint64_t unknown_kinds;	    /* samples of newer kinds, skipped */
+	uint64_t bad_records;	    /* malformed: not decodable */
+	uint64_t unknown_records;   /* newer record types, skipped */
+	uint64_t unmapped_frames;   /* user addresses outside every known mapping */
+	uint64_t no_maps_samples;   /* samples of processes with no maps (yet) */
+	uint64_t bad_mappings;	    /* out of order or overlapping: dropped */
+	uint64_t bad_offsets;	    /* frames whose file offset is >= SYMB_OBJ_SPAN */
+	uint64_t jit_frames;	    /* frames named by a JIT perf map */
+	uint64_t jit_names_dropped; /* frames a perf map named, left as addresses: names full */
+	uint64_t jit_over_limit;    /* perf map chunks left out: SYMB_MAX_JIT_BYTES reached */
 	/* dropped or degraded because a SYMB_MAX_* limit was reached: */
 	uint64_t over_limit_mappings; /* mappings kept as anonymous, or dropped */
 	uint64_t over_limit_samples;  /* samples dropped (processes, stacks) */
@@ -224,6 +235,11 @@ void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns);
 const char *symb_state__exe(const struct symb_state *s, uint32_t exe);
 const struct symb_cgroup *symb_state__cgroup(const struct symb_state *s, uint64_t id);
 void symb_state__labels_stats(const struct symb_state *s, struct symb_labels_stats *st);
+
+/* The name of a SYMB_F_JIT frame's id (its obj), NUL-terminated; NULL if unknown. */
+const char *symb_state__jit_name(const struct symb_state *s, uint32_t id);
+/* What the JIT perf maps of the stream counted, live and gone processes. */
+void symb_state__jit_stats(const struct symb_state *s, struct symb_jit_stats *st);
 
 /* Mappings pid holds now; 0 for an unknown pid (tests, diagnostics). */
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid);

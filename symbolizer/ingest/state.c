@@ -16,6 +16,7 @@
 #include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/opts.h"
+#include "perfmap.h"
 
 struct symb_map {
 	uint64_t start, end, offset;
@@ -30,6 +31,8 @@ struct symb_proc {
 	bool exited;   /* an exit record came, and no mappings since: dropped with the window */
 	bool want_exe; /* exec'd: the first file its mmap events name is its executable */
 	uint32_t exe;  /* its executable (labels), 0: unknown; a reference */
+	struct symb_jit *jit;  /* its JIT perf map (LPS_PERFMAP), or NULL */
+	uint64_t jit_fed;      /* bytes of it fed to jit: its share of SYMB_MAX_JIT_BYTES */
 	struct symb_map *maps; /* ascending by start, non-overlapping */
 	uint32_t nmaps, cap_maps;
 };
@@ -47,9 +50,10 @@ struct symb_state {
 	uint64_t mem_budget; /* symb_objects__trim's, between windows */
 	struct symb_meta meta;
 
-	struct symb_objects *objs;  /* owned */
-	struct symb_ksyms *ksyms;   /* owned */
-	struct symb_labels *labels; /* owned */
+	struct symb_objects *objs;	  /* owned */
+	struct symb_ksyms *ksyms;	  /* owned */
+	struct symb_labels *labels;	  /* owned */
+	struct symb_jit_names *jit_names; /* owned: the window's JIT frames' names */
 
 	struct symb_proc *procs; /* open-addressing hash by pid */
 	uint32_t cap_procs;
@@ -77,6 +81,9 @@ struct symb_state {
 	 */
 	struct symb_delta_memo *delta_memo;
 	uint32_t maps_gen;
+	/* what the perf maps of processes now gone had counted (symb_state__jit_stats) */
+	struct symb_jit_stats jit_gone;
+	uint64_t jit_bytes; /* perf map bytes the live processes' tables were fed */
 };
 
 /* every need is bounded by a SYMB_MAX_* far below 2^31 */
@@ -112,7 +119,8 @@ struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 	s->objs = symb_objects__new(&oo);
 	s->ksyms = symb_ksyms__new();
 	s->labels = symb_labels__new(lp_mix64(s->seed + 1));
-	if (!s->objs || !s->ksyms || !s->labels) {
+	s->jit_names = symb_jit_names__new(lp_mix64(s->seed + 2));
+	if (!s->objs || !s->ksyms || !s->labels || !s->jit_names) {
 		symb_state__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -127,8 +135,11 @@ void symb_state__free(struct symb_state *s)
 	symb_objects__free(s->objs);
 	symb_ksyms__free(s->ksyms);
 	symb_labels__free(s->labels);
-	for (uint32_t i = 0; i < s->cap_procs; i++)
+	symb_jit_names__free(s->jit_names);
+	for (uint32_t i = 0; i < s->cap_procs; i++) {
 		free(s->procs[i].maps);
+		symb_jit__free(s->procs[i].jit);
+	}
 	free(s->procs);
 	free(s->seen_pids);
 	free(s->aggs);
@@ -217,6 +228,11 @@ const struct symb_cgroup *symb_state__cgroup(const struct symb_state *s, uint64_
 void symb_state__labels_stats(const struct symb_state *s, struct symb_labels_stats *st)
 {
 	symb_labels__stats(s->labels, st);
+}
+
+const char *symb_state__jit_name(const struct symb_state *s, uint32_t id)
+{
+	return symb_jit_names__get(s->jit_names, id);
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -324,6 +340,28 @@ static void proc_clear_maps(struct symb_state *s, struct symb_proc *p)
 	p->nmaps = 0;
 	p->cap_maps = 0;
 	p->has_maps = false;
+}
+
+static void jit_stats_add(struct symb_jit_stats *to, const struct symb_jit_stats *st)
+{
+	to->lines += st->lines;
+	to->bad_lines += st->bad_lines;
+	to->dropped += st->dropped;
+	to->gap_bytes += st->gap_bytes;
+	to->dup_bytes += st->dup_bytes;
+	to->restarts += st->restarts;
+}
+
+/* The process's JIT symbols are void (exec, exit); counted first. */
+static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
+{
+	if (!p->jit)
+		return;
+	jit_stats_add(&s->jit_gone, symb_jit__stats(p->jit));
+	symb_jit__free(p->jit);
+	p->jit = NULL;
+	s->jit_bytes -= p->jit_fed;
+	p->jit_fed = 0;
 }
 
 /* Notes a pid that had samples: 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
@@ -972,6 +1010,62 @@ static uint32_t unwind_user(struct symb_state *s, const struct symb_proc *p,
 	return res.n;
 }
 
+/*
+ * Frames in no file (anonymous executable memory, or no mapping at all)
+ * that p's perf map names become JIT frames: the name's id, and the
+ * symbol's start as the address, so that every sample in one compiled
+ * function shares its frame. Looked up at ingest: the perf map of the
+ * sample's moment, not of the window's end (a JIT reuses code memory).
+ */
+static void name_jit_frames(struct symb_state *s, const struct symb_proc *p, struct symb_frame *f,
+			    uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const char *name;
+		uint32_t len, id;
+		uint64_t start;
+		int err;
+
+		if (f[i].kind != SYMB_F_ANON && f[i].kind != SYMB_F_UNKNOWN)
+			continue;
+		if (symb_jit__lookup(p->jit, f[i].addr, &name, &len, &start) != 1)
+			continue;
+		err = symb_jit_names__intern(s->jit_names, name, len, &id);
+		if (err) {
+			s->n.jit_names_dropped++; /* the frame stays an address */
+			continue;
+		}
+		f[i] = (struct symb_frame){SYMB_F_JIT, id, start};
+		s->n.jit_frames++;
+	}
+}
+
+/* Bytes of p's perf map file (LPS_PERFMAP). */
+static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
+{
+	struct symb_proc *p;
+	int err = proc_want(s, r->pid, &p, &s->n.over_limit_samples);
+
+	if (err)
+		return err < 0 ? err : 0;
+	if (r->offset == 0)
+		proc_clear_jit(s, p); /* the file from its start: the old table goes */
+	if (!p->jit) {
+		p->jit = symb_jit__new();
+		if (!p->jit)
+			return -ENOMEM;
+	}
+	p->exited = false;
+	/* the chunk is left out whole: the table counts the gap it leaves */
+	if (s->jit_bytes + r->data.len > SYMB_MAX_JIT_BYTES) {
+		s->n.jit_over_limit++;
+		return 0;
+	}
+	p->jit_fed += r->data.len;
+	s->jit_bytes += r->data.len;
+	return symb_jit__feed(p->jit, r->offset, r->data.ptr, r->data.len);
+}
+
 static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 {
 	struct symb_frame f[2 * LPS_MAX_FRAMES];
@@ -1016,6 +1110,8 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 			a -= 1;
 		f[n++] = user_frame(p, a, &unmapped, &bad_offsets);
 	}
+	if (p && p->jit)
+		name_jit_frames(s, p, &f[smp->nkstack], n - smp->nkstack);
 	err = note_pid_seen(s, smp->pid);
 	if (!err) {
 		struct agg_key k = {smp->kind, smp->pid, p ? p->exe : 0, smp->cgroup_id, comm};
@@ -1175,6 +1271,7 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		p = proc_get(s, r.exec.pid);
 		if (p) {
 			proc_clear_maps(s, p);
+			proc_clear_jit(s, p);
 			p->want_exe = true;
 		}
 		break;
@@ -1189,6 +1286,7 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		p = proc_get(s, r.exit.pid);
 		if (p) {
 			proc_clear_maps(s, p);
+			proc_clear_jit(s, p);
 			p->exited = true;
 		}
 		break;
@@ -1203,6 +1301,9 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		break;
 	case LPS_PROC:
 		err = feed_proc(s, &r.proc);
+		break;
+	case LPS_PERFMAP:
+		err = feed_perfmap(s, &r.perfmap);
 		break;
 	case LPS_VDSO:
 		err = feed_vdso(s, &r.vdso);
@@ -1248,6 +1349,7 @@ static void procs_compact(struct symb_state *s)
 			continue;
 		if (s->procs[i].exited) {
 			free(s->procs[i].maps); /* none: cleared at the exit */
+			proc_clear_jit(s, &s->procs[i]);
 			symb_labels__exe_put(s->labels, s->procs[i].exe);
 		} else
 			*proc_slot(s, n, ncap, s->procs[i].pid) = s->procs[i];
@@ -1288,6 +1390,7 @@ void symb_state__new_window(struct symb_state *s)
 		memset(s->seen_pids, 0, (size_t)s->cap_seen * sizeof(*s->seen_pids));
 	/* no aggregated frame refers to a process or an object any more */
 	procs_compact(s);
+	symb_jit_names__clear(s->jit_names);
 	symb_objects__sweep(s->objs);
 	symb_labels__sweep(s->labels, last_ns);
 	symb_objects__trim(s->objs, s->mem_budget);
@@ -1296,6 +1399,14 @@ void symb_state__new_window(struct symb_state *s)
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)
 {
 	s->window_end = end_ns;
+}
+
+void symb_state__jit_stats(const struct symb_state *s, struct symb_jit_stats *st)
+{
+	*st = s->jit_gone;
+	for (uint32_t i = 0; i < s->cap_procs; i++)
+		if (s->procs[i].used && s->procs[i].jit)
+			jit_stats_add(st, symb_jit__stats(s->procs[i].jit));
 }
 
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid)

@@ -52,21 +52,22 @@
 #define LPS_MAX_FALLBACK_NAME		  32 /* meta fallbacks: bytes of one */
 
 enum lps_type {
-	LPS_META = 1,	 /* run metadata; first record of every stream */
-	LPS_SAMPLE = 2,	 /* one stack sample */
-	LPS_MAPS = 3,	 /* executable mappings of one process */
-	LPS_EXEC = 4,	 /* a process called exec */
-	LPS_EXIT = 5,	 /* a process exited */
-	LPS_KSYMS = 6,	 /* a chunk of the kernel symbol snapshot */
-	LPS_LOSS = 7,	 /* loss counters, cumulative since the run began */
-	LPS_END = 8,	 /* the stream is complete */
-	LPS_BUILDID = 9, /* since 1.4: a mapped file's build-id the kernel did not give */
-	LPS_CGROUP = 10, /* since 1.5: the path of a cgroup id that samples carry */
-	LPS_PROC = 11,	 /* since 1.5: what a process runs: its executable's path */
-	LPS_VDSO = 13,	 /* since 1.6: the kernel's vDSO image, for [vdso] mappings */
-	LPS_MMAP = 14,	 /* since 1.6: one executable mapping, as the process made it */
-	LPS_FORK = 15,	 /* since 1.6: a new process, with a copy of its parent's mappings */
-	LPS__TYPES,	 /* one past the last type this reader knows */
+	LPS_META = 1,	  /* run metadata; first record of every stream */
+	LPS_SAMPLE = 2,	  /* one stack sample */
+	LPS_MAPS = 3,	  /* executable mappings of one process */
+	LPS_EXEC = 4,	  /* a process called exec */
+	LPS_EXIT = 5,	  /* a process exited */
+	LPS_KSYMS = 6,	  /* a chunk of the kernel symbol snapshot */
+	LPS_LOSS = 7,	  /* loss counters, cumulative since the run began */
+	LPS_END = 8,	  /* the stream is complete */
+	LPS_BUILDID = 9,  /* since 1.4: a mapped file's build-id the kernel did not give */
+	LPS_CGROUP = 10,  /* since 1.5: the path of a cgroup id that samples carry */
+	LPS_PROC = 11,	  /* since 1.5: what a process runs: its executable's path */
+	LPS_PERFMAP = 12, /* since 1.6: bytes of a process's JIT perf map file */
+	LPS_VDSO = 13,	  /* since 1.6: the kernel's vDSO image, for [vdso] mappings */
+	LPS_MMAP = 14,	  /* since 1.6: one executable mapping, as the process made it */
+	LPS_FORK = 15,	  /* since 1.6: a new process, with a copy of its parent's mappings */
+	LPS__TYPES,	  /* one past the last type this reader knows */
 };
 
 enum lps_sample_kind {
@@ -307,6 +308,21 @@ struct lps_vdso {
 	struct lps_str image; /* 1..LPS_MAX_VDSO bytes */
 };
 
+/*
+ * since 1.6: bytes [offset, offset + data.len) of a process's JIT perf map
+ * file (/tmp/perf-NSPID.map in its root), copied by the collector without
+ * parsing. Chunks of one file come in offset order; offset 0 starts the
+ * file again (a new file, or one that shrank). The content is the process's:
+ * untrusted text.
+ */
+#define LPS_MAX_PERFMAP_CHUNK (64u * 1024) /* data bytes in one record */
+struct lps_perfmap {
+	uint64_t time_ns;
+	uint32_t pid;
+	uint64_t offset;
+	struct lps_str data; /* bin, 1..LPS_MAX_PERFMAP_CHUNK bytes */
+};
+
 /* Any record: type + the member that matches it. */
 struct lps_record {
 	uint32_t type;
@@ -325,6 +341,7 @@ struct lps_record {
 		struct lps_vdso vdso;
 		struct lps_mmap mmap;
 		struct lps_fork fork;
+		struct lps_perfmap perfmap;
 	};
 };
 
@@ -398,6 +415,7 @@ void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p);
 void lps_enc_vdso(struct lps_enc *e, const struct lps_vdso *v);
 void lps_enc_mmap(struct lps_enc *e, const struct lps_mmap *m);
 void lps_enc_fork(struct lps_enc *e, const struct lps_fork *f);
+void lps_enc_perfmap(struct lps_enc *e, const struct lps_perfmap *p);
 
 /*
  * What a fallback of the meta means ("no-task-pt-regs": "no bpf_task_pt_regs

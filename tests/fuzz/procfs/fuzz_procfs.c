@@ -74,6 +74,16 @@ static void fuzz_ksyms(const char *buf, size_t size)
 	}
 }
 
+static void fuzz_status(const char *buf, size_t size)
+{
+	uint32_t nspid = 0, euid = 0;
+	int ret = coll_status_ids(buf, size, &nspid, &euid);
+
+	if (ret != 0 && ret != -EBADMSG)
+		abort();
+	sink += nspid + euid;
+}
+
 static void fuzz_cpulist(const char *buf, size_t size, size_t max)
 {
 	/* exactly max entries on the heap: a write past them is an ASan report */
@@ -119,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data, size);
 	fuzz_maps(copy, size);
 	fuzz_ksyms(copy, size);
+	fuzz_status(copy, size);
 	fuzz_cpulist(copy, size, LP_MAX_CPUS);
 	fuzz_cpulist(copy, size, 4);
 	fuzz_pids(copy, size, 64);

@@ -265,6 +265,14 @@ static void gen_small(struct lps_enc *e)
 					   .pid = 4321,
 					   .exe = S("/usr/bin/python3.11")});
 	emit(e, "proc", LPS_PROC);
+	lps_enc_perfmap(e,
+			&(struct lps_perfmap){
+				.time_ns = 123459700000ull,
+				.pid = 4321,
+				.offset = 4096,
+				.data = S("7f3a1c004040 1a8 JS:*hotLeaf /srv/app.js:3:17\n"
+					  "7f3a1c004200 60 Builtin:ArgumentsAdaptorTrampoline\n")});
+	emit(e, "perfmap", LPS_PERFMAP);
 	/* an ELF header's worth: the decoder checks only the length */
 	lps_enc_vdso(e, &(struct lps_vdso){.time_ns = 123459700000ull,
 					   .image = S("\x7f"

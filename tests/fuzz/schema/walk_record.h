@@ -74,6 +74,10 @@ static void walk_record(const uint8_t *buf, size_t len)
 	case LPS_PROC:
 		walk_touch(r.proc.exe);
 		break;
+	case LPS_PERFMAP:
+		walk_touch(r.perfmap.data);
+		walk_sink += r.perfmap.offset + r.perfmap.data.len;
+		break;
 	case LPS_VDSO:
 		walk_touch(r.vdso.image);
 		break;

@@ -89,6 +89,18 @@ c2 = s2 + [b"", 0, 78]
 c3 = s1 + [b"", 0, 79]
 open("corpus/labels-stream", "wb").write(frame(meta, proc, maps, cg1, cg2, c1, c2, c3, c1, end))
 
+# JIT: an anonymous executable mapping named by the perf map's chunks (one
+# cutting a line, one repeated), renamed, then void after exec
+jmaps = [3, 150, 77, False, [[0x7F1000000000, 0x7F1000100000, 0, 0, 0, 0, 13, ""]]]
+pm1 = b"7f1000001000 100 JS:*hot /a.js:1\n7f10000020"
+pm2 = b"00 80 JS:^caller /a.js:9\n"
+pm3 = b"7f1000001000 40 JS:*reused /a.js:20\n"
+j1 = [2, 0, 200, 77, 77, 0, "node", 10101010, 0x7F1000001010, 0, 0, b"",
+      stack(0x7F1000001010, 0x7F1000002010, 0x7F1000003000)]
+open("corpus/jit-stream", "wb").write(frame(
+    meta, jmaps, [12, 160, 77, 0, pm1], [12, 161, 77, len(pm1), pm2],
+    [12, 161, 77, len(pm1), pm2], j1, [12, 170, 77, len(pm1) + len(pm2), pm3], j1,
+    [4, 250, 77, "node"], jmaps, j1, [12, 260, 77, 0, pm3], j1, [5, 300, 77], end))
 # the vDSO image (record 13) and a sample at its clock_gettime, unwound
 # through its CFI to /usr/bin/true (a real x86_64 vDSO: ../vdso/corpus)
 image = open("../vdso/corpus/x86_64-linux-6.18", "rb").read()

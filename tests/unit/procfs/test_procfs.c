@@ -630,6 +630,43 @@ static void test_read_file_sizes(void **state)
 	free(data);
 }
 
+/* /proc/PID/status: the innermost NSpid and the effective uid. */
+static void test_status_ids(void **state)
+{
+	static const char host[] = "Name:\tnode\nUmask:\t0022\nState:\tR (running)\n"
+				   "Uid:\t1000\t1001\t1000\t1000\nGid:\t0\t0\t0\t0\n"
+				   "NSpid:\t4242\n";
+	static const char nested[] = "Name:\tx\\nNSpid:\t9\nNSpid:\t4242\t17\t1\n"
+				     "Uid:\t0\t65534\t0\t0\n";
+	char buf[512], *s;
+	size_t len;
+	uint32_t nspid, euid;
+
+	assert_int_equal(coll_status_ids(host, sizeof(host) - 1, &nspid, &euid), 0);
+	assert_int_equal(nspid, 4242);
+	assert_int_equal(euid, 1001);
+	/* the escaped newline of Name does not start a line; the last NSpid wins */
+	assert_int_equal(coll_status_ids(nested, sizeof(nested) - 1, &nspid, &euid), 0);
+	assert_int_equal(nspid, 1);
+	assert_int_equal(euid, 65534);
+	/* missing, empty, overflowing, or not a number: malformed */
+	assert_int_equal(coll_status_ids("Uid:\t1\t2\n", 11, &nspid, &euid), -EBADMSG);
+	snprintf(buf, sizeof(buf), "NSpid:\t\nUid:\t1\t2\n");
+	assert_int_equal(coll_status_ids(buf, strlen(buf), &nspid, &euid), -EBADMSG);
+	snprintf(buf, sizeof(buf), "NSpid:\t4294967296\nUid:\t1\t2\n");
+	assert_int_equal(coll_status_ids(buf, strlen(buf), &nspid, &euid), -EBADMSG);
+	snprintf(buf, sizeof(buf), "NSpid:\t12x\nUid:\t1\t2\n");
+	assert_int_equal(coll_status_ids(buf, strlen(buf), &nspid, &euid), -EBADMSG);
+	snprintf(buf, sizeof(buf), "NSpid:\t12\nUid:\t1\n");
+	assert_int_equal(coll_status_ids(buf, strlen(buf), &nspid, &euid), -EBADMSG);
+	/* our own */
+	assert_int_equal(coll_read_file("/proc/self/status", 1 << 16, &s, &len), 0);
+	assert_int_equal(coll_status_ids(s, len, &nspid, &euid), 0);
+	assert_int_equal(nspid, (uint32_t)getpid()); /* the test runs in the host's namespace */
+	assert_int_equal(euid, (uint32_t)geteuid());
+	free(s);
+}
+
 /* /proc/PID/task/TID/children: pids each followed by a space */
 static void test_parse_pids(void **state)
 {
@@ -684,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_ksym_real),
 		cmocka_unit_test(test_read_file_proc),
 		cmocka_unit_test(test_read_file_sizes),
+		cmocka_unit_test(test_status_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

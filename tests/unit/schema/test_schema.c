@@ -737,6 +737,50 @@ static void test_buildid(void **state)
 		assert_int_equal(lps_decode(buf, n, &r), -EBADMSG);
 }
 
+/* 1.6's perfmap record: round trip and bounds. */
+static void test_perfmap(void **state)
+{
+	static char big[LPS_MAX_PERFMAP_CHUNK + 1];
+	struct lps_perfmap p = {.time_ns = 5,
+				.pid = 4242,
+				.offset = 1ull << 33,
+				.data = S("7f0000001000 40 LazyCompile:*hot /x.js:1\n")};
+	struct lps_record r;
+	struct lps_enc e;
+
+	lps_enc_init_dynamic(&e);
+	lps_enc_perfmap(&e, &p);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_PERFMAP);
+	assert_true(r.perfmap.time_ns == 5 && r.perfmap.pid == 4242 &&
+		    r.perfmap.offset == 1ull << 33);
+	assert_true(str_eq(r.perfmap.data, "7f0000001000 40 LazyCompile:*hot /x.js:1\n"));
+	assert_string_equal(lps_type_name(LPS_PERFMAP), "perfmap");
+	for (size_t n = 0; n < e.len; n++)
+		assert_int_equal(lps_decode(e.buf, n, &r), -EBADMSG);
+	/* a chunk of the largest size; one byte more, none, or an end past 2^64: malformed */
+	memset(big, 'a', sizeof(big));
+	p.data = (struct lps_str){big, LPS_MAX_PERFMAP_CHUNK};
+	lps_enc_reset(&e);
+	lps_enc_perfmap(&e, &p);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.perfmap.data.len, LPS_MAX_PERFMAP_CHUNK);
+	p.data.len++;
+	lps_enc_reset(&e);
+	lps_enc_perfmap(&e, &p);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	p.data.len = 0;
+	lps_enc_reset(&e);
+	lps_enc_perfmap(&e, &p);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	p.data = S("x");
+	p.offset = UINT64_MAX;
+	lps_enc_reset(&e);
+	lps_enc_perfmap(&e, &p);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	lps_enc_free(&e);
+}
+
 /* 1.6's vdso record: round trip and bounds. */
 static void test_vdso(void **state)
 {
@@ -850,6 +894,7 @@ int main(void)
 		cmocka_unit_test(test_maps_versions),
 		cmocka_unit_test(test_small_records),
 		cmocka_unit_test(test_buildid),
+		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_malformed),

@@ -1575,6 +1575,86 @@ static void test_windows_drop_the_dead(void **state)
 	symb_state__free(s);
 }
 
+static void feed_perfmap(struct symb_state *s, struct lps_enc *e, uint32_t pid, uint64_t off,
+			 const char *text)
+{
+	lps_enc_perfmap(e, &(struct lps_perfmap){.time_ns = 1,
+						 .pid = pid,
+						 .offset = off,
+						 .data = {text, (uint32_t)strlen(text)}});
+	feed(s, e);
+}
+
+/*
+ * Frames in anonymous executable memory are named by the process's perf
+ * map as it was when the sample came: a later line for the same code
+ * renames later samples only; exec forgets the map.
+ */
+static void test_jit_frames(void **state)
+{
+	static const char map1[] = "7f0000001000 100 JS:*hot /app.js:1\n"
+				   "7f0000002000 100 JS:^caller /app.js:9\n";
+	static const char map2[] = "7f0000001000 80 JS:*reused /app.js:20\n";
+	struct lps_mapping anon = {0x7f0000000000ull,
+				   0x7f0000010000ull,
+				   0,
+				   0,
+				   0,
+				   0,
+				   LPS_PROT_R | LPS_PROT_X | LPS_PROT_P,
+				   S("")};
+	uint64_t u[3] = {0x7f0000001010ull, 0x7f0000002040ull, 0x7f0000003000ull};
+	struct symb_jit_stats js;
+	struct symb_state *s = state_new(true, false);
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded, *sum;
+
+	lps_enc_init_dynamic(&e);
+	feed_maps(s, &e, 300, false, &anon, 1);
+	/* the map in two chunks, the first cutting a line */
+	feed_perfmap(s, &e, 300, 0, "7f0000001000 100 JS:*h");
+	feed_perfmap(s, &e, 300, 22, map1 + 22);
+	feed_sample(s, &e, 300, "node", NULL, 0, u, 3);
+	feed_sample(s, &e, 300, "node", NULL, 0, u + 1, 1);
+	/* the JIT put other code where hot was */
+	feed_perfmap(s, &e, 300, sizeof(map1) - 1, map2);
+	feed_sample(s, &e, 300, "node", NULL, 0, u, 2);
+	assert_int_equal(symb_state__counters(s)->jit_frames, 5);
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	printf("%s", folded);
+	/* the frame in no symbol stays unnamed */
+	assert_non_null(
+		strstr(folded, "node;[unknown];JS:^caller /app.js:9;JS:*hot /app.js:1 1\n"));
+	assert_non_null(strstr(folded, "node;JS:^caller /app.js:9 1\n"));
+	assert_non_null(strstr(folded, "node;JS:^caller /app.js:9;JS:*reused /app.js:20 1\n"));
+	{
+		const struct lpw_profile *p = symb_built_profile(b);
+		bool jit = false;
+
+		for (uint32_t i = 0; i < p->nmappings; i++)
+			jit |= strcmp(p->mappings[i].path, "[jit]") == 0;
+		assert_true(jit);
+	}
+	sum = summary_of(s, b, NULL);
+	assert_non_null(strstr(sum, "JIT symbols     3 read from perf maps, 5 frames named"));
+	free(sum);
+	free(folded);
+	symb_built_free(b);
+	/* after exec the map is void: the same address is not named */
+	lps_enc_exec(&e, &(struct lps_exec){2000, 300, S("node")});
+	feed(s, &e);
+	feed_maps(s, &e, 300, false, &anon, 1);
+	feed_sample(s, &e, 300, "node", NULL, 0, u, 1);
+	assert_int_equal(symb_state__counters(s)->jit_frames, 5);
+	symb_state__jit_stats(s, &js);
+	assert_int_equal(js.lines, 3);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1599,6 +1679,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_addresses_relative),
 		cmocka_unit_test(test_container_ids),
 		cmocka_unit_test(test_labels),
+		cmocka_unit_test(test_jit_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * JIT perf maps: the collector copies a process's /tmp/perf-NSPID.map into
+ * the record stream (LPS_PERFMAP) and parses none of it; the symbolizer
+ * does (symbolizer/jit/).
+ *
+ * The file is looked for when the process's mappings are read (and every
+ * COLL_PERFMAP_LOOK_NS after, while it has none), in the process's
+ * root (its mount namespace, /proc/PID/root) under the pid it sees itself
+ * by, and only there: the path does not come from the process. It is used
+ * only when it is a regular file owned by the process's effective uid,
+ * reached without a symbolic link or a magic link (openat2 RESOLVE_IN_ROOT,
+ * O_NOFOLLOW; the same rules as coll_file_open_at). The descriptor is kept
+ * open: each drain sends the bytes the file grew by (an fstat per file),
+ * in chunks of LPS_MAX_PERFMAP_CHUNK, before the samples are drained, so a
+ * sample finds in the stream the symbols that existed when it was taken. A
+ * file that shrinks, or is replaced by another at its path (seen at the
+ * next maps read), is sent again from offset 0. At most PERFMAP_MAX_BYTES
+ * per process are sent; the rest is counted.
+ *
+ * What it cannot do: a /tmp on a file system that hangs (a stuck FUSE
+ * daemon) holds the drain loop in the open or the read; perf maps are on
+ * local tmpfs in practice, and the mapped files' opens, which can be
+ * anywhere, go through the broker's workers instead (files.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collector_int.h"
+#include "lowprof/log.h"
+#include "procfs.h"
+
+#define PERFMAP_MAX_BYTES    (64ull << 20) /* sent per process and file */
+#define PERFMAP_MAX_PER_CALL (4u << 20)	   /* sent per process and drain */
+#define PERFMAP_STATUS_BYTES (64u << 10)
+
+struct coll_perfmap {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	uint64_t sent; /* bytes [0, sent) are in the stream */
+	bool capped;   /* reached PERFMAP_MAX_BYTES: counted once */
+};
+
+static struct coll_perfmap_stats pm_stats;
+
+void coll_perfmap_stats(struct coll_perfmap_stats *st)
+{
+	*st = pm_stats;
+}
+
+void coll_perfmap_forget(struct coll_proc *p)
+{
+	if (!p->pm)
+		return;
+	close(p->pm->fd);
+	free(p->pm);
+	p->pm = NULL;
+}
+
+/* pid's NSpid and effective uid, from /proc/PID/status. */
+static int proc_ids(uint32_t pid, uint32_t *nspid, uint32_t *euid)
+{
+	char path[32], *buf;
+	size_t len;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	err = coll_read_file(path, PERFMAP_STATUS_BYTES, &buf, &len);
+	if (err)
+		return err;
+	err = coll_status_ids(buf, len, nspid, euid);
+	free(buf);
+	return err;
+}
+
+static bool owned_regular(const struct stat *st, const void *arg)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == *(const uint32_t *)arg;
+}
+
+/*
+ * Opens pid's perf map for reading, checked (see the top of the file), into
+ * *st too. Returns the descriptor or a negative errno (-ENOENT: none;
+ * -ESTALE: not a regular file of the process's euid).
+ */
+static int perfmap_open(uint32_t pid, struct stat *st)
+{
+	uint32_t nspid, euid;
+	char path[48];
+	int err;
+
+	err = proc_ids(pid, &nspid, &euid);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", nspid);
+	return coll_open_in_root(pid, path, owned_regular, &euid, st);
+}
+
+/*
+ * Sends bytes [pm->sent, size) of the file, at most PERFMAP_MAX_PER_CALL
+ * and up to PERFMAP_MAX_BYTES. pm->sent advances by what was emitted: a
+ * chunk that could not be written is read and sent again next time.
+ */
+static int perfmap_send(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+			int (*emit)(void *ctx, struct lps_enc *enc), void *ctx)
+{
+	struct coll_perfmap *pm = p->pm;
+	static char chunk[LPS_MAX_PERFMAP_CHUNK];
+	uint64_t size, budget = PERFMAP_MAX_PER_CALL;
+	struct stat st;
+	int err;
+
+	if (fstat(pm->fd, &st))
+		return -errno;
+	size = (uint64_t)st.st_size;
+	if (size < pm->sent) { /* rewritten shorter: from the start */
+		pm->sent = 0;
+		pm->capped = false;
+	}
+	if (size > PERFMAP_MAX_BYTES) {
+		if (!pm->capped && pm->sent == PERFMAP_MAX_BYTES) {
+			pm->capped = true;
+			pm_stats.capped_files++;
+		}
+		size = PERFMAP_MAX_BYTES;
+	}
+	while (pm->sent < size && budget) {
+		size_t want = size - pm->sent;
+		ssize_t n;
+
+		if (want > sizeof(chunk))
+			want = sizeof(chunk);
+		n = pread(pm->fd, chunk, want, (off_t)pm->sent);
+		if (n < 0)
+			return errno == EINTR ? 0 : -errno;
+		if (n == 0)
+			break; /* truncated since the fstat: the next call starts over */
+		lps_enc_reset(enc);
+		lps_enc_perfmap(enc, &(struct lps_perfmap){.time_ns = now_ns,
+							   .pid = p->pid,
+							   .offset = pm->sent,
+							   .data = {chunk, (uint32_t)n}});
+		err = emit(ctx, enc);
+		if (err)
+			return err;
+		pm->sent += (uint64_t)n;
+		pm_stats.bytes += (uint64_t)n;
+		pm_stats.records++;
+		budget = budget > (uint64_t)n ? budget - (uint64_t)n : 0;
+	}
+	return 0;
+}
+
+int coll_perfmap_refresh(struct coll_proc *p, uint64_t now_ns, struct lps_enc *enc,
+			 int (*emit)(void *ctx, struct lps_enc *enc), void *ctx)
+{
+	struct stat st;
+	int fd;
+
+	p->pm_looked_ns = now_ns;
+	fd = perfmap_open(p->pid, &st);
+	if (fd < 0) {
+		if (fd != -ENOENT && fd != -ESRCH && !p->pm)
+			pm_stats.refused++;
+		/* gone from its path: what was sent stays valid; keep reading it */
+		return p->pm ? perfmap_send(p, now_ns, enc, emit, ctx) : 0;
+	}
+	if (p->pm && p->pm->dev == st.st_dev && p->pm->ino == st.st_ino) {
+		close(fd);
+	} else {
+		struct coll_perfmap *pm = calloc(1, sizeof(*pm));
+
+		if (!pm) {
+			close(fd);
+			return -ENOMEM;
+		}
+		coll_perfmap_forget(p);
+		*pm = (struct coll_perfmap){.fd = fd, .dev = st.st_dev, .ino = st.st_ino};
+		p->pm = pm;
+		pm_stats.files++;
+	}
+	return perfmap_send(p, now_ns, enc, emit, ctx);
+}
+
+int coll_perfmaps_poll(struct coll_procs *t, uint64_t now_ns, struct lps_enc *enc,
+		       int (*emit)(void *ctx, struct lps_enc *enc), void *ctx)
+{
+	int first_err = 0;
+
+	for (uint32_t i = 0; i < t->cap; i++) {
+		struct coll_proc *p = &t->slots[i];
+		int err;
+
+		if (!p->used)
+			continue;
+		if (p->pm)
+			err = perfmap_send(p, now_ns, enc, emit, ctx);
+		else if (p->maps_ns && now_ns - p->pm_looked_ns >= COLL_PERFMAP_LOOK_NS)
+			err = coll_perfmap_refresh(p, now_ns, enc, emit, ctx);
+		else
+			continue;
+		if (err && !first_err)
+			first_err = err;
+	}
+	return first_err;
+}
