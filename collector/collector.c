@@ -582,8 +582,10 @@ static void on_sideband(void *ctx, const struct coll_sb_event *ev)
 		lps_enc_mmap(&enc, &m);
 		/* the collector's own view: no read of the maps for it */
 		p = coll_procs_find(&c->procs, ev->pid);
-		if (p && (m.map.prot & LPS_PROT_X))
+		if (p && (m.map.prot & LPS_PROT_X)) {
 			coll_proc_add_range(p, m.map.start, m.map.end);
+			coll_jitdump_seen(p, ev->path, ev->path_len); /* perf's marker */
+		}
 		break;
 	}
 	case COLL_SB_EXEC:
@@ -2026,6 +2028,15 @@ static void print_perfmaps(void)
 			 (unsigned long long)st.records, (unsigned long long)st.refused);
 	if (st.capped_files)
 		lp_warn("perfmap: %llu JIT perf maps over 64 MiB: only their first 64 MiB sent",
+			(unsigned long long)st.capped_files);
+	coll_jitdump_stats(&st);
+	if (st.files || st.refused)
+		lp_debug("jitdump: %llu jitdump files, %llu KiB in %llu records, %llu refused "
+			 "(not a regular file of the process's uid, or not its pid's)",
+			 (unsigned long long)st.files, (unsigned long long)(st.bytes >> 10),
+			 (unsigned long long)st.records, (unsigned long long)st.refused);
+	if (st.capped_files)
+		lp_warn("jitdump: %llu jitdump files over 64 MiB: only their first 64 MiB sent",
 			(unsigned long long)st.capped_files);
 }
 
