@@ -29,6 +29,7 @@ struct symb_jitdump {
 	uint64_t skip;	 /* JD_SKIP: bytes left to skip */
 	uint32_t rec_id; /* JD_REC_BODY: the record's id and size */
 	uint32_t rec_size;
+	bool named;	     /* JIT_CODE_LOAD: need covers its name, not just its fixed part */
 	uint32_t have, need; /* bytes in buf, bytes wanted there */
 	unsigned char buf[SYMB_JITDUMP_MAX_PREFIX];
 	struct symb_jitdump_stats st;
@@ -120,8 +121,9 @@ static void record_header(struct symb_jitdump *d)
 		d->st.bad_records++;
 		return broken(d); /* where the next record starts is unknown */
 	}
+	d->named = false;
 	if (d->rec_id == SYMB_JITDUMP_CODE_LOAD)
-		want = SYMB_JITDUMP_MAX_PREFIX;
+		want = SYMB_JITDUMP_LOAD_FIXED; /* then its name: record_body */
 	else if (d->rec_id == SYMB_JITDUMP_CODE_MOVE)
 		want = SYMB_JITDUMP_MOVE_FIXED;
 	else
@@ -198,7 +200,24 @@ static int code_move(struct symb_jitdump *d, struct symb_jit *j)
 /* buf holds the record's kept prefix. */
 static int record_body(struct symb_jitdump *d, struct symb_jit *j)
 {
-	int err = d->rec_id == SYMB_JITDUMP_CODE_LOAD ? code_load(d, j) : code_move(d, j);
+	int err;
+
+	if (d->rec_id == SYMB_JITDUMP_CODE_LOAD && !d->named) {
+		/* the fixed part: the name lies between it and code_size bytes of code */
+		uint64_t size = u64_at(d, 40);
+
+		d->named = true;
+		if (d->rec_size > SYMB_JITDUMP_LOAD_FIXED &&
+		    size <= d->rec_size - SYMB_JITDUMP_LOAD_FIXED - 1) {
+			uint64_t name_end = d->rec_size - size;
+
+			d->need = name_end < SYMB_JITDUMP_MAX_PREFIX ? (uint32_t)name_end
+								     : SYMB_JITDUMP_MAX_PREFIX;
+			return 0;
+		}
+		/* too short for a name: code_load counts it */
+	}
+	err = d->rec_id == SYMB_JITDUMP_CODE_LOAD ? code_load(d, j) : code_move(d, j);
 
 	skip_then_record(d, (uint64_t)d->rec_size - d->need);
 	return err;
