@@ -374,10 +374,9 @@ static void proc_clear_jitdump(struct symb_state *s, struct symb_proc *p)
 	p->jd_fed = 0;
 }
 
-/* The process's JIT symbols are void (exec, exit); counted first. */
-static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
+/* The process's perf map symbols are void; counted first. */
+static void proc_clear_perfmap(struct symb_state *s, struct symb_proc *p)
 {
-	proc_clear_jitdump(s, p);
 	if (!p->jit)
 		return;
 	jit_stats_add(&s->jit_gone, symb_jit__stats(p->jit));
@@ -385,6 +384,13 @@ static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
 	p->jit = NULL;
 	s->jit_bytes -= p->jit_fed;
 	p->jit_fed = 0;
+}
+
+/* The process's JIT symbols are void (exec, exit); counted first. */
+static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
+{
+	proc_clear_perfmap(s, p);
+	proc_clear_jitdump(s, p);
 }
 
 /* Notes a pid that had samples: 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
@@ -1074,7 +1080,7 @@ static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
 	if (err)
 		return err < 0 ? err : 0;
 	if (r->offset == 0)
-		proc_clear_jit(s, p); /* the file from its start: the old table goes */
+		proc_clear_perfmap(s, p); /* the file from its start: the old table goes */
 	if (!p->jit) {
 		p->jit = symb_jit__new();
 		if (!p->jit)
