@@ -33,8 +33,8 @@
  * anywhere, go through the broker's workers instead (files.c).
  */
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
