@@ -582,8 +582,10 @@ static void on_sideband(void *ctx, const struct coll_sb_event *ev)
 		lps_enc_mmap(&enc, &m);
 		/* the collector's own view: no read of the maps for it */
 		p = coll_procs_find(&c->procs, ev->pid);
-		if (p && (m.map.prot & LPS_PROT_X))
+		if (p && (m.map.prot & LPS_PROT_X)) {
 			coll_proc_add_range(p, m.map.start, m.map.end);
+			coll_jitdump_seen(p, ev->path, ev->path_len); /* perf's marker */
+		}
 		break;
 	}
 	case COLL_SB_EXEC:
@@ -2014,19 +2016,29 @@ static void print_files(struct coll *c)
 		(unsigned long long)f.late);
 }
 
+/* What the copies of JIT files (perfmap.c) sent: kind "perfmap" or "jitdump". */
+static void print_jit_files(const char *kind, const char *files,
+			    const struct coll_perfmap_stats *st)
+{
+	if (st->files || st->refused)
+		lp_debug("%s: %llu %s, %llu KiB in %llu records, %llu refused "
+			 "(not a regular file of the process's uid, or not named by its pid)",
+			 kind, (unsigned long long)st->files, files,
+			 (unsigned long long)(st->bytes >> 10), (unsigned long long)st->records,
+			 (unsigned long long)st->refused);
+	if (st->capped_files)
+		lp_warn("%s: %llu %s over 64 MiB: only their first 64 MiB sent", kind,
+			(unsigned long long)st->capped_files, files);
+}
+
 static void print_perfmaps(void)
 {
 	struct coll_perfmap_stats st;
 
 	coll_perfmap_stats(&st);
-	if (st.files || st.refused)
-		lp_debug("perfmap: %llu JIT perf maps, %llu KiB in %llu records, %llu refused "
-			 "(not a regular file of the process's uid)",
-			 (unsigned long long)st.files, (unsigned long long)(st.bytes >> 10),
-			 (unsigned long long)st.records, (unsigned long long)st.refused);
-	if (st.capped_files)
-		lp_warn("perfmap: %llu JIT perf maps over 64 MiB: only their first 64 MiB sent",
-			(unsigned long long)st.capped_files);
+	print_jit_files("perfmap", "JIT perf maps", &st);
+	coll_jitdump_stats(&st);
+	print_jit_files("jitdump", "jitdump files", &st);
 }
 
 static const char *drain_loop(struct coll *c)

@@ -30,6 +30,7 @@ struct coll_proc {
 	uint32_t nranges;
 	struct coll_perfmap *pm; /* its JIT perf map (perfmap.c), or NULL */
 	uint64_t pm_looked_ns;	 /* when its perf map was last looked for */
+	struct coll_perfmap *jd; /* its jitdump file (perfmap.c), or NULL */
 };
 
 /* Open-addressing hash of processes; pointers die on the next add. */
@@ -78,6 +79,14 @@ int coll_perfmaps_poll(struct coll_procs *t, uint64_t now_ns, struct lps_enc *en
 		       int (*emit)(void *ctx, struct lps_enc *enc), void *ctx);
 void coll_perfmap_forget(struct coll_proc *p);
 void coll_perfmap_stats(struct coll_perfmap_stats *st);
+/*
+ * jitdump files (perfmap.c), sent as LPS_JITDUMP records the same way:
+ * coll_jitdump_seen, for each executable mapping of p (mmap event, maps
+ * read), notes path when it names a jitdump (jit-N.dump); the poll opens
+ * it and sends what it grew by; coll_perfmap_forget forgets it too.
+ */
+void coll_jitdump_seen(struct coll_proc *p, const char *path, size_t len);
+void coll_jitdump_stats(struct coll_perfmap_stats *st);
 
 /*
  * Mappings go out without build-ids from now on: the kernel has no

@@ -404,6 +404,7 @@ int coll_read_maps(struct coll_proc *p, uint32_t tid, uint64_t now_ns, struct lp
 		if (r != 1 || !(m.prot & LPS_PROT_X))
 			continue;
 		maps[i] = m;
+		coll_jitdump_seen(p, m.path.ptr, m.path.len); /* perf's marker mapping */
 		ranges[i].start = m.start;
 		ranges[i].end = m.end;
 		i++;

@@ -808,6 +808,9 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 	case LPS_PERFMAP:
 		err = dec_perfmap(&c, n, &rec->perfmap);
 		break;
+	case LPS_JITDUMP:
+		err = dec_perfmap(&c, n, &rec->jitdump);
+		break;
 	case LPS_VDSO:
 		err = dec_vdso(&c, n, &rec->vdso);
 		break;

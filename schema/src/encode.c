@@ -298,15 +298,25 @@ void lps_enc_proc(struct lps_enc *e, const struct lps_proc *p)
 	pk_str(&pk, &p->exe);
 }
 
-void lps_enc_perfmap(struct lps_enc *e, const struct lps_perfmap *p)
+static void enc_file_bytes(struct lps_enc *e, uint32_t type, const struct lps_perfmap *p)
 {
 	PK(e);
 	msgpack_pack_array(&pk, 5);
-	msgpack_pack_uint32(&pk, LPS_PERFMAP);
+	msgpack_pack_uint32(&pk, type);
 	msgpack_pack_uint64(&pk, p->time_ns);
 	msgpack_pack_uint32(&pk, p->pid);
 	msgpack_pack_uint64(&pk, p->offset);
 	pk_bin(&pk, (const uint8_t *)p->data.ptr, p->data.len);
+}
+
+void lps_enc_perfmap(struct lps_enc *e, const struct lps_perfmap *p)
+{
+	enc_file_bytes(e, LPS_PERFMAP, p);
+}
+
+void lps_enc_jitdump(struct lps_enc *e, const struct lps_perfmap *p)
+{
+	enc_file_bytes(e, LPS_JITDUMP, p);
 }
 
 void lps_enc_vdso(struct lps_enc *e, const struct lps_vdso *v)
@@ -341,11 +351,12 @@ void lps_enc_fork(struct lps_enc *e, const struct lps_fork *f)
 const char *lps_type_name(uint32_t type)
 {
 	static const char *const names[] = {
-		[LPS_META] = "meta",	 [LPS_SAMPLE] = "sample", [LPS_MAPS] = "maps",
-		[LPS_EXEC] = "exec",	 [LPS_EXIT] = "exit",	  [LPS_KSYMS] = "ksyms",
-		[LPS_LOSS] = "loss",	 [LPS_END] = "end",	  [LPS_BUILDID] = "buildid",
-		[LPS_CGROUP] = "cgroup", [LPS_PROC] = "proc",	  [LPS_PERFMAP] = "perfmap",
-		[LPS_VDSO] = "vdso",	 [LPS_MMAP] = "mmap",	  [LPS_FORK] = "fork",
+		[LPS_META] = "meta",	   [LPS_SAMPLE] = "sample", [LPS_MAPS] = "maps",
+		[LPS_EXEC] = "exec",	   [LPS_EXIT] = "exit",	    [LPS_KSYMS] = "ksyms",
+		[LPS_LOSS] = "loss",	   [LPS_END] = "end",	    [LPS_BUILDID] = "buildid",
+		[LPS_CGROUP] = "cgroup",   [LPS_PROC] = "proc",	    [LPS_PERFMAP] = "perfmap",
+		[LPS_VDSO] = "vdso",	   [LPS_MMAP] = "mmap",	    [LPS_FORK] = "fork",
+		[LPS_JITDUMP] = "jitdump",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

@@ -16,6 +16,7 @@
 #include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/opts.h"
+#include "jitdump.h"
 #include "perfmap.h"
 
 struct symb_map {
@@ -31,8 +32,13 @@ struct symb_proc {
 	bool exited;   /* an exit record came, and no mappings since: dropped with the window */
 	bool want_exe; /* exec'd: the first file its mmap events name is its executable */
 	uint32_t exe;  /* its executable (labels), 0: unknown; a reference */
-	struct symb_jit *jit;  /* its JIT perf map (LPS_PERFMAP), or NULL */
-	uint64_t jit_fed;      /* bytes of it fed to jit: its share of SYMB_MAX_JIT_BYTES */
+	struct symb_jit *jit; /* its JIT perf map (LPS_PERFMAP), or NULL */
+	uint64_t jit_fed;     /* bytes of it fed to jit: its share of SYMB_MAX_JIT_BYTES */
+	/* its jitdump file (LPS_JITDUMP): its own table, as a perf map's offset 0
+	 * must not void it; jd_fed counts as jit_fed does */
+	struct symb_jit *jd_jit;
+	struct symb_jitdump *jd;
+	uint64_t jd_fed;
 	struct symb_map *maps; /* ascending by start, non-overlapping */
 	uint32_t nmaps, cap_maps;
 };
@@ -139,6 +145,8 @@ void symb_state__free(struct symb_state *s)
 	for (uint32_t i = 0; i < s->cap_procs; i++) {
 		free(s->procs[i].maps);
 		symb_jit__free(s->procs[i].jit);
+		symb_jit__free(s->procs[i].jd_jit);
+		symb_jitdump__free(s->procs[i].jd);
 	}
 	free(s->procs);
 	free(s->seen_pids);
@@ -352,8 +360,22 @@ static void jit_stats_add(struct symb_jit_stats *to, const struct symb_jit_stats
 	to->restarts += st->restarts;
 }
 
-/* The process's JIT symbols are void (exec, exit); counted first. */
-static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
+/* The process's jitdump symbols are void; counted first. */
+static void proc_clear_jitdump(struct symb_state *s, struct symb_proc *p)
+{
+	if (!p->jd_jit)
+		return;
+	jit_stats_add(&s->jit_gone, symb_jit__stats(p->jd_jit));
+	symb_jit__free(p->jd_jit);
+	symb_jitdump__free(p->jd);
+	p->jd_jit = NULL;
+	p->jd = NULL;
+	s->jit_bytes -= p->jd_fed;
+	p->jd_fed = 0;
+}
+
+/* The process's perf map symbols are void; counted first. */
+static void proc_clear_perfmap(struct symb_state *s, struct symb_proc *p)
 {
 	if (!p->jit)
 		return;
@@ -362,6 +384,13 @@ static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
 	p->jit = NULL;
 	s->jit_bytes -= p->jit_fed;
 	p->jit_fed = 0;
+}
+
+/* The process's JIT symbols are void (exec, exit); counted first. */
+static void proc_clear_jit(struct symb_state *s, struct symb_proc *p)
+{
+	proc_clear_perfmap(s, p);
+	proc_clear_jitdump(s, p);
 }
 
 /* Notes a pid that had samples: 0, -ENOSPC beyond SYMB_MAX_PROCS, or -ENOMEM. */
@@ -1028,7 +1057,9 @@ static void name_jit_frames(struct symb_state *s, const struct symb_proc *p, str
 
 		if (f[i].kind != SYMB_F_ANON && f[i].kind != SYMB_F_UNKNOWN)
 			continue;
-		if (symb_jit__lookup(p->jit, f[i].addr, &name, &len, &start) != 1)
+		if ((!p->jit || symb_jit__lookup(p->jit, f[i].addr, &name, &len, &start) != 1) &&
+		    (!p->jd_jit ||
+		     symb_jit__lookup(p->jd_jit, f[i].addr, &name, &len, &start) != 1))
 			continue;
 		err = symb_jit_names__intern(s->jit_names, name, len, &id);
 		if (err) {
@@ -1049,7 +1080,7 @@ static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
 	if (err)
 		return err < 0 ? err : 0;
 	if (r->offset == 0)
-		proc_clear_jit(s, p); /* the file from its start: the old table goes */
+		proc_clear_perfmap(s, p); /* the file from its start: the old table goes */
 	if (!p->jit) {
 		p->jit = symb_jit__new();
 		if (!p->jit)
@@ -1064,6 +1095,40 @@ static int feed_perfmap(struct symb_state *s, const struct lps_perfmap *r)
 	p->jit_fed += r->data.len;
 	s->jit_bytes += r->data.len;
 	return symb_jit__feed(p->jit, r->offset, r->data.ptr, r->data.len);
+}
+
+/*
+ * Bytes of p's jitdump file (LPS_JITDUMP): its JIT_CODE_LOAD records into
+ * its own table (the lookup tries the perf map's first).
+ */
+static int feed_jitdump(struct symb_state *s, const struct lps_perfmap *r)
+{
+	struct symb_proc *p;
+	int err = proc_want(s, r->pid, &p, &s->n.over_limit_samples);
+
+	if (err)
+		return err < 0 ? err : 0;
+	if (r->offset == 0)
+		proc_clear_jitdump(s, p); /* the file from its start: the old table goes */
+	if (!p->jd_jit) {
+		p->jd_jit = symb_jit__new();
+		p->jd = symb_jitdump__new();
+		if (!p->jd_jit || !p->jd) {
+			symb_jit__free(p->jd_jit);
+			symb_jitdump__free(p->jd);
+			p->jd_jit = NULL;
+			p->jd = NULL;
+			return -ENOMEM;
+		}
+	}
+	p->exited = false;
+	if (s->jit_bytes + r->data.len > SYMB_MAX_JIT_BYTES) {
+		s->n.jit_over_limit++;
+		return 0;
+	}
+	p->jd_fed += r->data.len;
+	s->jit_bytes += r->data.len;
+	return symb_jitdump__feed(p->jd, p->jd_jit, r->offset, r->data.ptr, r->data.len);
 }
 
 static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
@@ -1110,7 +1175,7 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 			a -= 1;
 		f[n++] = user_frame(p, a, &unmapped, &bad_offsets);
 	}
-	if (p && p->jit)
+	if (p && (p->jit || p->jd_jit))
 		name_jit_frames(s, p, &f[smp->nkstack], n - smp->nkstack);
 	err = note_pid_seen(s, smp->pid);
 	if (!err) {
@@ -1305,6 +1370,9 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	case LPS_PERFMAP:
 		err = feed_perfmap(s, &r.perfmap);
 		break;
+	case LPS_JITDUMP:
+		err = feed_jitdump(s, &r.jitdump);
+		break;
 	case LPS_VDSO:
 		err = feed_vdso(s, &r.vdso);
 		break;
@@ -1407,6 +1475,9 @@ void symb_state__jit_stats(const struct symb_state *s, struct symb_jit_stats *st
 	for (uint32_t i = 0; i < s->cap_procs; i++)
 		if (s->procs[i].used && s->procs[i].jit)
 			jit_stats_add(st, symb_jit__stats(s->procs[i].jit));
+	for (uint32_t i = 0; i < s->cap_procs; i++)
+		if (s->procs[i].used && s->procs[i].jd_jit)
+			jit_stats_add(st, symb_jit__stats(s->procs[i].jd_jit));
 }
 
 uint32_t symb_state__proc_nmaps(const struct symb_state *s, uint32_t pid)

@@ -295,6 +295,16 @@ static int parse_line(struct symb_jit *j, const char *p, size_t n)
 	return add_sym(j, start, size, p, (size_t)(end - p));
 }
 
+int symb_jit__add(struct symb_jit *j, uint64_t start, uint64_t size, const char *name, size_t len)
+{
+	if (!len || len > SYMB_JIT_MAX_LINE || !size || start > UINT64_MAX - size ||
+	    memchr(name, '\0', len) || memchr(name, '\n', len)) {
+		j->st.bad_lines++;
+		return 0;
+	}
+	return add_sym(j, start, size, name, len);
+}
+
 static void reset(struct symb_jit *j)
 {
 	j->nsyms = j->npend = 0;

@@ -11,8 +11,8 @@
  * win over earlier ones where they overlap (a JIT reuses freed code
  * memory): the table never overlaps itself.
  *
- * What it is not: a reader of files (the bytes come from the stream) or of
- * jitdump files. The bytes are the profiled process's: every line is
+ * What it is not: a reader of files (the bytes come from the stream). The
+ * jitdump parser (jitdump.h) adds its symbols with symb_jit__add. The bytes are the profiled process's: every line is
  * checked, and a malformed one is skipped and counted; the table of a
  * process is bounded by SYMB_JIT_MAX_SYMS symbols and SYMB_JIT_MAX_NAME_BYTES
  * of names, beyond which lines are dropped and counted.
@@ -54,6 +54,13 @@ void symb_jit__free(struct symb_jit *j);
  * next chunk. Returns 0 or -ENOMEM (what could not be kept is counted).
  */
 int symb_jit__feed(struct symb_jit *j, uint64_t offset, const char *data, size_t len);
+
+/*
+ * Adds [start, start + size) named name[0..len) (no NUL or newline in it;
+ * checked), newer than every entry so far. Returns 0 (a bad or over-limit
+ * symbol is counted) or -ENOMEM.
+ */
+int symb_jit__add(struct symb_jit *j, uint64_t start, uint64_t size, const char *name, size_t len);
 
 /*
  * The symbol holding addr: 1 with *name (not NUL-terminated, valid until

@@ -20,6 +20,16 @@ function outer(n) {
 %NeverOptimizeFunction(outer);
 const end = Date.now() + 1000 * Number(process.argv[2] || 30);
 let sink = 0;
-while (Date.now() < end)
+// jitdump.sh: node buffers its jitdump writes (2 MiB): after a second,
+// code enough to fill the buffer, so that outer, middle and hotLeaf's
+// compiled code reach the file while it runs
+let burstAt = process.argv[3] === 'flush-jitdump' ? Date.now() + 1000 : Infinity;
+while (Date.now() < end) {
 	sink += outer(200000);
+	if (Date.now() >= burstAt) {
+		burstAt = Infinity;
+		for (let i = 0; i < 2000; i++)
+			sink += new Function('x', `return x + ${i};`)(i) & 1;
+	}
+}
 console.log(sink > 0 ? 'done' : 'done.');

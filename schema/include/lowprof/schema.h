@@ -67,6 +67,7 @@ enum lps_type {
 	LPS_VDSO = 13,	  /* since 1.6: the kernel's vDSO image, for [vdso] mappings */
 	LPS_MMAP = 14,	  /* since 1.6: one executable mapping, as the process made it */
 	LPS_FORK = 15,	  /* since 1.6: a new process, with a copy of its parent's mappings */
+	LPS_JITDUMP = 16, /* since 1.6: bytes of a process's jitdump file (jit-PID.dump) */
 	LPS__TYPES,	  /* one past the last type this reader knows */
 };
 
@@ -342,6 +343,7 @@ struct lps_record {
 		struct lps_mmap mmap;
 		struct lps_fork fork;
 		struct lps_perfmap perfmap;
+		struct lps_perfmap jitdump; /* LPS_JITDUMP: the same fields, another file */
 	};
 };
 
@@ -416,6 +418,8 @@ void lps_enc_vdso(struct lps_enc *e, const struct lps_vdso *v);
 void lps_enc_mmap(struct lps_enc *e, const struct lps_mmap *m);
 void lps_enc_fork(struct lps_enc *e, const struct lps_fork *f);
 void lps_enc_perfmap(struct lps_enc *e, const struct lps_perfmap *p);
+/* LPS_JITDUMP: bytes of a jitdump file, in the fields of a perfmap record */
+void lps_enc_jitdump(struct lps_enc *e, const struct lps_perfmap *p);
 
 /*
  * What a fallback of the meta means ("no-task-pt-regs": "no bpf_task_pt_regs

@@ -4,7 +4,8 @@
  * own /tmp/perf-PID.map: the bytes go out unchanged in offset order, only
  * what the file grew by is sent again, a file rewritten shorter or
  * replaced starts over at 0, and a symbolic link, another user's file or a
- * FIFO is refused.
+ * FIFO is refused. The same copy of a jitdump file, found by the path of
+ * its marker mapping: only jit-OWNPID.dump, sent as LPS_JITDUMP records.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@ struct sink {
 	uint32_t records;
 	uint64_t first_offset;
 	int fail_after; /* emit fails once this many records went (-1: never) */
+	uint32_t type;	/* the records' type: LPS_PERFMAP unless set */
 };
 
 static int collect(void *ctx, struct lps_enc *enc)
@@ -41,7 +43,7 @@ static int collect(void *ctx, struct lps_enc *enc)
 		return -ENOSPC;
 	assert_true(len > 0 && len <= (long)LPS_MAX_RECORD);
 	assert_int_equal(lps_decode(enc->buf, (size_t)len, &r), 0);
-	assert_int_equal(r.type, LPS_PERFMAP);
+	assert_int_equal(r.type, s->type ? s->type : LPS_PERFMAP);
 	assert_int_equal(r.perfmap.pid, getpid());
 	assert_true(r.perfmap.data.len <= LPS_MAX_PERFMAP_CHUNK);
 	if (!s->records)
@@ -187,6 +189,73 @@ static void test_refused(void **state)
 	unlink(target);
 }
 
+/* A jitdump file: named by its marker mapping, checked, copied as a perf map is. */
+static void test_jitdump(void **state)
+{
+	static struct sink s;
+	struct coll_proc p = {.used = true, .pid = (uint32_t)getpid()};
+	struct coll_procs t = {&p, 1, 1};
+	char dir[64], other[96], lib[96];
+	struct coll_perfmap_stats st;
+	struct lps_enc e;
+
+	snprintf(dir, sizeof(dir), "/tmp/lp-jitdump-%d", getpid());
+	snprintf(path, sizeof(path), "%s/jit-%d.dump", dir, getpid());
+	snprintf(other, sizeof(other), "%s/jit-%d.dump", dir, getpid() + 1);
+	snprintf(lib, sizeof(lib), "%s/libjit-%d.dump.so", dir, getpid());
+	mkdir(dir, 0700);
+	write_file(path, "JiTD-and-more", 13, O_TRUNC);
+	write_file(other, "JiTD-theirs", 11, O_TRUNC);
+	write_file(lib, "ELF", 3, O_TRUNC);
+	lps_enc_init_dynamic(&e);
+	reset(&s);
+	s.type = LPS_JITDUMP;
+	/* mappings of other files: nothing noted */
+	coll_jitdump_seen(&p, lib, strlen(lib));
+	coll_jitdump_seen(&p, "/x/jit-.dump", 12);
+	coll_jitdump_seen(&p, "/x/jit-12a.dump", 15);
+	assert_null(p.jd);
+	/* a jitdump named by another pid: dropped at the poll, nothing sent */
+	coll_jitdump_seen(&p, other, strlen(other));
+	assert_non_null(p.jd);
+	assert_int_equal(coll_perfmaps_poll(&t, 1, &e, collect, &s), 0);
+	assert_null(p.jd);
+	assert_int_equal(s.records, 0);
+	/* its own: sent whole, then what it grew by */
+	coll_jitdump_seen(&p, path, strlen(path));
+	assert_int_equal(coll_perfmaps_poll(&t, 2, &e, collect, &s), 0);
+	assert_non_null(p.jd);
+	assert_int_equal(s.first_offset, 0);
+	assert_int_equal(s.len, 13);
+	assert_memory_equal(s.buf, "JiTD-and-more", 13);
+	write_file(path, "++", 2, O_APPEND);
+	coll_jitdump_seen(&p, path, strlen(path)); /* mapped again: the same file */
+	reset(&s);
+	s.type = LPS_JITDUMP;
+	assert_int_equal(coll_perfmaps_poll(&t, 3, &e, collect, &s), 0);
+	assert_int_equal(s.records, 1);
+	assert_int_equal(s.first_offset, 13);
+	/* forgotten (exec): until it is mapped again */
+	coll_perfmap_forget(&p);
+	assert_null(p.jd);
+	/* a symbolic link at the path: refused */
+	unlink(path);
+	assert_int_equal(symlink(other, path), 0);
+	coll_jitdump_seen(&p, path, strlen(path));
+	reset(&s);
+	s.type = LPS_JITDUMP;
+	assert_int_equal(coll_perfmaps_poll(&t, 4, &e, collect, &s), 0);
+	assert_null(p.jd);
+	assert_int_equal(s.records, 0);
+	coll_jitdump_stats(&st);
+	assert_true(st.files == 1 && st.records == 2 && st.bytes == 15 && st.refused >= 2);
+	lps_enc_free(&e);
+	unlink(path);
+	unlink(other);
+	unlink(lib);
+	rmdir(dir);
+}
+
 /* A process whose maps were read before it had a perf map: looked at again later. */
 static void test_looked_again(void **state)
 {
@@ -227,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_copy_and_grow),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_looked_again),
+		cmocka_unit_test(test_jitdump),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -781,6 +781,29 @@ static void test_perfmap(void **state)
 	lps_enc_free(&e);
 }
 
+/* 1.6's jitdump record: a perfmap's fields under its own type, the same bounds. */
+static void test_jitdump(void **state)
+{
+	struct lps_perfmap p = {.time_ns = 6, .pid = 77, .offset = 40, .data = S("JiTD")};
+	struct lps_record r;
+	struct lps_enc e;
+
+	lps_enc_init_dynamic(&e);
+	lps_enc_jitdump(&e, &p);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), 0);
+	assert_int_equal(r.type, LPS_JITDUMP);
+	assert_true(r.jitdump.time_ns == 6 && r.jitdump.pid == 77 && r.jitdump.offset == 40);
+	assert_true(str_eq(r.jitdump.data, "JiTD"));
+	assert_string_equal(lps_type_name(LPS_JITDUMP), "jitdump");
+	for (size_t n = 0; n < e.len; n++)
+		assert_int_equal(lps_decode(e.buf, n, &r), -EBADMSG);
+	p.data.len = 0;
+	lps_enc_reset(&e);
+	lps_enc_jitdump(&e, &p);
+	assert_int_equal(lps_decode(e.buf, e.len, &r), -EBADMSG);
+	lps_enc_free(&e);
+}
+
 /* 1.6's vdso record: round trip and bounds. */
 static void test_vdso(void **state)
 {
@@ -895,6 +918,7 @@ int main(void)
 		cmocka_unit_test(test_small_records),
 		cmocka_unit_test(test_buildid),
 		cmocka_unit_test(test_perfmap),
+		cmocka_unit_test(test_jitdump),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_version_rules),
 		cmocka_unit_test(test_malformed),

@@ -1655,6 +1655,63 @@ static void test_jit_frames(void **state)
 	symb_state__free(s);
 }
 
+/*
+ * A jitdump's code loads name frames too, beside a perf map of the same
+ * process: the perf map's chunk at offset 0 leaves the jitdump's symbols,
+ * exec forgets both.
+ */
+static void test_jitdump_frames(void **state)
+{
+	static const char name[] = "JS:*hot /app.js:1";
+	struct lps_mapping anon = {0x7f0000000000ull,
+				   0x7f0000010000ull,
+				   0,
+				   0,
+				   0,
+				   0,
+				   LPS_PROT_R | LPS_PROT_X | LPS_PROT_P,
+				   S("")};
+	uint64_t u[2] = {0x7f0000001010ull, 0x7f0000002040ull};
+	struct symb_state *s = state_new(true, false);
+	unsigned char dump[40 + 56 + sizeof(name) + 0x100] = {0};
+	uint32_t rec = 56 + sizeof(name) + 0x100, magic = 0x4A695444, hdr = 40;
+	uint64_t addr = 0x7f0000001000ull, size = 0x100;
+	struct symb_built *b;
+	struct lps_enc e;
+	char *folded;
+
+	memcpy(dump, &magic, 4);
+	memcpy(dump + 8, &hdr, 4);
+	memcpy(dump + 44, &rec, 4); /* id 0: JIT_CODE_LOAD */
+	memcpy(dump + 40 + 32, &addr, 8);
+	memcpy(dump + 40 + 40, &size, 8);
+	memcpy(dump + 40 + 56, name, sizeof(name));
+	lps_enc_init_dynamic(&e);
+	feed_maps(s, &e, 300, false, &anon, 1);
+	/* the file in two chunks, the second inside the code load's name */
+	lps_enc_jitdump(&e, &(struct lps_perfmap){1, 300, 0, {(const char *)dump, 100}});
+	feed(s, &e);
+	lps_enc_jitdump(&e, &(struct lps_perfmap){
+				    1, 300, 100, {(const char *)dump + 100, sizeof(dump) - 100}});
+	feed(s, &e);
+	feed_perfmap(s, &e, 300, 0, "7f0000002000 100 JS:^caller /app.js:9\n");
+	feed_sample(s, &e, 300, "node", NULL, 0, u, 2);
+	assert_int_equal(symb_state__counters(s)->jit_frames, 2);
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	assert_string_equal(folded, "node;JS:^caller /app.js:9;JS:*hot /app.js:1 1\n");
+	free(folded);
+	symb_built_free(b);
+	lps_enc_exec(&e, &(struct lps_exec){2000, 300, S("node")});
+	feed(s, &e);
+	feed_maps(s, &e, 300, false, &anon, 1);
+	feed_sample(s, &e, 300, "node", NULL, 0, u, 1);
+	assert_int_equal(symb_state__counters(s)->jit_frames, 2);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1680,6 +1737,7 @@ int main(void)
 		cmocka_unit_test(test_container_ids),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_jit_frames),
+		cmocka_unit_test(test_jitdump_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
