@@ -182,7 +182,9 @@ static void print_jit(const struct symb_state *s, int fd)
 	symb_state__jit_stats(s, &j);
 	if (!j.lines && !j.bad_lines && !c->jit_frames)
 		return;
-	dprintf(fd, "  JIT symbols     %" PRIu64 " read from perf maps, %" PRIu64 " frames named",
+	dprintf(fd,
+		"  JIT symbols     %" PRIu64 " read from perf maps and jitdumps, %" PRIu64
+		" frames named",
 		j.lines, c->jit_frames);
 	print_extra(fd, j.bad_lines, "malformed lines");
 	print_extra(fd, j.dropped, "dropped (over the limits)");

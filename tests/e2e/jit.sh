@@ -50,7 +50,7 @@ check "$chain% of them are node::Start ... Builtins_JSEntry ... outer;middle;hot
 check "no sample ends in an unnamed JIT frame under JSEntry (was: one [unknown] frame)" \
 	bash -c "! grep -Eq 'Builtins_JSEntryTrampoline;\\[unknown\\]( |;)' '$F'"
 check "the summary counts the JIT frames it named" \
-	grep -Eq '^ +JIT symbols +[1-9][0-9]* read from perf maps, [1-9][0-9]* frames named' \
+	grep -Eq '^ +JIT symbols +[1-9][0-9]* read from perf maps and jitdumps, [1-9][0-9]* frames named' \
 	"$TMP/rec.out"
 
 export HOME=$TMP

@@ -1639,7 +1639,8 @@ static void test_jit_frames(void **state)
 		assert_true(jit);
 	}
 	sum = summary_of(s, b, NULL);
-	assert_non_null(strstr(sum, "JIT symbols     3 read from perf maps, 5 frames named"));
+	assert_non_null(
+		strstr(sum, "JIT symbols     3 read from perf maps and jitdumps, 5 frames named"));
 	free(sum);
 	free(folded);
 	symb_built_free(b);
