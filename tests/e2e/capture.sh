@@ -138,6 +138,7 @@ sym=$(desc_named "$REC" lowprof-symboli)
 check "--no-symbolize: the collector runs ($col)" test -n "$col"
 check "--no-symbolize: no lowprof-symbolizer runs ('$sym')" test -z "$sym"
 wait "$REC"; rc=$?
+[[ $rc -ne 0 ]] && cat "$TMP/ns.out" "$TMP/ns.err"
 check "--no-symbolize: record exits 0 (got $rc)" test "$rc" -eq 0
 check "--no-symbolize: prints the 'Capture in' line" grep -q "^Capture in $TMP/ns.lpcap" "$TMP/ns.out"
 check "--no-symbolize: nothing written to $TMP/nsout ($(ls -A "$TMP/nsout" 2>/dev/null | tr '\n' ' '))" \

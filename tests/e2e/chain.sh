@@ -135,8 +135,12 @@ check "its directory holds the database, its WAL and -shm, nothing else" \
 rrc=$?
 grep -E '^ +binaries' "$TMP/replay.out"
 check "lowprof replay with the cache exits 0 (got $rrc)" test "$rrc" -eq 0
-check "the replay took $(loaded "$TMP/replay.out" 1) tables from the cache and parsed none" \
-	test "$(loaded "$TMP/replay.out" 1)" -gt 0 -a "$(loaded "$TMP/replay.out" 2)" -eq 0
+# the vDSO's tables come from the image in the stream, never from the cache
+# (8 KiB): parsed again whenever a sample is in it (clock_gettime)
+vdso_parsed=0
+grep -q '__vdso_' "$F" && vdso_parsed=2
+check "the replay took $(loaded "$TMP/replay.out" 1) tables from the cache and parsed none (but the vDSO's: $vdso_parsed)" \
+	test "$(loaded "$TMP/replay.out" 1)" -gt 0 -a "$(loaded "$TMP/replay.out" 2)" -le "$vdso_parsed"
 check "the replay's cpu.folded is the record's" cmp -s "$F" "$TMP/replay/cpu.folded"
 check "still only the three files" \
 	test "$(ls -A "$TMP/cache" | tr '\n' ' ')" = "symbols.db symbols.db-shm symbols.db-wal "
