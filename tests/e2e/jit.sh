@@ -12,6 +12,9 @@ require_root
 command -v node >/dev/null || { fail "node is not installed (deploy/install-deps.sh --test)"; finish; }
 
 cp "$(dirname "$0")/jit-chain.js" "$TMP/chain.js"
+# node's own logs (isolate-*.log with some V8 flags) go to its cwd: our own
+mkdir -p "$TMP/cwd"
+cd "$TMP/cwd" || exit 1
 # --interpreted-frames-native-stack: frames of code not yet compiled get a
 # perf map entry too (the JS below hotLeaf: the module, node's loader)
 start_bg node --perf-basic-prof --interpreted-frames-native-stack --allow-natives-syntax \

@@ -650,7 +650,7 @@ static void test_status_ids(void **state)
 	assert_int_equal(nspid, 1);
 	assert_int_equal(euid, 65534);
 	/* missing, empty, overflowing, or not a number: malformed */
-	assert_int_equal(coll_status_ids("Uid:\t1\t2\n", 11, &nspid, &euid), -EBADMSG);
+	assert_int_equal(coll_status_ids("Uid:\t1\t2\n", 9, &nspid, &euid), -EBADMSG);
 	snprintf(buf, sizeof(buf), "NSpid:\t\nUid:\t1\t2\n");
 	assert_int_equal(coll_status_ids(buf, strlen(buf), &nspid, &euid), -EBADMSG);
 	snprintf(buf, sizeof(buf), "NSpid:\t4294967296\nUid:\t1\t2\n");
