@@ -523,17 +523,6 @@ static void handle_task(struct coll *c, const struct lp_ev_task *e)
 	}
 }
 
-/* Whether pid's events go out: all of them, or those of the pids profiled. */
-static bool pid_wanted(const struct coll *c, uint32_t pid)
-{
-	if (!c->o->npids)
-		return true;
-	for (size_t i = 0; i < c->o->npids; i++)
-		if ((uint32_t)c->o->pids[i] == pid)
-			return true;
-	return false;
-}
-
 /*
  * A new process or image (fork, exec event): the maps read is still due
  * at its first sample (build-ids, exe), and not a loss if it has gone.
@@ -559,7 +548,7 @@ static void on_sideband(void *ctx, const struct coll_sb_event *ev)
 	struct lps_enc enc;
 	struct coll_proc *p;
 
-	if (!pid_wanted(c, ev->pid))
+	if (!coll_pid_profiled(c->o->pids, c->o->npids, ev->pid))
 		return;
 	lps_enc_init_fixed(&enc, buf, sizeof(buf));
 	switch (ev->kind) {

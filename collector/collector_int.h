@@ -94,6 +94,9 @@ void coll_jitdump_stats(struct coll_perfmap_stats *st);
  */
 void coll_procs_no_build_ids(void);
 
+/* Whether pid is one of pids[0..npids), or npids is 0 (the whole host): files.c */
+bool coll_pid_profiled(const pid_t *pids, size_t npids, uint32_t pid);
+
 /* Capabilities: caps.c */
 int coll_drop_caps(void);
 

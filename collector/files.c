@@ -562,12 +562,12 @@ int coll_broker__fd(const struct coll_broker *b)
 	return b ? b->epfd : -1;
 }
 
-static bool pid_profiled(const struct coll_broker *b, uint32_t pid)
+bool coll_pid_profiled(const pid_t *pids, size_t npids, uint32_t pid)
 {
-	if (!b->o.npids)
+	if (!npids)
 		return true;
-	for (size_t i = 0; i < b->o.npids; i++)
-		if ((uint32_t)b->o.pids[i] == pid)
+	for (size_t i = 0; i < npids; i++)
+		if ((uint32_t)pids[i] == pid)
 			return true;
 	return false;
 }
@@ -597,7 +597,7 @@ static void take(struct coll_broker *b, const struct lp_file_req *q, uint64_t no
 	struct breq r = {.q = *q, .t0 = now, .gen = b->gen};
 	const char *why = NULL;
 
-	if (!pid_profiled(b, q->pid)) {
+	if (!coll_pid_profiled(b->o.pids, b->o.npids, q->pid)) {
 		b->st.refused_pid++;
 		if (!b->st.warned_pid++)
 			lp_warn("files: refusing a request for pid %u: not a process given with -p",
