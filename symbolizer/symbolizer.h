@@ -59,6 +59,13 @@ struct symb_opts {
 	uint64_t spool_bytes; /* its budget; 0: the default */
 	/* the memory budget between windows (symb_objects__trim); 0: the default */
 	uint64_t mem_budget;
+	/*
+	 * Shard shard of nshards (lowprof/shard.h); nshards 0 or 1: the whole
+	 * stream. A shard aggregates only the samples (and JIT records) of
+	 * its processes and takes the loss counters that are the whole run's
+	 * only as shard 0; every other record it takes whole.
+	 */
+	uint32_t shard, nshards;
 };
 
 #define SYMB_DEFAULT_MEM_BUDGET (256ull << 20)
