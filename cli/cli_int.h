@@ -80,15 +80,27 @@ struct cli_restart {
 };
 
 /*
- * Waits for kids[0] (the collector; may be done already) and kids[1] (the
- * symbolizer), relaying the symbolizer's output; signals from sfd stop
- * them in turn. ring (may be NULL) is closed if the collector dies. With
- * restart (may be NULL), a symbolizer that dies is started again; with
- * coll (may be NULL, lowprof run), a collector that dies is started again
- * on the same ring, where the symbolizer goes on reading.
+ * What cli_supervise watches: kids[0], the collector (may be done already:
+ * none), and kids[1..nsymb], the symbolizers (shard k is kids[1 + k]).
+ * rings (may be NULL): closed if the collector dies. restart (NULL, or
+ * one per symbolizer): a symbolizer that dies is started again on its
+ * ring. coll_restart (may be NULL, lowprof run): a collector that dies is
+ * started again on the same rings, where the symbolizers go on reading.
  */
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring, struct cli_restart *coll,
-		   struct cli_restart *restart);
+struct cli_supervision {
+	struct cli_child *kids;
+	uint32_t nsymb;
+	struct lp_ring **rings;
+	struct cli_restart *restart;
+	struct cli_restart *coll_restart;
+};
+
+/*
+ * Until the collector and every symbolizer are done, relaying the
+ * symbolizers' output; signals from sfd stop them in turn (the collector,
+ * then all, then SIGKILL).
+ */
+void cli_supervise(struct cli_supervision *sv, int sfd);
 /* Makes the cache's directory usable by user; 0 or -errno (warned). */
 int cli_prepare_cache_dir(const char *cache_path, const char *user);
 /* lowprof run's spool directory (record.c): 0, or -1 after saying why. */

@@ -9,6 +9,7 @@
 #include "lowprof/log.h"
 #include "cli_int.h"
 #include "lowprof/parse.h"
+#include "lowprof/shard.h"
 #include "lowprof/user.h"
 #include "record.h"
 
@@ -106,6 +107,11 @@ static const char record_usage[] =
 	"      --include-self      profile lowprof's own processes too (this command,\n"
 	"                          the collector, the symbolizer and what they start):\n"
 	"                          by default they are left out in BPF, never sampled\n"
+	"      --symbolizers N     N symbolizer processes (1 to 16, default 1), each\n"
+	"                          with a ring of its own and the samples of its share\n"
+	"                          of the processes (by pid); the outputs are merged\n"
+	"                          and are those of one symbolizer; for hosts where\n"
+	"                          one cannot keep up (many CPUs, many cold binaries)"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -135,7 +141,7 @@ static const char run_usage[] =
 	"\n"
 	"Options (and record's -F, -p, --cgroup, -u, --stack-bytes, --cache,\n"
 	"--cache-size, --no-cache, --debug-dir, --off-cpu and --off-cpu-*,\n"
-	"--include-self (the exporter is lowprof's own too), -v):\n"
+	"--include-self (the exporter is lowprof's own too), --symbolizers, -v):\n"
 	"      --window SECONDS    the windows' length (default 10; 1 to 3600)\n"
 	"      --spool DIR         where windows go (default " LP_RUN_DEFAULT_SPOOL "),\n"
 	"                          made if missing: the symbolizer user's, 0700\n"
@@ -181,6 +187,7 @@ enum {
 	OPT_MEM_BUDGET,
 	OPT_EXPORT, /* lowprof run's options passed to lowprof-exporter */
 	OPT_INCLUDE_SELF,
+	OPT_SYMBOLIZERS,
 };
 
 /* the options record and run share: sampling, the symbolizer's, off-CPU */
@@ -202,6 +209,7 @@ enum {
 	{"off-cpu-mode", required_argument, NULL, OPT_OFF_CPU_MODE}, \
 	{"off-cpu-period-us", required_argument, NULL, OPT_OFF_CPU_PERIOD_US}, \
 	{"include-self", no_argument, NULL, OPT_INCLUDE_SELF}, \
+	{"symbolizers", required_argument, NULL, OPT_SYMBOLIZERS}, \
 	{"verbose", no_argument, NULL, 'v'}, \
 	{"help", no_argument, NULL, 'h'}
 // clang-format on
@@ -464,6 +472,13 @@ static int record_opt(int key, const char *arg, struct record_args *a)
 			return 2;
 		}
 		o->stack_bytes = (uint32_t)v;
+		break;
+	case OPT_SYMBOLIZERS:
+		if (lp_parse_uint(arg, LP_MAX_SHARDS, &v) || v == 0) {
+			lp_err("--symbolizers %s: give a number from 1 to %d", arg, LP_MAX_SHARDS);
+			return 2;
+		}
+		o->nsymb = (uint32_t)v;
 		break;
 	case 'v':
 		o->verbose = true;

@@ -18,6 +18,7 @@
 #include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
+#include "lowprof/shard.h"
 #include "merge.h"
 
 /* at most this many distinct comment lines (other than counters) are kept */
@@ -75,7 +76,10 @@ struct cli_merge {
 	uint64_t *seqs;
 	size_t nseqs, seqs_cap;
 	char **out_comments;
-	char title[128];
+	char title[600];
+	/* cli_merge__set_shards: the shards of one run, merged as its profile */
+	bool shards;
+	bool have_title;
 };
 
 /* ---- the index ------------------------------------------------------------ */
@@ -413,6 +417,13 @@ static int merge_comment(struct cli_merge *m, const char *c)
 	size_t i;
 	int err;
 
+	if (m->shards && !strncmp(c, LP_SHARD_TITLE, sizeof(LP_SHARD_TITLE) - 1)) {
+		if (!m->have_title)
+			snprintf(m->title, sizeof(m->title), "%s", c + sizeof(LP_SHARD_TITLE) - 1);
+		m->have_title = true;
+		return 0;
+	}
+
 	if (seq >= 0) {
 		err = room(&m->seqs, &m->seqs_cap, m->nseqs, sizeof(*m->seqs));
 		if (!err)
@@ -639,12 +650,19 @@ static int merge_finish(struct cli_merge *m)
 		if (!(m->out_comments[m->p.ncomments++] = strdup(line)))
 			return -ENOMEM;
 	}
+	m->p.title = m->title;
+	if (m->shards) {
+		/* one run's profile: as one symbolizer writes it, no merge line */
+		if (!m->have_title)
+			snprintf(m->title, sizeof(m->title), "lowprof %s",
+				 m->p.value_types[1].type);
+		return 0;
+	}
 	if (!(m->out_comments[m->p.ncomments++] = merge_line(m)))
 		return -ENOMEM;
 	snprintf(m->title, sizeof(m->title), "lowprof %s: %zu profiles from %s, %.0f s",
 		 m->p.value_types[1].type, m->ninputs,
 		 cli_fmt_utc(when, sizeof(when), m->p.time_nanos), m->p.duration_nanos / 1e9);
-	m->p.title = m->title;
 	return 0;
 }
 
@@ -657,6 +675,11 @@ struct cli_merge *cli_merge__new(void)
 		m->seed = lp_mix64((uint64_t)time(NULL) ^ (uint64_t)getpid() << 32 ^
 				   (uint64_t)(uintptr_t)m);
 	return m;
+}
+
+void cli_merge__set_shards(struct cli_merge *m)
+{
+	m->shards = true;
 }
 
 const struct lpw_profile *cli_merge__profile(struct cli_merge *m)

@@ -471,10 +471,11 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 		return NULL;
 	}
 	p = symb_built_profile(b);
-	/* '|': each writer runs even when another failed */
-	if ((lpw_write_pprof(p, fds[0]) | lpw_write_folded(p, fds[1]) |
-	     lpw_write_flamegraph(p, fds[2])) &&
-	    !*rc)
+	/* '|': each writer runs even when another failed; a shard's partial outputs: pprof only */
+	err = fds[0] >= 0 ? lpw_write_pprof(p, fds[0]) : 0;
+	err |= fds[1] >= 0 ? lpw_write_folded(p, fds[1]) : 0;
+	err |= fds[2] >= 0 ? lpw_write_flamegraph(p, fds[2]) : 0;
+	if (err && !*rc)
 		*rc = -EIO;
 	return b;
 }
@@ -494,11 +495,13 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 	if (off_cpu)
 		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, &rc);
 	if (!o->quiet_summary) {
-		symb_print_summary(s, cpu, offcpu, off_cpu, STDOUT_FILENO);
+		int sfd = o->summary_fd;
+
+		symb_print_summary(s, cpu, offcpu, off_cpu, sfd);
 		if (rd)
-			print_capture(rd, o->capture_path, STDOUT_FILENO);
+			print_capture(rd, o->capture_path, sfd);
 		if (o->resumed)
-			dprintf(STDOUT_FILENO,
+			dprintf(sfd,
 				"  resumed         this symbolizer was started again during the "
 				"run: "
 				"the profile covers %.2f s from %.2f s into it (%llu records "
@@ -874,6 +877,8 @@ static struct symb_state *new_state(const struct symb_opts *o, bool off_cpu, boo
 
 	if (!s)
 		lp_err("symbolizer state: %m");
+	else
+		symb_state__set_shard(s, o->shard, o->nshards, replay);
 	return s;
 }
 
