@@ -72,6 +72,8 @@ struct cli_restart {
 	char **argv;
 	const int *fds;
 	int nfds;
+	/* a symbolizer's: the collector is asked to send its ring what a new one needs (SIGUSR1) */
+	bool resend;
 	int left;     /* restarts still allowed */
 	int restarts; /* done */
 	/* before a restart (may be NULL): updates argv; false: do not restart */

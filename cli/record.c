@@ -556,7 +556,8 @@ static bool restart_symbolizer(struct cli_child *kids, uint32_t k, struct cli_re
 	}
 	r->left--;
 	r->restarts++;
-	if (kids[0].pid > 0 && !kids[0].done)
+	/* lowprof run's collector sends it when the new one takes the ring on its socket */
+	if (r->resend && kids[0].pid > 0 && !kids[0].done)
 		sigqueue(kids[0].pid, SIGUSR1, (union sigval){.sival_int = (int)k + 1});
 	return true;
 }
@@ -1046,6 +1047,7 @@ static int rec_start_symbolizer(struct rec *r)
 			.argv = sh->rargv,
 			.fds = sh->sfds,
 			.nfds = r->o.spool_dir ? 0 : 3 + (r->nsymb > 1 ? CLI_SHARD_NFD : r->nout),
+			.resend = !r->o.spool_dir,
 			.left = LP_RECORD_MAX_RESTARTS};
 		symbolizer_argv(&r->o, r->symb_path, r->sock_path,
 				r->nsymb > 1 && !r->o.spool_dir ? sh->shard : NULL, sargv);
