@@ -34,6 +34,7 @@
 #include <sys/capability.h>
 
 #include "btf.h"
+#include "capdir.h"
 #include "capture.h"
 #include "cgroups.h"
 #include "kfeatures.h"
@@ -112,6 +113,18 @@ struct coll {
 
 	struct coll_capture *cap; /* --capture: every record also goes to the file */
 	int capture_fd;		  /* --capture PATH: opened here */
+	/*
+	 * --capture-dir: a capture file per window (rotate_capture), windows
+	 * of rot_ns from the first meta's start; rot_next ends the one being
+	 * written (CLOCK_MONOTONIC), rot_real is its start (CLOCK_REALTIME)
+	 */
+	struct coll_capdir *capdir;
+	uint64_t rot_ns, rot_next;
+	int64_t rot_real;
+	/* the start the next meta carries (0: now); records to the capture alone */
+	uint64_t meta_mono;
+	int64_t meta_real;
+	bool cap_only;
 
 	struct coll_procs procs;
 	/*
@@ -230,7 +243,7 @@ static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t 
 
 	if (c->cap)
 		err = coll_capture__write(c->cap, buf, (uint32_t)len);
-	if (c->ring)
+	if (c->ring && !c->cap_only)
 		err = write_ring(c, buf, len, wait_ms);
 	return err;
 }
@@ -393,6 +406,8 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 	return 0;
 }
 
+static void rotate_due(struct coll *c, uint64_t time_ns);
+
 /*
  * Encodes s straight into the shm ring, or with a capture into the capture
  * block (private memory), then copied into the ring: no allocation, and
@@ -401,12 +416,16 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 static void put_sample(struct coll *c, const struct lps_sample *s)
 {
 	uint32_t max = SAMPLE_ENC_SLACK + (s->nkstack + s->nustack) * 8 + s->stack_copy_len;
-	/* NULL: dropped and counted by the capture; the ring may still have room */
-	void *in_cap = c->cap ? coll_capture__reserve(c->cap, max) : NULL;
-	void *slot = in_cap ? in_cap : c->ring ? lp_ring__reserve(c->ring, max) : NULL;
+	void *in_cap, *slot;
 	struct lps_enc enc;
 	long len;
 
+	/* by the samples' clock, as the symbolizer's windows: none is in two files */
+	if (c->capdir && s->time_ns >= c->rot_next)
+		rotate_due(c, s->time_ns);
+	/* NULL: dropped and counted by the capture; the ring may still have room */
+	in_cap = c->cap ? coll_capture__reserve(c->cap, max) : NULL;
+	slot = in_cap ? in_cap : c->ring ? lp_ring__reserve(c->ring, max) : NULL;
 	if (!slot)
 		return; /* dropped and counted by the ring */
 	lps_enc_init_fixed(&enc, slot, max);
@@ -1078,8 +1097,8 @@ static void send_meta(struct coll *c)
 		.hostname = {u.nodename, (uint32_t)strlen(u.nodename)},
 		.kernel_release = {u.release, (uint32_t)strlen(u.release)},
 		.clock = {"CLOCK_MONOTONIC", 15},
-		.start_mono_ns = now_ns(CLOCK_MONOTONIC),
-		.start_real_ns = now_ns(CLOCK_REALTIME),
+		.start_mono_ns = c->meta_mono ? c->meta_mono : now_ns(CLOCK_MONOTONIC),
+		.start_real_ns = c->meta_mono ? (uint64_t)c->meta_real : now_ns(CLOCK_REALTIME),
 		.freq_hz = c->o->freq_hz,
 		.ncpus_online = (uint32_t)c->ncpus,
 		.drain_ms = c->o->drain_ms,
@@ -1101,6 +1120,7 @@ static void send_meta(struct coll *c)
 			c->o->off_cpu_mode == COLL_OFFCPU_TIME ? c->o->off_cpu_period_ns : 0;
 	}
 	lps_enc_reset(&c->dyn);
+	c->meta_mono = 0;
 	lps_enc_meta(&c->dyn, &m, pids, c->fallbacks);
 	write_enc(c, &c->dyn, WAIT_START_MS);
 	send_vdso(c);
@@ -1734,6 +1754,7 @@ static void coll_cleanup(struct coll *c)
 	coll_capture__free(c->cap);
 	if (c->capture_fd >= 0)
 		close(c->capture_fd);
+	coll_capdir__free(c->capdir); /* a window's file not finished is removed */
 	if (c->ring_mem)
 		munmap(c->ring_mem, c->ring_mem_size);
 	if (c->listen_fd >= 0)
@@ -1830,18 +1851,25 @@ static void install_signals(void)
  * knows nothing of the run: send the metadata, the kernel symbols and the
  * mappings of every process seen again; it skips what it reads before the
  * metadata. The records go to the capture too (a replay then sees the
- * second snapshot, which replaces the first).
+ * second snapshot, which replaces the first). capture_only: a new capture
+ * file (--capture-dir) needs them, the ring does not: the metadata, kernel
+ * symbols and vDSO go to the file alone; mappings and perf maps (from
+ * offset 0, which starts them over) to the ring as well, so that the
+ * collector's idea of what the ring knows stays true.
  */
-static void resend_state(struct coll *c)
+static void resend_state(struct coll *c, bool capture_only)
 {
 	uint32_t *pids;
 	uint32_t n = 0;
 
-	c->consumer_stalled = false; /* a new consumer: worth waiting for again */
+	if (!capture_only)
+		c->consumer_stalled = false; /* a new consumer: worth waiting for again */
 	if (c->cgroups)
 		coll_cgroups__resend_all(c->cgroups);
+	c->cap_only = capture_only;
 	send_meta(c);
 	send_ksyms(c);
+	c->cap_only = false;
 	pids = malloc(sizeof(*pids) * (c->procs.count ? c->procs.count : 1));
 	if (!pids) {
 		c->maps_errors += c->procs.count;
@@ -1857,13 +1885,56 @@ static void resend_state(struct coll *c)
 	for (uint32_t i = 0; i < n; i++)
 		send_maps(c, pids[i], 0, WAIT_RUN_MS);
 	free(pids);
-	lp_info("a new symbolizer: metadata, kernel symbols and %u processes' mappings sent again",
-		n);
+	if (capture_only)
+		lp_debug("capture: metadata, kernel symbols and %u processes' mappings sent to %s",
+			 n, coll_capdir__name(c->capdir));
+	else
+		lp_info("a new symbolizer: metadata, kernel symbols and %u processes' mappings "
+			"sent again",
+			n);
 }
 
 static const char *capture_name(const struct coll *c)
 {
+	if (c->capdir)
+		return coll_capdir__name(c->capdir);
 	return c->o->capture_path ? c->o->capture_path : "the capture file";
+}
+
+/* --capture-dir: the directory, checked now; the first window's file comes with the meta. */
+static int open_capture_dir(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	int err = coll_capdir__new(o->capture_dir, o->capture_bytes, &c->capdir);
+
+	if (err)
+		lp_err("capture: directory %s: %s", o->capture_dir,
+		       err == -ELOOP   ? "a symbolic link in its path"
+		       : err == -EPERM ? "another user's, or writable by others and not sticky"
+				       : strerror(-err));
+	c->rot_ns = (uint64_t)o->capture_rotate_s * 1000000000ull;
+	return err;
+}
+
+/* --capture-dir: the file of the window that starts at c->rot_real, and its writer. */
+static int open_window_file(struct coll *c)
+{
+	int fd = coll_capdir__create(c->capdir, c->rot_real), err;
+
+	if (fd < 0) {
+		lp_err("capture: creating %s: %s", coll_capdir__name(c->capdir), strerror(-fd));
+		return fd;
+	}
+	err = coll_capture__new(fd, c->o->capture_compress, &c->cap);
+	if (err) {
+		lp_err("capture: starting %s: %s", capture_name(c), strerror(-err));
+		close(fd);
+		coll_capdir__publish(c->capdir, false);
+		return err;
+	}
+	c->capture_fd = fd;
+	c->capture_failed = false;
+	return 0;
 }
 
 /*
@@ -1877,6 +1948,8 @@ static int open_capture(struct coll *c)
 	const struct coll_opts *o = c->o;
 	int fd = o->capture_fd, err;
 
+	if (o->capture_dir)
+		return open_capture_dir(c);
 	if (o->capture_path) {
 		fd = lp_open_output_path(o->capture_path, 0600, NULL);
 		if (fd < 0) {
@@ -1896,8 +1969,12 @@ static int open_capture(struct coll *c)
 	return err;
 }
 
-/* Writes the capture's last block and says what it holds. */
-static void finish_capture(struct coll *c)
+/*
+ * Writes the capture's last block and says what it holds (a window's file
+ * of --capture-dir, but the last: with -v only). A window's file is then
+ * closed and, if it was written whole, renamed to its final name.
+ */
+static void finish_capture(struct coll *c, bool last)
 {
 	struct coll_capture_stats cs;
 	int err = coll_capture__finish(c->cap);
@@ -1905,11 +1982,66 @@ static void finish_capture(struct coll *c)
 	coll_capture__stats(c->cap, &cs);
 	if (err && !c->capture_failed)
 		lp_err("capture: writing %s: %s", capture_name(c), strerror(-err));
-	lp_info("capture: %llu records, %.1f MiB in %s (%.1f MiB of records, %llu of %llu "
-		"blocks zstd), %llu records dropped",
-		(unsigned long long)cs.records, cs.file_bytes / 1048576.0, capture_name(c),
-		cs.record_bytes / 1048576.0, (unsigned long long)cs.zstd_blocks,
-		(unsigned long long)cs.blocks, (unsigned long long)cs.dropped_records);
+	lp_log(last || !c->capdir ? LP_LOG_INFO : LP_LOG_DEBUG,
+	       "capture: %llu records, %.1f MiB in %s (%.1f MiB of records, %llu of %llu "
+	       "blocks zstd), %llu records dropped",
+	       (unsigned long long)cs.records, cs.file_bytes / 1048576.0, capture_name(c),
+	       cs.record_bytes / 1048576.0, (unsigned long long)cs.zstd_blocks,
+	       (unsigned long long)cs.blocks, (unsigned long long)cs.dropped_records);
+	if (!c->capdir)
+		return;
+	coll_capture__free(c->cap);
+	c->cap = NULL;
+	close(c->capture_fd);
+	c->capture_fd = -1;
+	err = coll_capdir__publish(c->capdir, !err) ?: err;
+	if (err)
+		lp_err("capture: %s not kept: %s", capture_name(c), strerror(-err));
+}
+
+/*
+ * --capture-dir, once a sample's time (or, without samples, the clock)
+ * passes the window's end: ends the window's file (loss counters, an end
+ * record, every block on disk), gives it its final name, and starts the
+ * next window's with a snapshot of its own (resend_state), so that each
+ * file replays alone. The drain loop waits for the disk here, once a
+ * window. 0 or a negative errno: no capture until the next window then.
+ */
+static int rotate_capture(struct coll *c)
+{
+	struct lps_end end = {now_ns(CLOCK_MONOTONIC), {"rotate", 6}};
+	uint64_t t0 = end.time_ns;
+	int err;
+
+	if (c->cap) {
+		send_loss(c);
+		lps_enc_reset(&c->dyn);
+		lps_enc_end(&c->dyn, &end);
+		c->cap_only = true;
+		write_enc(c, &c->dyn, 0);
+		c->cap_only = false;
+		finish_capture(c, false);
+	}
+	c->rot_real += (int64_t)c->rot_ns;
+	c->meta_mono = c->rot_next;
+	c->meta_real = c->rot_real;
+	c->rot_next += c->rot_ns;
+	err = open_window_file(c);
+	if (err) {
+		c->meta_mono = 0;
+		return err;
+	}
+	resend_state(c, true);
+	lp_debug("capture: %s started; closing the last window took %.1f ms", capture_name(c),
+		 (now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	return 0;
+}
+
+/* Rotates the capture for every window that ended by time_ns. */
+static void rotate_due(struct coll *c, uint64_t time_ns)
+{
+	while (time_ns >= c->rot_next)
+		rotate_capture(c);
 }
 
 /*
@@ -1981,7 +2113,7 @@ static void nap_serving(struct coll *c, uint32_t ms)
 		if (pfd[1].revents && accept_consumer(c, true) > 0) {
 			lp_info("ring: a new symbolizer attached; sending it the metadata, "
 				"kernel symbols and mappings");
-			resend_state(c);
+			resend_state(c, false);
 		}
 	}
 }
@@ -2044,7 +2176,7 @@ static const char *drain_loop(struct coll *c)
 		if (resend_signal) {
 			resend_signal = 0;
 			if (c->ring)
-				resend_state(c);
+				resend_state(c, false);
 		}
 		if (deadline) {
 			now = now_ns(CLOCK_MONOTONIC);
@@ -2064,6 +2196,11 @@ static const char *drain_loop(struct coll *c)
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
 		tune_early_wrap(c, now);
+		/* no sample said the window is over: the clock does, a drain late */
+		if (c->capdir && now >= c->rot_next + COLL_IDLE_DRAIN_MS * 1000000ull)
+			rotate_due(c, now - COLL_IDLE_DRAIN_MS * 1000000ull);
+		if (c->capdir && !c->cap && !c->ring)
+			return "capture-error";
 		if (c->cap) {
 			struct coll_capture_stats cs;
 
@@ -2228,7 +2365,7 @@ int coll_run(const struct coll_opts *o)
 		lp_err("files: %m");
 		goto err_out;
 	}
-	if (o->capture_fd >= 0 || o->capture_path) {
+	if (o->capture_fd >= 0 || o->capture_path || o->capture_dir) {
 		err = open_capture(&c);
 		if (err)
 			goto err_out;
@@ -2250,6 +2387,16 @@ int coll_run(const struct coll_opts *o)
 	}
 	open_sideband(&c);
 	open_kallsyms(&c);
+	if (c.capdir) {
+		/* the first window starts with the run: the meta's start */
+		c.rot_real = (int64_t)now_ns(CLOCK_REALTIME);
+		c.meta_mono = now_ns(CLOCK_MONOTONIC);
+		c.meta_real = c.rot_real;
+		c.rot_next = c.meta_mono + c.rot_ns;
+		err = open_window_file(&c);
+		if (err)
+			goto err_out;
+	}
 	send_meta(&c);
 	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)
@@ -2283,7 +2430,19 @@ int coll_run(const struct coll_opts *o)
 	if (c.ring)
 		lp_ring__close(c.ring);
 	if (c.cap)
-		finish_capture(&c);
+		finish_capture(&c, true);
+	if (c.capdir) {
+		struct coll_capdir_stats ds;
+
+		coll_capdir__stats(c.capdir, &ds);
+		lp_log(ds.removed ? LP_LOG_INFO : LP_LOG_DEBUG,
+		       "capture: %llu window files made in %s (%.1f MiB there now), %llu oldest "
+		       "removed by the budget (%.1f MiB), %llu unfinished ones of an earlier run "
+		       "removed",
+		       (unsigned long long)ds.files, o->capture_dir, ds.bytes / 1048576.0,
+		       (unsigned long long)ds.removed, ds.removed_bytes / 1048576.0,
+		       (unsigned long long)ds.tmp_cleaned);
+	}
 	if (c.noted_n || c.notes_dropped)
 		lp_debug("capture: %u build-ids established by the symbolizer kept, %llu dropped",
 			 c.noted_n, (unsigned long long)c.notes_dropped);
