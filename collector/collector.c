@@ -125,6 +125,7 @@ struct coll {
 	uint64_t meta_mono;
 	int64_t meta_real;
 	bool cap_only;
+	struct lps_loss loss_base; /* the loss counters at the window's start */
 
 	struct coll_procs procs;
 	/*
@@ -257,7 +258,8 @@ static int write_enc(struct coll *c, struct lps_enc *e, uint32_t wait_ms)
 	return write_reliable(c, e->buf, (size_t)len, wait_ms);
 }
 
-static void send_loss(struct coll *c)
+/* The collector's loss counters now, since the start (the capture's: since its file's). */
+static void loss_counts(struct coll *c, struct lps_loss *out)
 {
 	struct lp_ring_stats rs;
 	struct lps_loss l;
@@ -294,9 +296,45 @@ static void send_loss(struct coll *c)
 			__atomic_load_n(&bs->ustack_fp, __ATOMIC_RELAXED) + oc.ustack_fp,
 		.mmap_events_lost = coll_sideband__lost(c->sb),
 	};
+	*out = l;
+}
+
+_Static_assert(sizeof(struct lps_loss) % sizeof(uint64_t) == 0, "lps_loss: counters only");
+
+/*
+ * The loss counters, in a loss record. With --capture-dir a window's file
+ * gets those of its window (since its start: c->loss_base), so that each
+ * file's replay, and a merge of them, counts each loss once; the ring gets
+ * the run's, as always.
+ */
+static void send_loss(struct coll *c)
+{
+	uint64_t v[sizeof(struct lps_loss) / 8], base[sizeof(struct lps_loss) / 8];
+	struct lps_loss l;
+	long len;
+
+	loss_counts(c, &l);
 	lps_enc_reset(&c->dyn);
 	lps_enc_loss(&c->dyn, &l);
-	write_enc(c, &c->dyn, WAIT_RUN_MS);
+	if (!c->capdir) {
+		write_enc(c, &c->dyn, WAIT_RUN_MS);
+		return;
+	}
+	len = lps_enc_len(&c->dyn);
+	if (c->ring && len > 0)
+		write_ring(c, c->dyn.buf, (size_t)len, WAIT_RUN_MS);
+	if (!c->cap)
+		return;
+	memcpy(v, &l, sizeof(v));
+	memcpy(base, &c->loss_base, sizeof(base));
+	for (size_t i = 1; i < sizeof(v) / 8; i++) /* [0] is the time */
+		v[i] = v[i] >= base[i] ? v[i] - base[i] : v[i];
+	memcpy(&l, v, sizeof(l));
+	lps_enc_reset(&c->dyn);
+	lps_enc_loss(&c->dyn, &l);
+	len = lps_enc_len(&c->dyn);
+	if (len > 0)
+		coll_capture__write(c->cap, c->dyn.buf, (uint32_t)len);
 }
 
 struct maps_emit {
@@ -2031,6 +2069,7 @@ static int rotate_capture(struct coll *c)
 		c->meta_mono = 0;
 		return err;
 	}
+	loss_counts(c, &c->loss_base); /* the new file's own: its writer's start at 0 */
 	resend_state(c, true);
 	lp_debug("capture: %s started; closing the last window took %.1f ms", capture_name(c),
 		 (now_ns(CLOCK_MONOTONIC) - t0) / 1e6);

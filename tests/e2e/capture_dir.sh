@@ -6,7 +6,7 @@
 #    lists D all through the run only ever sees complete *.lpcap files
 #    (capture-info says so the moment one appears) and hidden .tmp names
 #  - each capture replays alone (lowprof replay FILE -o OUT) to the whole
-#    chain; their samples add up to the spool windows' (no window's samples
+#    chain, and its loss counters are its window's (not the run's so far); their samples add up to the spool windows' (no window's samples
 #    in two files, none lost); lowprof merge of the replays has them all
 #  - lowprof-collector --capture-dir alone (no ring, no symbolizer): numbers
 #    continue after a file already there, a temporary file of an earlier run
@@ -89,6 +89,11 @@ for f in "${caps[@]}"; do
 	"$BIN/lowprof" capture-info "$f" >"$TMP/$b.info" 2>&1
 	check "capture-info $b: complete" grep -Eq '^complete +yes' "$TMP/$b.info"
 	check "capture-info $b: no damage" grep -Eq '^damage +none$' "$TMP/$b.info"
+	# the loss counters are the window's, not the run's so far
+	emitted=$(sed -nE 's/^losses +of ([0-9]+) samples the BPF programs emitted.*/\1/p' "$TMP/$b.info")
+	insamp=$(sed -nE 's/^samples +on-CPU ([0-9]+) .*/\1/p' "$TMP/$b.info")
+	check "capture-info $b: the BPF programs emitted ${emitted:-?} samples in its window, it holds ${insamp:-?} (within 3)" \
+		awk -v a="${emitted:-x}" -v b="${insamp:-y}" 'BEGIN { d = a - b; exit !(a ~ /^[0-9]+$/ && b ~ /^[0-9]+$/ && d <= 3 && d >= -3) }'
 	"$BIN/lowprof" replay "$f" -o "$TMP/out/$b" >"$TMP/$b.replay" 2>&1
 	rc=$?
 	check "replay $b exits 0 (got $rc)" test "$rc" = 0
