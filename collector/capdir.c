@@ -59,7 +59,8 @@ bool coll_capdir_parse_name(const char *name, uint64_t *seq)
 		return false;
 	num = w + WHEN_LEN + 1;
 	ndig = (size_t)(name + n - sl - num);
-	if (ndig < 6 || ndig > 19 || !all_digits(num, ndig))
+	/* as %06 prints: six digits, or more without a leading zero */
+	if (ndig < 6 || ndig > 19 || (ndig > 6 && num[0] == '0') || !all_digits(num, ndig))
 		return false;
 	for (size_t i = 0; i < ndig; i++)
 		v = v * 10 + (uint64_t)(num[i] - '0');
