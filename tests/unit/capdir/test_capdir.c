@@ -63,6 +63,17 @@ static void put(const char *name, size_t size)
 	close(fd);
 }
 
+/* A window of size bytes starting at T0 + dt seconds, published (ok) or not. */
+static void window(struct coll_capdir *d, long long dt, off_t size, bool ok)
+{
+	int fd = coll_capdir__create(d, (T0 + dt) * 1000000000ll);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+	assert_int_equal(coll_capdir__publish(d, ok), 0);
+}
+
 static void test_names(void **state)
 {
 	uint64_t seq = 0;
@@ -109,10 +120,7 @@ static void test_publish(void **state)
 	assert_false(exists(".capture-20261125T215940Z-000042.lpcap.tmp"));
 
 	/* not ok: removed, never published; the number is used up */
-	fd = coll_capdir__create(d, (T0 + 60) * 1000000000ll);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(coll_capdir__publish(d, false), 0);
+	window(d, 60, 1, false);
 	assert_false(exists(".capture-20261125T220040Z-000043.lpcap.tmp"));
 	assert_false(exists("capture-20261125T220040Z-000043.lpcap"));
 
@@ -127,22 +135,14 @@ static void test_budget(void **state)
 {
 	struct coll_capdir *d;
 	struct coll_capdir_stats st;
-	char name[64];
-	int fd;
 
 	(void)state;
 	/* out of order on purpose: the time sorts first, then the number */
 	put("capture-20261125T215950Z-000001.lpcap", 400);
 	put("capture-20261125T215940Z-000000.lpcap", 400);
 	assert_int_equal(coll_capdir__new(dir, 1000, &d), 0);
-	for (int i = 0; i < 3; i++) {
-		fd = coll_capdir__create(d, (T0 + 20 + 10 * i) * 1000000000ll);
-
-		assert_true(fd >= 0);
-		assert_int_equal(ftruncate(fd, 400), 0);
-		close(fd);
-		assert_int_equal(coll_capdir__publish(d, true), 0);
-	}
+	for (int i = 0; i < 3; i++)
+		window(d, 20 + 10 * i, 400, true);
 	/* five of 400 bytes, a budget of 1000: the two newest stay */
 	assert_false(exists("capture-20261125T215940Z-000000.lpcap"));
 	assert_false(exists("capture-20261125T215950Z-000001.lpcap"));
@@ -157,13 +157,8 @@ static void test_budget(void **state)
 
 	/* one file over the budget alone: kept, the newest */
 	assert_int_equal(coll_capdir__new(dir, 100, &d), 0);
-	fd = coll_capdir__create(d, (T0 + 60) * 1000000000ll);
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, 400), 0);
-	close(fd);
-	snprintf(name, sizeof(name), "%s", coll_capdir__name(d));
-	assert_int_equal(coll_capdir__publish(d, true), 0);
-	assert_true(exists(name));
+	window(d, 60, 400, true);
+	assert_true(exists("capture-20261125T220040Z-000005.lpcap"));
 	coll_capdir__stats(d, &st);
 	assert_int_equal(st.removed, 2);
 	coll_capdir__free(d);
