@@ -2049,6 +2049,7 @@ static int rotate_capture(struct coll *c)
 {
 	struct lps_end end = {now_ns(CLOCK_MONOTONIC), {"rotate", 6}};
 	uint64_t t0 = end.time_ns;
+	struct coll_capdir_stats ds;
 	int err;
 
 	if (c->cap) {
@@ -2071,8 +2072,11 @@ static int rotate_capture(struct coll *c)
 	}
 	loss_counts(c, &c->loss_base); /* the new file's own: its writer's start at 0 */
 	resend_state(c, true);
-	lp_debug("capture: %s started; closing the last window took %.1f ms", capture_name(c),
-		 (now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	coll_capdir__stats(c->capdir, &ds);
+	lp_debug("capture: %s started; closing the last window took %.1f ms; %.1f MiB of "
+		 "windows there, %llu removed by the budget so far",
+		 capture_name(c), (now_ns(CLOCK_MONOTONIC) - t0) / 1e6, ds.bytes / 1048576.0,
+		 (unsigned long long)ds.removed);
 	return 0;
 }
 
