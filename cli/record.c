@@ -1292,6 +1292,10 @@ static int rec_summary(const struct rec *r)
 		printf("%sCapture in %s: lowprof replay %s -o DIR; lowprof capture-info %s\n",
 		       o->no_symbolize ? "\n" : "", o->capture_path, o->capture_path,
 		       o->capture_path);
+	if (o->capture_dir)
+		printf("Captures in %s/: lowprof replay %s/capture-TIME-SEQ.lpcap -o DIR, one per "
+		       "window\n",
+		       o->capture_dir, o->capture_dir);
 	return cli_child_ok(coll) && symb_ok && (r->exporter.pid <= 0 || cli_child_ok(&r->exporter))
 		       ? 0
 		       : 1;

@@ -55,6 +55,7 @@ rc=$?
 touch "$TMP/stop-watch"
 wait "$WATCH"
 check "lowprof run --capture-dir exits 0 (got $rc)" test "$rc" = 0
+check "it says where the captures are" grep -q "^Captures in $D/: lowprof replay" "$TMP/run.out"
 ls -la "$D"
 caps=("$D"/capture-*.lpcap)
 n=${#caps[@]}
