@@ -23,9 +23,6 @@ struct coll_capdir {
 	int dirfd;
 	uint64_t budget;
 	uint64_t next_seq;
-	bool open; /* a window's temporary file exists */
-	char name[COLL_CAPDIR_NAME_MAX];
-	char tmp[COLL_CAPDIR_NAME_MAX + 8];
 	struct coll_capdir_stats st;
 };
 
@@ -199,30 +196,29 @@ err_out:
 	return err;
 }
 
-int coll_capdir__create(struct coll_capdir *d, int64_t start_real_ns)
+/* A window's temporary name: "." + its name + ".tmp". */
+static void tmp_name(char *tmp, const char *name)
+{
+	snprintf(tmp, COLL_CAPDIR_NAME_MAX + 8, ".%s" TMP_SUFFIX, name);
+}
+
+int coll_capdir__create(struct coll_capdir *d, int64_t start_real_ns,
+			char name[COLL_CAPDIR_NAME_MAX])
 {
 	time_t t = (time_t)(start_real_ns > 0 ? start_real_ns / 1000000000 : 0);
-	char when[32] = "19700101T000000Z";
+	char when[32] = "19700101T000000Z", tmp[COLL_CAPDIR_NAME_MAX + 8];
 	struct tm tm;
 	int fd;
 
-	if (d->open)
-		return -EBUSY;
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(d->name, sizeof(d->name), PREFIX "%s-%06" PRIu64 SUFFIX, when, d->next_seq);
-	snprintf(d->tmp, sizeof(d->tmp), ".%s" TMP_SUFFIX, d->name);
-	fd = lp_open_output_file(d->dirfd, d->tmp, LP_OUTPUT_MODE);
+	snprintf(name, COLL_CAPDIR_NAME_MAX, PREFIX "%s-%06" PRIu64 SUFFIX, when, d->next_seq);
+	tmp_name(tmp, name);
+	fd = lp_open_output_file(d->dirfd, tmp, LP_OUTPUT_MODE);
 	if (fd < 0)
 		return fd;
-	d->open = true;
 	d->next_seq++;
 	return fd;
-}
-
-const char *coll_capdir__name(const struct coll_capdir *d)
-{
-	return d->name;
 }
 
 /* Removes the oldest complete files while they are over the budget, never the newest. */
@@ -243,17 +239,16 @@ static void apply_budget(struct coll_capdir *d)
 	free(v);
 }
 
-int coll_capdir__publish(struct coll_capdir *d, bool ok)
+int coll_capdir__publish(struct coll_capdir *d, const char *name, bool ok)
 {
+	char tmp[COLL_CAPDIR_NAME_MAX + 8];
 	int err = 0;
 
-	if (!d->open)
-		return 0;
-	d->open = false;
-	if (ok && renameat2(d->dirfd, d->tmp, d->dirfd, d->name, RENAME_NOREPLACE))
+	tmp_name(tmp, name);
+	if (ok && renameat2(d->dirfd, tmp, d->dirfd, name, RENAME_NOREPLACE))
 		err = -errno;
 	if (!ok || err)
-		unlinkat(d->dirfd, d->tmp, 0);
+		unlinkat(d->dirfd, tmp, 0);
 	if (!err && ok)
 		d->st.files++;
 	apply_budget(d);
@@ -269,8 +264,6 @@ void coll_capdir__free(struct coll_capdir *d)
 {
 	if (!d)
 		return;
-	if (d->open)
-		unlinkat(d->dirfd, d->tmp, 0);
 	if (d->dirfd >= 0)
 		close(d->dirfd);
 	free(d);

@@ -51,19 +51,19 @@ int coll_capdir__new(const char *dir, uint64_t budget, struct coll_capdir **out)
 
 /*
  * Creates the temporary file of the next window, starting at start_real_ns
- * (CLOCK_REALTIME). Returns its fd (the caller's to close) or a negative
- * errno. At most one is open at a time.
+ * (CLOCK_REALTIME); name gets its final name. Returns its fd (the caller's
+ * to close) or a negative errno. Several may be open (one being written,
+ * one being synced); each ends with a publish.
  */
-int coll_capdir__create(struct coll_capdir *d, int64_t start_real_ns);
-
-/* The final name of the window being written (for messages). */
-const char *coll_capdir__name(const struct coll_capdir *d);
+int coll_capdir__create(struct coll_capdir *d, int64_t start_real_ns,
+			char name[COLL_CAPDIR_NAME_MAX]);
 
 /*
- * Renames the window's file to its final name (ok) or removes it (!ok), and
- * then applies the budget. 0 or a negative errno (the rename's).
+ * Renames the window's file (name, as create gave it) to its final name
+ * (ok) or removes it (!ok), and then applies the budget. 0 or a negative
+ * errno (the rename's).
  */
-int coll_capdir__publish(struct coll_capdir *d, bool ok);
+int coll_capdir__publish(struct coll_capdir *d, const char *name, bool ok);
 
 void coll_capdir__stats(const struct coll_capdir *d, struct coll_capdir_stats *st);
 void coll_capdir__free(struct coll_capdir *d);

@@ -121,6 +121,11 @@ struct coll {
 	struct coll_capdir *capdir;
 	uint64_t rot_ns, rot_next;
 	int64_t rot_real;
+	char cap_name[COLL_CAPDIR_NAME_MAX]; /* the window's file being written */
+	/* the last window's file while its data sync runs (start_closing) */
+	struct coll_capture *closing;
+	int closing_fd;
+	char closing_name[COLL_CAPDIR_NAME_MAX];
 	/* the start the next meta carries (0: now); records to the capture alone */
 	uint64_t meta_mono;
 	int64_t meta_real;
@@ -1792,7 +1797,14 @@ static void coll_cleanup(struct coll *c)
 	coll_capture__free(c->cap);
 	if (c->capture_fd >= 0)
 		close(c->capture_fd);
-	coll_capdir__free(c->capdir); /* a window's file not finished is removed */
+	if (c->capdir && c->closing)
+		coll_capdir__publish(c->capdir, c->closing_name, false);
+	if (c->capdir && c->cap)
+		coll_capdir__publish(c->capdir, c->cap_name, false);
+	coll_capture__free(c->closing);
+	if (c->closing_fd >= 0)
+		close(c->closing_fd);
+	coll_capdir__free(c->capdir);
 	if (c->ring_mem)
 		munmap(c->ring_mem, c->ring_mem_size);
 	if (c->listen_fd >= 0)
@@ -1925,7 +1937,7 @@ static void resend_state(struct coll *c, bool capture_only)
 	free(pids);
 	if (capture_only)
 		lp_debug("capture: metadata, kernel symbols and %u processes' mappings sent to %s",
-			 n, coll_capdir__name(c->capdir));
+			 n, c->cap_name);
 	else
 		lp_info("a new symbolizer: metadata, kernel symbols and %u processes' mappings "
 			"sent again",
@@ -1935,7 +1947,7 @@ static void resend_state(struct coll *c, bool capture_only)
 static const char *capture_name(const struct coll *c)
 {
 	if (c->capdir)
-		return coll_capdir__name(c->capdir);
+		return c->cap_name;
 	return c->o->capture_path ? c->o->capture_path : "the capture file";
 }
 
@@ -1957,17 +1969,17 @@ static int open_capture_dir(struct coll *c)
 /* --capture-dir: the file of the window that starts at c->rot_real, and its writer. */
 static int open_window_file(struct coll *c)
 {
-	int fd = coll_capdir__create(c->capdir, c->rot_real), err;
+	int fd = coll_capdir__create(c->capdir, c->rot_real, c->cap_name), err;
 
 	if (fd < 0) {
-		lp_err("capture: creating %s: %s", coll_capdir__name(c->capdir), strerror(-fd));
+		lp_err("capture: creating %s: %s", c->cap_name, strerror(-fd));
 		return fd;
 	}
 	err = coll_capture__new(fd, c->o->capture_compress, &c->cap);
 	if (err) {
 		lp_err("capture: starting %s: %s", capture_name(c), strerror(-err));
 		close(fd);
-		coll_capdir__publish(c->capdir, false);
+		coll_capdir__publish(c->capdir, c->cap_name, false);
 		return err;
 	}
 	c->capture_fd = fd;
@@ -2007,43 +2019,94 @@ static int open_capture(struct coll *c)
 	return err;
 }
 
-/*
- * Writes the capture's last block and says what it holds (a window's file
- * of --capture-dir, but the last: with -v only). A window's file is then
- * closed and, if it was written whole, renamed to its final name.
- */
-static void finish_capture(struct coll *c, bool last)
+/* What a finished capture holds. */
+static void say_capture(struct coll_capture *cap, const char *name, enum lp_log_level level)
 {
 	struct coll_capture_stats cs;
-	int err = coll_capture__finish(c->cap);
 
-	coll_capture__stats(c->cap, &cs);
-	if (err && !c->capture_failed)
-		lp_err("capture: writing %s: %s", capture_name(c), strerror(-err));
-	lp_log(last || !c->capdir ? LP_LOG_INFO : LP_LOG_DEBUG,
+	coll_capture__stats(cap, &cs);
+	lp_log(level,
 	       "capture: %llu records, %.1f MiB in %s (%.1f MiB of records, %llu of %llu "
 	       "blocks zstd), %llu records dropped",
-	       (unsigned long long)cs.records, cs.file_bytes / 1048576.0, capture_name(c),
+	       (unsigned long long)cs.records, cs.file_bytes / 1048576.0, name,
 	       cs.record_bytes / 1048576.0, (unsigned long long)cs.zstd_blocks,
 	       (unsigned long long)cs.blocks, (unsigned long long)cs.dropped_records);
+}
+
+/* A window's file, finished (err: how): renamed to its final name, or removed. */
+static void publish_window(struct coll *c, const char *name, int err)
+{
+	err = coll_capdir__publish(c->capdir, name, !err) ?: err;
+	if (err)
+		lp_err("capture: %s not kept: %s", name, strerror(-err));
+}
+
+/*
+ * Writes the capture's last block and says what it holds. A window's
+ * file of --capture-dir is then closed and, if it was written whole,
+ * renamed to its final name.
+ */
+static void finish_capture(struct coll *c)
+{
+	int err = coll_capture__finish(c->cap);
+
+	if (err && !c->capture_failed)
+		lp_err("capture: writing %s: %s", capture_name(c), strerror(-err));
+	say_capture(c->cap, capture_name(c), LP_LOG_INFO);
 	if (!c->capdir)
 		return;
 	coll_capture__free(c->cap);
 	c->cap = NULL;
 	close(c->capture_fd);
 	c->capture_fd = -1;
-	err = coll_capdir__publish(c->capdir, !err) ?: err;
+	publish_window(c, c->cap_name, err);
+}
+
+/*
+ * The last window's file, once its data sync is done (wait: now; else
+ * only if it is): said with -v, and renamed to its final name (removed
+ * when a write failed).
+ */
+static void end_closing(struct coll *c, bool wait)
+{
+	int err = 0;
+
+	if (!c->closing || coll_capture__finish_poll(c->closing, wait, &err) != 1)
+		return;
 	if (err)
-		lp_err("capture: %s not kept: %s", capture_name(c), strerror(-err));
+		lp_err("capture: writing %s: %s", c->closing_name, strerror(-err));
+	say_capture(c->closing, c->closing_name, LP_LOG_DEBUG);
+	coll_capture__free(c->closing);
+	c->closing = NULL;
+	close(c->closing_fd);
+	c->closing_fd = -1;
+	publish_window(c, c->closing_name, err);
+}
+
+/*
+ * A window's file is complete: its last block and a data sync go to the
+ * disk in the background (io_uring), and the drain loop goes on; the file
+ * gets its final name once they are done (end_closing). Only if the window
+ * before is still not on disk a whole window later does this wait for it.
+ */
+static void start_closing(struct coll *c)
+{
+	end_closing(c, true);
+	coll_capture__finish_start(c->cap);
+	c->closing = c->cap;
+	c->closing_fd = c->capture_fd;
+	memcpy(c->closing_name, c->cap_name, sizeof(c->closing_name));
+	c->cap = NULL;
+	c->capture_fd = -1;
 }
 
 /*
  * --capture-dir, once a sample's time (or, without samples, the clock)
  * passes the window's end: ends the window's file (loss counters, an end
- * record, every block on disk), gives it its final name, and starts the
- * next window's with a snapshot of its own (resend_state), so that each
- * file replays alone. The drain loop waits for the disk here, once a
- * window. 0 or a negative errno: no capture until the next window then.
+ * record; its last writes and sync go on in the background: start_closing)
+ * and starts the next window's with a snapshot of its own (resend_state),
+ * so that each file replays alone. 0 or a negative errno: no capture until
+ * the next window then.
  */
 static int rotate_capture(struct coll *c)
 {
@@ -2059,7 +2122,7 @@ static int rotate_capture(struct coll *c)
 		c->cap_only = true;
 		write_enc(c, &c->dyn, 0);
 		c->cap_only = false;
-		finish_capture(c, false);
+		start_closing(c);
 	}
 	c->rot_real += (int64_t)c->rot_ns;
 	c->meta_mono = c->rot_next;
@@ -2073,7 +2136,7 @@ static int rotate_capture(struct coll *c)
 	loss_counts(c, &c->loss_base); /* the new file's own: its writer's start at 0 */
 	resend_state(c, true);
 	coll_capdir__stats(c->capdir, &ds);
-	lp_debug("capture: %s started; closing the last window took %.1f ms; %.1f MiB of "
+	lp_debug("capture: %s started in %.1f ms; %.1f MiB of "
 		 "windows there, %llu removed by the budget so far",
 		 capture_name(c), (now_ns(CLOCK_MONOTONIC) - t0) / 1e6, ds.bytes / 1048576.0,
 		 (unsigned long long)ds.removed);
@@ -2244,6 +2307,7 @@ static const char *drain_loop(struct coll *c)
 			rotate_due(c, now - COLL_IDLE_DRAIN_MS * 1000000ull);
 		if (c->capdir && !c->cap && !c->ring)
 			return "capture-error";
+		end_closing(c, false);
 		if (c->cap) {
 			struct coll_capture_stats cs;
 
@@ -2358,6 +2422,7 @@ int coll_run(const struct coll_opts *o)
 		.files_fd = o->files_fd,
 		.kallsyms_fd = -1,
 		.capture_fd = -1,
+		.closing_fd = -1,
 		.btf = {.fd = -1},
 	};
 	struct lps_end end;
@@ -2472,8 +2537,9 @@ int coll_run(const struct coll_opts *o)
 	write_enc(&c, &c.dyn, WAIT_START_MS);
 	if (c.ring)
 		lp_ring__close(c.ring);
+	end_closing(&c, true); /* the window before the last first: names in order */
 	if (c.cap)
-		finish_capture(&c, true);
+		finish_capture(&c);
 	if (c.capdir) {
 		struct coll_capdir_stats ds;
 

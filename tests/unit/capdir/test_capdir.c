@@ -66,12 +66,13 @@ static void put(const char *name, size_t size)
 /* A window of size bytes starting at T0 + dt seconds, published (ok) or not. */
 static void window(struct coll_capdir *d, long long dt, off_t size, bool ok)
 {
-	int fd = coll_capdir__create(d, (T0 + dt) * 1000000000ll);
+	char name[COLL_CAPDIR_NAME_MAX];
+	int fd = coll_capdir__create(d, (T0 + dt) * 1000000000ll, name);
 
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, size), 0);
 	close(fd);
-	assert_int_equal(coll_capdir__publish(d, ok), 0);
+	assert_int_equal(coll_capdir__publish(d, name, ok), 0);
 }
 
 static void test_names(void **state)
@@ -97,7 +98,8 @@ static void test_publish(void **state)
 {
 	struct coll_capdir *d;
 	struct coll_capdir_stats st;
-	int fd;
+	char name[COLL_CAPDIR_NAME_MAX], name2[COLL_CAPDIR_NAME_MAX];
+	int fd, fd2;
 
 	(void)state;
 	put("capture-20200101T000000Z-000041.lpcap", 10);
@@ -107,22 +109,29 @@ static void test_publish(void **state)
 	assert_false(exists(".capture-20200101T000000Z-000042.lpcap.tmp"));
 	assert_true(exists("notes.txt"));
 
-	fd = coll_capdir__create(d, T0 * 1000000000ll);
+	fd = coll_capdir__create(d, T0 * 1000000000ll, name);
 	assert_true(fd >= 0);
-	assert_string_equal(coll_capdir__name(d), "capture-20261125T215940Z-000042.lpcap");
+	assert_string_equal(name, "capture-20261125T215940Z-000042.lpcap");
 	assert_true(exists(".capture-20261125T215940Z-000042.lpcap.tmp"));
 	assert_false(exists("capture-20261125T215940Z-000042.lpcap"));
-	assert_int_equal(coll_capdir__create(d, T0 * 1000000000ll), -EBUSY);
+	/* two at once (one written, one syncing): each its own number */
+	fd2 = coll_capdir__create(d, (T0 + 1) * 1000000000ll, name2);
+	assert_true(fd2 >= 0);
+	assert_string_equal(name2, "capture-20261125T215941Z-000043.lpcap");
 	assert_int_equal(write(fd, "x", 1), 1);
 	close(fd);
-	assert_int_equal(coll_capdir__publish(d, true), 0);
+	close(fd2);
+	assert_int_equal(coll_capdir__publish(d, name, true), 0);
 	assert_true(exists("capture-20261125T215940Z-000042.lpcap"));
 	assert_false(exists(".capture-20261125T215940Z-000042.lpcap.tmp"));
+	assert_true(exists(".capture-20261125T215941Z-000043.lpcap.tmp"));
+	assert_int_equal(coll_capdir__publish(d, name2, false), 0);
+	assert_false(exists(".capture-20261125T215941Z-000043.lpcap.tmp"));
 
 	/* not ok: removed, never published; the number is used up */
 	window(d, 60, 1, false);
-	assert_false(exists(".capture-20261125T220040Z-000043.lpcap.tmp"));
-	assert_false(exists("capture-20261125T220040Z-000043.lpcap"));
+	assert_false(exists(".capture-20261125T220040Z-000044.lpcap.tmp"));
+	assert_false(exists("capture-20261125T220040Z-000044.lpcap"));
 
 	coll_capdir__stats(d, &st);
 	assert_int_equal(st.files, 1);
