@@ -600,17 +600,30 @@ static void test_record_limits(void **state)
 	recs_free(&r);
 }
 
+/* cap holds every record of r, whole and clean; frees both. */
+static void assert_whole(struct cap *cap, struct recs *r)
+{
+	struct readout o;
+	struct layout l;
+	bool *want;
+
+	layout_of(cap, &l);
+	want = want_new(r, true);
+	read_both(cap->buf, cap->len, r, want, 10, &o);
+	assert_clean(&o, cap, &l);
+	free(want);
+	free(cap->buf);
+	recs_free(r);
+}
+
 /* Reservations: committed shorter than reserved, empty, or longer (refused). */
 static void test_reserve_commit(void **state)
 {
 	static const uint32_t lens[] = {10, 0, 3};
 	struct coll_capture *c;
-	struct readout o;
-	struct layout l;
 	struct recs r;
 	struct cap cap;
 	uint8_t *p;
-	bool *want;
 	int fd = new_memfd();
 
 	recs_make(&r, 1, 0, 0, lens, 3);
@@ -636,13 +649,7 @@ static void test_reserve_commit(void **state)
 	assert_int_equal(cap.st.record_bytes, 3 * LPC_REC_LEN_SIZE + 13);
 	assert_int_equal(cap.st.blocks, 1);
 
-	layout_of(&cap, &l);
-	want = want_new(&r, true);
-	read_both(cap.buf, cap.len, &r, want, 10, &o);
-	assert_clean(&o, &cap, &l);
-	free(want);
-	free(cap.buf);
-	recs_free(&r);
+	assert_whole(&cap, &r);
 }
 
 /*
@@ -652,11 +659,8 @@ static void test_reserve_commit(void **state)
 static void test_finish_async(void **state)
 {
 	struct coll_capture *c;
-	struct readout o;
-	struct layout l;
 	struct recs r;
 	struct cap cap;
-	bool *want;
 	int fd = new_memfd(), err = -1, done = 0;
 
 	(void)state;
@@ -685,13 +689,7 @@ static void test_finish_async(void **state)
 	assert_int_equal(cap.st.records, r.n);
 	assert_int_equal(cap.st.dropped_records, 0);
 	assert_int_equal(cap.st.file_bytes, cap.len);
-	layout_of(&cap, &l);
-	want = want_new(&r, true);
-	read_both(cap.buf, cap.len, &r, want, 10, &o);
-	assert_clean(&o, &cap, &l);
-	free(want);
-	free(cap.buf);
-	recs_free(&r);
+	assert_whole(&cap, &r);
 }
 
 /* A block is written when its first record is COLL_CAPTURE_AGE_NS old, and not before. */
