@@ -120,6 +120,7 @@ static const char record_usage[] =
 
 static const char run_usage[] =
 	"Usage: lowprof run [--window SECONDS] [--spool DIR] [--spool-bytes SIZE] [-F HZ]\n"
+	"                   [--capture-dir DIR [--capture-bytes SIZE]]\n"
 	"                   [-p PID]... [--cgroup PATH]... [--off-cpu ...] [-d SECONDS] ...\n"
 	"\n"
 	"Profiles continuously until SIGTERM / Ctrl-C (or for -d SECONDS), as\n"
@@ -150,6 +151,12 @@ static const char run_usage[] =
 	"                          past SIZE of heap the tables of the binaries used\n"
 	"                          least recently are dropped, to load again from the\n"
 	"                          cache when needed (default 256M, at least 16M)\n"
+	"      --capture-dir DIR   the collector also writes a capture file per window\n"
+	"                          there, DIR/capture-TIME-SEQ.lpcap, each replayable\n"
+	"                          alone ('lowprof replay FILE -o OUT'), renamed from a\n"
+	"                          hidden .tmp name when complete; made 0700 if missing,\n"
+	"                          root's (see lowprof-collector --help)\n"
+	"      --capture-bytes SIZE  its budget (default 1G): the oldest files go first\n"
 	"  -d, --duration SECONDS  stop after SECONDS (default: until SIGTERM)\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -188,6 +195,8 @@ enum {
 	OPT_EXPORT, /* lowprof run's options passed to lowprof-exporter */
 	OPT_INCLUDE_SELF,
 	OPT_SYMBOLIZERS,
+	OPT_CAPTURE_DIR, /* lowprof run's */
+	OPT_CAPTURE_BYTES,
 };
 
 /* the options record and run share: sampling, the symbolizer's, off-CPU */
@@ -231,6 +240,8 @@ static const struct option run_longopts[] = {
 	{"window", required_argument, NULL, OPT_WINDOW},
 	{"spool-bytes", required_argument, NULL, OPT_SPOOL_BYTES},
 	{"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
+	{"capture-dir", required_argument, NULL, OPT_CAPTURE_DIR},
+	{"capture-bytes", required_argument, NULL, OPT_CAPTURE_BYTES},
 	{"pyroscope", required_argument, NULL, OPT_EXPORT},
 	{"otlp", required_argument, NULL, OPT_EXPORT},
 	{"pyroscope-headers", required_argument, NULL, OPT_EXPORT},
@@ -405,6 +416,16 @@ static int record_output_opt(int key, const char *arg, struct record_args *a)
 		}
 		a->o.spool_bytes = arg;
 		break;
+	case OPT_CAPTURE_DIR:
+		a->o.capture_dir = arg;
+		break;
+	case OPT_CAPTURE_BYTES:
+		if (lp_parse_size(arg, &bytes) || bytes < 1024) {
+			lp_err("--capture-bytes %s: give a size of at least 1K", arg);
+			return 2;
+		}
+		a->o.capture_bytes = arg;
+		break;
 	case OPT_MEM_BUDGET:
 		if (lp_parse_size(arg, &bytes) || bytes < (16u << 20)) {
 			lp_err("--mem-budget %s: give a size of at least 16M", arg);
@@ -501,6 +522,10 @@ static int record_check_args(struct record_args *a)
 	o->debug_dirs = a->ndebug ? a->debug_dirs : NULL;
 	if ((o->no_symbolize || o->capture_compress) && !o->capture_path) {
 		lp_err("--no-symbolize and --capture-compress need --capture FILE");
+		return 2;
+	}
+	if (o->capture_bytes && !o->capture_dir) {
+		lp_err("--capture-bytes needs --capture-dir DIR");
 		return 2;
 	}
 	for (int i = 0; i < 4; i++) {

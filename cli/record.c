@@ -439,6 +439,20 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
 		argv[n++] = "--capture-compress";
 		argv[n++] = (char *)o->capture_compress;
 	}
+	if (o->capture_dir) {
+		static char rotate[16];
+
+		/* lowprof run: a capture per window, on the symbolizer's boundaries */
+		snprintf(rotate, sizeof(rotate), "%u", o->window_s ? o->window_s : 10);
+		argv[n++] = "--capture-dir";
+		argv[n++] = (char *)o->capture_dir;
+		argv[n++] = "--capture-rotate";
+		argv[n++] = rotate;
+		if (o->capture_bytes) {
+			argv[n++] = "--capture-bytes";
+			argv[n++] = (char *)o->capture_bytes;
+		}
+	}
 	argv[n++] = "-F";
 	argv[n++] = freq;
 	snprintf(freq, 16, "%u", o->freq_hz);
@@ -848,7 +862,8 @@ struct rec {
 	struct cli_restart restart[LP_MAX_SHARDS];
 	/* lowprof run: the collector's command line, fds and start, to start it again */
 	char coll_path[PATH_MAX], freq[16], dur[32], stack[16], self[16];
-	char *cargv[36 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS + 2 * LP_MAX_SHARDS];
+	/* 6 more than record needs: run's --capture-dir, --capture-rotate, --capture-bytes */
+	char *cargv[42 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS + 2 * LP_MAX_SHARDS];
 	int cfds[1 + 3 * LP_MAX_SHARDS];
 	uint64_t start_ns;
 	struct cli_restart coll_restart;
@@ -1277,6 +1292,10 @@ static int rec_summary(const struct rec *r)
 		printf("%sCapture in %s: lowprof replay %s -o DIR; lowprof capture-info %s\n",
 		       o->no_symbolize ? "\n" : "", o->capture_path, o->capture_path,
 		       o->capture_path);
+	if (o->capture_dir)
+		printf("Captures in %s/: lowprof replay %s/capture-TIME-SEQ.lpcap -o DIR, one per "
+		       "window\n",
+		       o->capture_dir, o->capture_dir);
 	return cli_child_ok(coll) && symb_ok && (r->exporter.pid <= 0 || cli_child_ok(&r->exporter))
 		       ? 0
 		       : 1;
