@@ -649,7 +649,8 @@ static char *merge_line(struct cli_merge *m)
 	if (shards && files < m->nseqs)
 		fprintf(f, " (%zu files repeated: several runs?)", m->nseqs - files);
 	if (lacking)
-		fprintf(f, " (%zu number%s lack a shard's file)", lacking, lacking == 1 ? "" : "s");
+		fprintf(f, " (%zu number%s a shard's file)", lacking,
+			lacking == 1 ? " lacks" : "s lack");
 	if (m->nseqs && m->ninputs > m->nseqs)
 		fprintf(f, " and %zu profile%s without a number", m->ninputs - m->nseqs,
 			m->ninputs - m->nseqs == 1 ? "" : "s");
