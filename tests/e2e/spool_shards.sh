@@ -25,21 +25,7 @@ for t in go python3 curl; do
 	command -v "$t" >/dev/null || { echo "SKIP: $t is not installed"; exit 77; }
 done
 
-receiver() { # receiver NAME: a receiver keeping requests in $TMP/NAME; its port in PORT
-	local name=$1; shift
-	start_bg python3 "$HERE/receiver.py" --out "$TMP/$name" --port-file "$TMP/$name.port" "$@"
-	for _ in $(seq 50); do [[ -s $TMP/$name.port ]] && break; sleep 0.1; done
-	PORT=$(cat "$TMP/$name.port")
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-push_windows() { # push_windows NAME: the window numbers of the pushes kept, in arrival order
-	local b
-	for b in "$TMP/$1"/[0-9]*.body; do
-		[[ -e $b ]] || continue
-		python3 "$HERE/pushsplit.py" "$b" "${b%.body}" >/dev/null
-		go tool pprof -comments "${b%.body}-0.pb.gz" 2>/dev/null | sed -n 's/^lowprof window //p'
-	done
-}
+source "$HERE/receivers.sh"
 bodies() { ls "$TMP/$1" 2>/dev/null | grep -c '^[0-9]*\.body$'; }
 wait_bodies() { # wait_bodies NAME N: until the receiver kept N requests (at most 30 s)
 	for _ in $(seq 300); do [[ $(bodies "$1") -ge $2 ]] && return 0; sleep 0.1; done
