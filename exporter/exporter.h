@@ -181,7 +181,7 @@ void exp_symb_free(struct exp_symb_page *pages, size_t n);
  * The lines of pages[0..n) the exporter passes on (exp_metrics_line_ok),
  * written to buf (at most cap bytes; a line whole or not at all): those of
  * the lowprof_process_resident_bytes family only with resident, the others
- * without. A shard's samples get a label shard="KofN" (first). One file:
+ * without. A shard's samples without a shard label get shard="KofN" (first). One file:
  * its lines as they come; several: each family once (the first file's
  * HELP and TYPE), then every file's samples of it. Returns the length.
  */

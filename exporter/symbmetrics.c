@@ -4,7 +4,8 @@
  * or one "metrics-sKofN.prom" per shard of a run split over symbolizers,
  * each replaced with its symbolizer's windows. Their lines are passed on
  * to the exporter's /metrics, checked one by one (exp_metrics_line_ok);
- * a shard's samples get a shard="KofN" label, and the families of several
+ * a shard's samples carry a shard="KofN" label (the symbolizer's, else
+ * added from the file's name), and the families of several
  * files are put together (one HELP and TYPE, then every file's samples),
  * as the text format wants.
  */
@@ -101,6 +102,10 @@ static void shard_label(const struct exp_symb_page *p, char *buf, size_t len)
 static size_t put_line(char *buf, size_t n, size_t cap, const char *l, size_t ll, const char *label)
 {
 	size_t name = 0, lab = label[0] && l[0] != '#' ? strlen(label) : 0;
+
+	/* the symbolizer labels a shard's samples itself: not twice */
+	if (lab && (memmem(l, ll, "{shard=\"", 8) || memmem(l, ll, ",shard=\"", 8)))
+		lab = 0;
 
 	if (!lab) {
 		if (n + ll + 1 >= cap)

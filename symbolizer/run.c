@@ -688,6 +688,7 @@ static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
 			.window_lag_s = (double)(clock_ns(CLOCK_MONOTONIC) - now) / 1e9,
 			.statm_fd = w->statm_fd,
 			.collector_pid = w->collector_pid,
+			.shard_label = symb_spool__shard_label(w->spool),
 		};
 
 		w->totals.samples += c->samples;

@@ -63,6 +63,7 @@ struct symb_spool {
 	pid_t writer;
 	uint64_t next_seq; /* after the spool's highest */
 	uint32_t shard, nshards;
+	char label[32]; /* symb_spool__shard_label */
 	struct symb_spool_stats n;
 };
 
@@ -386,6 +387,9 @@ int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, uint32_t
 	sp->next_seq = hello.next_seq;
 	sp->shard = sh.shard;
 	sp->nshards = sh.nshards;
+	if (sh.nshards > 1)
+		snprintf(sp->label, sizeof(sp->label), "shard=\"%uof%u\"", sh.shard + 1,
+			 sh.nshards);
 	*out = sp;
 	return 0;
 fail:
@@ -503,6 +507,11 @@ int symb_spool__put_metrics(struct symb_spool *sp)
 	if (err)
 		lp_debug("spool: the metrics file not written: %s", strerror(-err));
 	return err;
+}
+
+const char *symb_spool__shard_label(const struct symb_spool *sp)
+{
+	return sp->label;
 }
 
 const struct symb_spool_stats *symb_spool__stats(const struct symb_spool *sp)

@@ -105,6 +105,9 @@ int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64
 #define SYMB_SPOOL_METRICS_MAX (64u << 10)
 int symb_spool__put_metrics(struct symb_spool *sp);
 
+/* The shard's metrics label, "shard=\"1of2\"", or "" without shards. */
+const char *symb_spool__shard_label(const struct symb_spool *sp);
+
 const struct symb_spool_stats *symb_spool__stats(const struct symb_spool *sp);
 void symb_spool__close(struct symb_spool *sp);
 

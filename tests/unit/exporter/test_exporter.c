@@ -386,7 +386,10 @@ static void test_queue_shards(void **state)
 	close(dfd);
 }
 
-/* The metrics files of two shards: one family each, labelled, nothing lost. */
+/*
+ * The metrics files of two shards: one family each, labelled, nothing lost;
+ * the second labelled by its symbolizer already (not twice), the first not.
+ */
 static void test_symb_metrics(void **state)
 {
 	static const char one[] = "# HELP lowprof_symbolizer_samples_total On-CPU samples.\n"
@@ -396,8 +399,8 @@ static void test_symb_metrics(void **state)
 				  "lowprof_process_resident_bytes{process=\"symbolizer\"} 100\n";
 	static const char two[] = "# HELP lowprof_symbolizer_samples_total On-CPU samples.\n"
 				  "# TYPE lowprof_symbolizer_samples_total counter\n"
-				  "lowprof_symbolizer_samples_total 32\n"
-				  "lowprof_lost_total{cause=\"ring\"} 0\n"
+				  "lowprof_symbolizer_samples_total{shard=\"2of2\"} 32\n"
+				  "lowprof_lost_total{shard=\"2of2\",cause=\"ring\"} 0\n"
 				  "evil 1\n"
 				  "lowprof_process_resident_bytes{process=\"symbolizer\"} 200\n";
 	static const char want[] = "# HELP lowprof_symbolizer_samples_total On-CPU samples.\n"

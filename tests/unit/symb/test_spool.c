@@ -3,8 +3,9 @@
  * symbolizer/spool.c with shards: the writer's names (a shard's windows
  * and metrics file), the first window cut on the real clock the same for
  * every shard, and the budget shared by two shards' writers (the oldest
- * file overall removed, whoever wrote it). Real writer processes, on a
- * temporary directory, without their seccomp filter.
+ * file overall removed, whoever wrote it), and a shard's metrics page
+ * labelled. Real writer processes, on a temporary directory, without
+ * their seccomp filter.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "metrics.h"
 #include "sandbox.h"
 #include "spool.h"
 
@@ -142,12 +145,61 @@ static void test_shared_budget(void **state)
 	symb_spool__close(b);
 }
 
+/* A shard's metrics page: every sample labelled first, nothing else changed. */
+static void test_metrics_label(void **state)
+{
+	struct symb_counters c = {0};
+	struct symb_metrics_totals t = {.samples = 42};
+	struct symb_objects_stats os = {0};
+	struct symb_spool_stats sp = {0};
+	struct symb_metrics_in in = {
+		.c = &c,
+		.t = &t,
+		.os = &os,
+		.sp = &sp,
+		.statm_fd = -1,
+		.shard_label = "shard=\"2of3\"",
+	};
+	char buf[16384], *line, *save = NULL;
+	int fd = memfd_create("m", 0);
+	ssize_t n;
+	size_t samples = 0;
+
+	assert_true(fd >= 0);
+	assert_int_equal(symb_metrics_write(fd, &in), 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "\nlowprof_symbolizer_samples_total{shard=\"2of3\"} 42\n"));
+	assert_non_null(
+		strstr(buf, "\nlowprof_lost_total{shard=\"2of3\",cause=\"bpf_ring_full\"} 0\n"));
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		samples++;
+		assert_non_null(strstr(line, "{shard=\"2of3\""));
+	}
+	assert_true(samples > 10);
+	close(fd);
+	/* without a shard: no label */
+	in.shard_label = NULL;
+	fd = memfd_create("m", 0);
+	assert_int_equal(symb_metrics_write(fd, &in), 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	assert_non_null(strstr(buf, "\nlowprof_symbolizer_samples_total 42\n"));
+	assert_non_null(strstr(buf, "\nlowprof_lost_total{cause=\"bpf_ring_full\"} 0\n"));
+	assert_null(strstr(buf, "shard"));
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_unsharded, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(test_shards, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(test_shared_budget, make_dir, remove_dir),
+		cmocka_unit_test(test_metrics_label),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
