@@ -72,8 +72,10 @@ static void check_symb_out(const char *out, size_t n, size_t cap)
 		const char *l = out + at, *nl = memchr(l, '\n', n - at);
 		size_t ll = (size_t)(nl - l);
 
+		/* a shard label: the file's own (anywhere), else put first */
 		if (memchr(l, '\r', ll) || memchr(l, '\0', ll) ||
-		    (l[0] != '#' && !memmem(l, ll, "{shard=\"", 8)))
+		    (l[0] != '#' && !memmem(l, ll, "{shard=\"", 8) &&
+		     !memmem(l, ll, ",shard=\"", 8)))
 			abort();
 		at += ll + 1;
 	}
