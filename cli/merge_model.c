@@ -627,16 +627,16 @@ static char *merge_line(struct cli_merge *m)
 	char *buf = NULL;
 	size_t len = 0, gaps = 0, n = 0, files, lacking;
 	FILE *f = open_memstream(&buf, &len);
-	bool shards;
+	bool sharded; /* some inputs are shards' windows */
 
 	if (!f)
 		return NULL;
 	if (m->nseqs) /* m->seqs is NULL without windows: qsort's base must not be */
 		qsort(m->seqs, m->nseqs, sizeof(*m->seqs), cmp_seq);
-	shards = count_seqs(m, &n, &files, &lacking);
+	sharded = count_seqs(m, &n, &files, &lacking);
 	if (!m->nseqs)
 		fprintf(f, "lowprof merge: %zu profile%s", m->ninputs, m->ninputs == 1 ? "" : "s");
-	else if (!shards)
+	else if (!sharded)
 		fprintf(f, "lowprof merge: %zu window%s, SEQ %" PRIu64 "..%" PRIu64, m->nseqs,
 			m->nseqs == 1 ? "" : "s", m->seqs[0].seq, m->seqs[m->nseqs - 1].seq);
 	else
@@ -644,9 +644,9 @@ static char *merge_line(struct cli_merge *m)
 		fprintf(f,
 			"lowprof merge: %zu window%s in %zu shard files, SEQ %" PRIu64 "..%" PRIu64,
 			n, n == 1 ? "" : "s", m->nseqs, m->seqs[0].seq, m->seqs[m->nseqs - 1].seq);
-	if (!shards && n < m->nseqs)
+	if (!sharded && n < m->nseqs)
 		fprintf(f, " (%zu numbers repeated: several runs?)", m->nseqs - n);
-	if (shards && files < m->nseqs)
+	if (sharded && files < m->nseqs)
 		fprintf(f, " (%zu files repeated: several runs?)", m->nseqs - files);
 	if (lacking)
 		fprintf(f, " (%zu number%s a shard's file)", lacking,
