@@ -114,13 +114,17 @@ int cli_prepare_spool_dir(const char *dir, const char *user);
 #define CLI_WIN_KINDS LP_SPOOL_KINDS
 extern const char *const *const cli_win_kinds;
 
-/* One window file: KIND-YYYYmmddTHHMMSSZ-SEQ.pb.gz (symbolizer/spool.c). */
+/*
+ * One window file: KIND-YYYYmmddTHHMMSSZ-SEQ.pb.gz, or SEQ.sKofN.pb.gz for
+ * shard K of N (symbolizer/spool.c, lowprof/spoolname.h).
+ */
 struct cli_win_file {
 	char name[64];
-	int kind;	 /* index into cli_win_kinds */
-	uint64_t seq;	 /* the window's number */
-	int64_t start_s; /* its start from the name: seconds since the epoch */
-	uint64_t size;	 /* bytes (cli_win_scan) */
+	int kind;		 /* index into cli_win_kinds */
+	uint64_t seq;		 /* the window's number */
+	int64_t start_s;	 /* its start from the name: seconds since the epoch */
+	uint64_t size;		 /* bytes (cli_win_scan) */
+	uint32_t shard, nshards; /* nshards 1: no shard's */
 };
 
 /* What to add to an error opening a spool: for EACCES, whose it is. */
@@ -134,8 +138,8 @@ int cli_win_parse_name(const char *name, struct cli_win_file *f);
 
 /*
  * The window files in directory dirfd (regular, named as windows, not
- * starting with '.'), sorted by kind, then number: 0 with *out (free it)
- * and *n, or a negative errno.
+ * starting with '.'), sorted by kind, then number, then shard (none
+ * first): 0 with *out (free it) and *n, or a negative errno.
  */
 int cli_win_scan(int dirfd, struct cli_win_file **out, size_t *n);
 

@@ -688,6 +688,7 @@ static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
 			.window_lag_s = (double)(clock_ns(CLOCK_MONOTONIC) - now) / 1e9,
 			.statm_fd = w->statm_fd,
 			.collector_pid = w->collector_pid,
+			.shard_label = symb_spool__shard_label(w->spool),
 		};
 
 		w->totals.samples += c->samples;
@@ -736,9 +737,14 @@ static int feed_window(struct symb_state *s, struct windows *w, const void *data
 /* A service run's first window starts now. */
 static void windows_start(struct windows *w, struct symb_state *s)
 {
-	w->seq = symb_spool__next_seq(w->spool);
-	w->start_mono = clock_ns(CLOCK_MONOTONIC);
-	w->start_real = (int64_t)clock_ns(CLOCK_REALTIME);
+	struct symb_spool_window first;
+
+	/* with shards, cut on the real clock's window boundaries (spool.h) */
+	symb_spool__first_window(w->spool, w->window_ns, clock_ns(CLOCK_MONOTONIC),
+				 (int64_t)clock_ns(CLOCK_REALTIME), &first);
+	w->seq = first.seq;
+	w->start_mono = first.start_mono;
+	w->start_real = first.start_real;
 	symb_state__set_window_end(s, w->start_mono + w->window_ns);
 }
 
@@ -934,8 +940,8 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 			"collector's metadata are skipped");
 	*s = new_state(o, off_cpu, false, o->resumed || resumed, cache, att->files_fd);
 	/* the spool's writer makes files: it is started outside the sandbox */
-	if (!*s || (o->spool_dir &&
-		    symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox, &w->spool)))
+	if (!*s || (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox,
+						     o->shard, o->nshards, &w->spool)))
 		return -1;
 	/* the metrics file's resident memory: statm read through a descriptor of its own */
 	if (o->spool_dir)
