@@ -35,4 +35,23 @@ static inline bool lp_shard_by_pid(uint32_t record)
 	return record == 2 /* sample */ || record == 12 /* perfmap */ || record == 16 /* jitdump */;
 }
 
+/*
+ * The message that hands a ring over a --ring socket (lowprof-collector
+ * --ring PATH to lowprof-symbolizer), with the ring's two descriptors:
+ * how, 'F' (a fresh ring: read it from its start) or 'R' (a ring in use:
+ * skip to the metadata sent again), then which shard of how many the ring
+ * is. A collector without shards sends `how` alone: shard 0 of 1. A
+ * reader that knows only `how` reads the first byte (SOCK_SEQPACKET
+ * truncates the rest).
+ */
+#define LP_SHARD_HELLO_FRESH   'F'
+#define LP_SHARD_HELLO_RESUMED 'R'
+
+struct lp_shard_hello {
+	char how;
+	uint8_t shard;	 /* < nshards */
+	uint8_t nshards; /* 1..LP_MAX_SHARDS */
+	uint8_t zero;
+};
+
 #endif /* LOWPROF_SHARD_H */
