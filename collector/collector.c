@@ -930,7 +930,8 @@ static int send_ring(struct coll *c, uint32_t k, int sock, bool resumed)
 		return err;
 	}
 	fds[1] = sh->cons_fd;
-	err = lp_send_msg(sock, &h, sizeof(h), fds, 2);
+	/* one ring: `how` alone, as before shards, which every symbolizer reads */
+	err = lp_send_msg(sock, &h, c->nsh > 1 ? sizeof(h) : 1, fds, 2);
 	close(fds[0]);
 	return err;
 }

@@ -40,9 +40,9 @@ static inline bool lp_shard_by_pid(uint32_t record)
  * --ring PATH to lowprof-symbolizer), with the ring's two descriptors:
  * how, 'F' (a fresh ring: read it from its start) or 'R' (a ring in use:
  * skip to the metadata sent again), then which shard of how many the ring
- * is. A collector without shards sends `how` alone: shard 0 of 1. A
- * reader that knows only `how` reads the first byte (SOCK_SEQPACKET
- * truncates the rest).
+ * is. With one ring the collector sends `how` alone, as it did before
+ * shards: shard 0 of 1. A symbolizer that knows only `how` refuses the
+ * longer message (it is truncated), rather than take one shard for all.
  */
 #define LP_SHARD_HELLO_FRESH   'F'
 #define LP_SHARD_HELLO_RESUMED 'R'
