@@ -62,10 +62,27 @@
 #define LOSS_EVERY_NS	 1000000000ull
 #define WAIT_START_MS	 5000 /* start-up records: the symbolizer is starting */
 #define WAIT_RUN_MS	 100  /* during the run: never stall the drain for long */
+/* --shards: how long after the first symbolizer the others may come and start fresh */
+#define HANDOFF_GRACE_MS 1000
 
 #ifndef LOWPROF_VERSION
 #define LOWPROF_VERSION "0"
 #endif
+
+/* One shard's ring (lowprof/shard.h) and what the collector keeps for it. */
+struct coll_shard {
+	void *mem;
+	size_t mem_size;
+	struct lp_ring *ring;
+	int ring_fd;  /* the ring's memfd (header and data) */
+	int cons_fd;  /* the consumer page's memfd */
+	int files_fd; /* its symbolizer's file channel (files.c), or -1 */
+	bool stalled; /* a wait for room timed out: no more waits until it catches up */
+	/* the early wrap, set from its write rate (tune_early_wrap) */
+	uint64_t wrap_pos, wrap_ns; /* lp_ring__written and the time at the last check */
+	double wrap_rate;	    /* bytes/s: the highest recent rate, decaying */
+	uint64_t records, bytes;    /* written (record payloads) */
+};
 
 struct coll {
 	const struct coll_opts *o;
@@ -84,15 +101,18 @@ struct coll {
 	uint64_t bpf_mem_bytes; /* maps' and programs' memlock after load */
 	uint64_t off_cpu_left;	/* pending off-CPU samples left at the end: lost */
 
-	void *ring_mem;
-	size_t ring_mem_size;
-	struct lp_ring *ring;
-	int ring_fd;	  /* the ring's memfd (header and data) */
-	int ring_cons_fd; /* the consumer page's memfd */
-	int listen_fd;	  /* --ring PATH: socket until the symbolizer connects */
-	int files_fd;	  /* the file channel (files.c), or -1 */
-	int kallsyms_fd;  /* opened with CAP_SYSLOG: read again for a new symbolizer */
-	uint64_t ktext;	  /* the kernel's _text (open_kallsyms); 0: unknown */
+	struct coll_shard sh[LP_MAX_SHARDS]; /* the rings, one per shard */
+	uint32_t nsh;			     /* rings: 0 without one */
+	/*
+	 * While state is sent again for new symbolizers (resend_state): the
+	 * rings (bits) that get the records meant for all; 0: every ring and
+	 * the capture, as usual.
+	 */
+	uint32_t only;
+	bool meta_sent;	 /* a ring handed over from now on is in use */
+	int listen_fd;	 /* --ring PATH: socket for symbolizers to connect to */
+	int kallsyms_fd; /* opened with CAP_SYSLOG: read again for a new symbolizer */
+	uint64_t ktext;	 /* the kernel's _text (open_kallsyms); 0: unknown */
 	/* a kernel stack relative to ktext, as it goes out (sample_stacks) */
 	uint64_t kframes[LP_BPF_MAX_FRAMES];
 	uint64_t kstacks_hidden; /* kernel stacks left out: ktext unknown */
@@ -144,11 +164,7 @@ struct coll {
 	int cgroup_fds[LP_MAX_CGROUPS]; /* --cgroup directories, in the filter map */
 	struct lps_enc dyn;		/* maps, ksyms: grows as needed */
 	bool capture_failed;
-	bool consumer_stalled;
 	bool attached; /* the BPF programs are: the drain loop must not wait */
-	/* the shared ring's early wrap, set from its write rate (tune_early_wrap) */
-	uint64_t wrap_pos, wrap_ns; /* lp_ring__written and the time at the last check */
-	double wrap_rate;	    /* bytes/s: the highest recent rate, decaying */
 	uint64_t maps_errors;
 	uint64_t maps_gone; /* reads of processes gone whose side-band events came */
 	uint64_t maps_sent;
@@ -164,14 +180,24 @@ struct coll {
 static volatile sig_atomic_t stop_signal;
 /* libbpf_print has no context argument: the current load's (struct coll) */
 static bool quiet_libbpf;
-static volatile sig_atomic_t resend_signal; /* SIGUSR1: a new symbolizer reads the ring */
+/*
+ * SIGUSR1: new symbolizers read these rings (bits; lowprof record sends
+ * sival_int k + 1 for ring k, 0 or a plain kill for all of them).
+ */
+static uint32_t resend_rings;
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
-	if (sig == SIGUSR1)
-		resend_signal = 1;
-	else
+	(void)uctx;
+	if (sig == SIGUSR1) {
+		int k = si && si->si_code == SI_QUEUE ? si->si_value.sival_int : 0;
+
+		/* lock-free on a u32: async-signal-safe; one out of range means all */
+		__atomic_fetch_or(&resend_rings, k >= 1 && k <= LP_MAX_SHARDS ? 1u << (k - 1) : ~0u,
+				  __ATOMIC_RELAXED);
+	} else {
 		stop_signal = sig;
+	}
 }
 
 static uint64_t now_ns(clockid_t clk)
@@ -180,6 +206,12 @@ static uint64_t now_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Data size of each ring (they are all of one size); 0 without rings. */
+static uint64_t ring_data_size(const struct coll *c)
+{
+	return c->nsh ? c->sh[0].mem_size - LP_RING_DATA_OFF : 0;
 }
 
 static void sleep_ms(uint32_t ms)
@@ -211,32 +243,60 @@ static void offcpu_counts(struct coll *c, struct lp_offcpu_counts *tot)
  * Once a wait has timed out, later calls do not wait until the consumer has
  * caught up, so a stopped symbolizer cannot slow the drain loop down.
  */
-static int write_ring(struct coll *c, const void *buf, size_t len, uint32_t wait_ms)
+static int write_ring(struct coll *c, struct coll_shard *sh, const void *buf, size_t len,
+		      uint32_t wait_ms)
 {
 	uint32_t waited = 0;
+	int err;
 
-	if (len > lp_ring__max_record(c->ring))
+	if (len > lp_ring__max_record(sh->ring))
 		return -E2BIG;
+	/* --ring PATH: a ring no symbolizer reads gets what fits, with no wait */
+	if (c->listen_fd >= 0 && sh->files_fd < 0)
+		wait_ms = 0;
 	/*
 	 * Before the programs are attached nothing else waits on us: the
 	 * start-up burst (kernel symbols, ~5 MB) then also waits for the
 	 * consumer to let the ring wrap early, so it does not fault in the
 	 * whole shared ring for good.
 	 */
-	while (lp_ring__writable(c->ring) < len ||
-	       (!c->attached && lp_ring__deepens(c->ring, (uint32_t)len))) {
-		if (c->consumer_stalled || waited >= wait_ms) {
-			c->consumer_stalled = true;
+	while (lp_ring__writable(sh->ring) < len ||
+	       (!c->attached && lp_ring__deepens(sh->ring, (uint32_t)len))) {
+		if (sh->stalled || waited >= wait_ms) {
+			if (wait_ms)
+				sh->stalled = true;
 			break;
 		}
 		if (!waited)
-			lp_ring__notify(c->ring); /* it may be asleep */
+			lp_ring__notify(sh->ring); /* it may be asleep */
 		sleep_ms(1);
 		waited++;
 	}
-	if (lp_ring__writable(c->ring) >= lp_ring__max_record(c->ring) / 2)
-		c->consumer_stalled = false;
-	return lp_ring__write(c->ring, buf, (uint32_t)len);
+	if (lp_ring__writable(sh->ring) >= lp_ring__max_record(sh->ring) / 2)
+		sh->stalled = false;
+	err = lp_ring__write(sh->ring, buf, (uint32_t)len);
+	if (!err) {
+		sh->records++;
+		sh->bytes += len;
+	}
+	return err;
+}
+
+/*
+ * The ring of a record that goes to one shard (lp_shard_by_pid: the
+ * process's JIT records; samples take put_sample's way), or -1 when it goes
+ * to all. Our own encoding, decoded only for the few of those kinds.
+ */
+static int record_shard(const struct coll *c, const void *buf, size_t len)
+{
+	struct lps_record rec;
+	uint32_t type;
+
+	if (c->nsh <= 1 || lps_peek_type(buf, len, &type) || !lp_shard_by_pid(type) ||
+	    lps_decode(buf, len, &rec))
+		return -1;
+	/* the one pid field of each by-pid kind; perfmap and jitdump share theirs */
+	return (int)lp_shard_of(type == LPS_SAMPLE ? rec.sample.pid : rec.perfmap.pid, c->nsh);
 }
 
 /*
@@ -245,12 +305,18 @@ static int write_ring(struct coll *c, const void *buf, size_t len, uint32_t wait
  */
 static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t wait_ms)
 {
-	int err = 0;
+	int k = record_shard(c, buf, len), err = 0;
 
-	if (c->cap)
+	/* what is sent again for new symbolizers (c->only) never goes to the capture twice */
+	if (c->cap && (k >= 0 || !c->only))
 		err = coll_capture__write(c->cap, buf, (uint32_t)len);
-	if (c->ring && !c->cap_only)
-		err = write_ring(c, buf, len, wait_ms);
+	if (c->cap_only)
+		return err; /* a new capture file's start: the rings have it */
+	if (k >= 0)
+		return write_ring(c, &c->sh[k], buf, len, wait_ms);
+	for (uint32_t i = 0; i < c->nsh; i++)
+		if (!c->only || (c->only & (1u << i)))
+			err = write_ring(c, &c->sh[i], buf, len, wait_ms);
 	return err;
 }
 
@@ -263,19 +329,19 @@ static int write_enc(struct coll *c, struct lps_enc *e, uint32_t wait_ms)
 	return write_reliable(c, e->buf, (size_t)len, wait_ms);
 }
 
-/* The collector's loss counters now, since the start (the capture's: since its file's). */
+/*
+ * The loss counters of the run so far: every ring's shm counters summed
+ * into the whole run's (the capture's record; with --capture-dir, less
+ * what earlier windows' files counted: send_loss).
+ */
 static void loss_counts(struct coll *c, struct lps_loss *out)
 {
-	struct lp_ring_stats rs;
 	struct lps_loss l;
 	const struct lp_bpf_stats *bs = &c->skel->bss->stats;
 	struct lp_offcpu_counts oc;
 	struct coll_capture_stats cs = {0};
 
 	offcpu_counts(c, &oc);
-	memset(&rs, 0, sizeof(rs));
-	if (c->ring)
-		lp_ring__stats(c->ring, &rs);
 	if (c->cap)
 		coll_capture__stats(c->cap, &cs);
 	l = (struct lps_loss){
@@ -286,10 +352,7 @@ static void loss_counts(struct coll *c, struct lps_loss *out)
 		.bpf_stack_errors = __atomic_load_n(&bs->kstack_errors, __ATOMIC_RELAXED) +
 				    __atomic_load_n(&bs->ustack_errors, __ATOMIC_RELAXED) +
 				    oc.kstack_errors + oc.ustack_errors,
-		.shm_dropped = rs.dropped_records,
-		.shm_dropped_bytes = rs.dropped_bytes,
 		.maps_errors = c->maps_errors,
-		.bad_consumer_pos = rs.bad_consumer_pos,
 		.off_cpu_switches = oc.switches,
 		.off_cpu_sampled = oc.sampled,
 		.off_cpu_short = oc.short_blocks,
@@ -301,45 +364,58 @@ static void loss_counts(struct coll *c, struct lps_loss *out)
 			__atomic_load_n(&bs->ustack_fp, __ATOMIC_RELAXED) + oc.ustack_fp,
 		.mmap_events_lost = coll_sideband__lost(c->sb),
 	};
+	for (uint32_t i = 0; i < c->nsh; i++) {
+		struct lp_ring_stats rs;
+
+		lp_ring__stats(c->sh[i].ring, &rs);
+		l.shm_dropped += rs.dropped_records;
+		l.shm_dropped_bytes += rs.dropped_bytes;
+		l.bad_consumer_pos += rs.bad_consumer_pos;
+	}
 	*out = l;
 }
 
 _Static_assert(sizeof(struct lps_loss) % sizeof(uint64_t) == 0, "lps_loss: counters only");
 
 /*
- * The loss counters, in a loss record. With --capture-dir a window's file
- * gets those of its window (since its start: c->loss_base), so that each
- * file's replay, and a merge of them, counts each loss once; the ring gets
- * the run's, as always.
+ * The loss records: the whole run's into the capture (with --capture-dir,
+ * a window's file gets those of its window, since its start: c->loss_base,
+ * so that each file's replay, and a merge of them, counts each loss once),
+ * and each ring's own into it (coll_loss_split).
  */
 static void send_loss(struct coll *c)
 {
 	uint64_t v[sizeof(struct lps_loss) / 8], base[sizeof(struct lps_loss) / 8];
-	struct lps_loss l;
+	struct lps_loss run, l;
 	long len;
 
-	loss_counts(c, &l);
-	lps_enc_reset(&c->dyn);
-	lps_enc_loss(&c->dyn, &l);
-	if (!c->capdir) {
-		write_enc(c, &c->dyn, WAIT_RUN_MS);
-		return;
+	loss_counts(c, &run);
+	if (c->cap) {
+		l = run;
+		if (c->capdir) {
+			memcpy(v, &l, sizeof(v));
+			memcpy(base, &c->loss_base, sizeof(base));
+			for (size_t i = 1; i < sizeof(v) / 8; i++) /* [0] is the time */
+				v[i] = v[i] >= base[i] ? v[i] - base[i] : v[i];
+			memcpy(&l, v, sizeof(l));
+		}
+		lps_enc_reset(&c->dyn);
+		lps_enc_loss(&c->dyn, &l);
+		len = lps_enc_len(&c->dyn);
+		if (len > 0)
+			coll_capture__write(c->cap, c->dyn.buf, (uint32_t)len);
 	}
-	len = lps_enc_len(&c->dyn);
-	if (c->ring && len > 0)
-		write_ring(c, c->dyn.buf, (size_t)len, WAIT_RUN_MS);
-	if (!c->cap)
-		return;
-	memcpy(v, &l, sizeof(v));
-	memcpy(base, &c->loss_base, sizeof(base));
-	for (size_t i = 1; i < sizeof(v) / 8; i++) /* [0] is the time */
-		v[i] = v[i] >= base[i] ? v[i] - base[i] : v[i];
-	memcpy(&l, v, sizeof(l));
-	lps_enc_reset(&c->dyn);
-	lps_enc_loss(&c->dyn, &l);
-	len = lps_enc_len(&c->dyn);
-	if (len > 0)
-		coll_capture__write(c->cap, c->dyn.buf, (uint32_t)len);
+	for (uint32_t i = 0; i < c->nsh; i++) {
+		struct lp_ring_stats rs;
+
+		lp_ring__stats(c->sh[i].ring, &rs);
+		coll_loss_split(&run, &rs, i, &l);
+		lps_enc_reset(&c->dyn);
+		lps_enc_loss(&c->dyn, &l);
+		len = lps_enc_len(&c->dyn);
+		if (len > 0)
+			write_ring(c, &c->sh[i], c->dyn.buf, (size_t)len, WAIT_RUN_MS);
+	}
 }
 
 struct maps_emit {
@@ -459,6 +535,8 @@ static void rotate_due(struct coll *c, uint64_t time_ns);
 static void put_sample(struct coll *c, const struct lps_sample *s)
 {
 	uint32_t max = SAMPLE_ENC_SLACK + (s->nkstack + s->nustack) * 8 + s->stack_copy_len;
+	/* its shard's ring (lowprof/shard.h) */
+	struct coll_shard *sh = c->nsh ? &c->sh[lp_shard_of(s->pid, c->nsh)] : NULL;
 	void *in_cap, *slot;
 	struct lps_enc enc;
 	long len;
@@ -468,7 +546,7 @@ static void put_sample(struct coll *c, const struct lps_sample *s)
 		rotate_due(c, s->time_ns);
 	/* NULL: dropped and counted by the capture; the ring may still have room */
 	in_cap = c->cap ? coll_capture__reserve(c->cap, max) : NULL;
-	slot = in_cap ? in_cap : c->ring ? lp_ring__reserve(c->ring, max) : NULL;
+	slot = in_cap ? in_cap : sh ? lp_ring__reserve(sh->ring, max) : NULL;
 	if (!slot)
 		return; /* dropped and counted by the ring */
 	lps_enc_init_fixed(&enc, slot, max);
@@ -480,12 +558,16 @@ static void put_sample(struct coll *c, const struct lps_sample *s)
 		len = 0;
 	}
 	if (!in_cap) {
-		lp_ring__commit(c->ring, (uint32_t)len);
+		lp_ring__commit(sh->ring, (uint32_t)len);
+		sh->records++;
+		sh->bytes += (uint64_t)len;
 		return;
 	}
 	/* before the commit, which may hand the block to the disk */
-	if (c->ring && len)
-		lp_ring__write(c->ring, slot, (uint32_t)len);
+	if (sh && len && !lp_ring__write(sh->ring, slot, (uint32_t)len)) {
+		sh->records++;
+		sh->bytes += (uint64_t)len;
+	}
 	coll_capture__commit(c->cap, (uint32_t)len);
 }
 
@@ -813,7 +895,7 @@ static int ring_listen(struct coll *c)
 		return err;
 	}
 	if (fchownat(AT_FDCWD, t.sun_path, c->o->ring_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW) ||
-	    listen(s, 4)) {
+	    listen(s, LP_MAX_SHARDS)) {
 		err = -errno;
 		lp_err("ring: socket %s: %s", t.sun_path, strerror(-err));
 		goto fail;
@@ -838,16 +920,16 @@ fail:
  * never block (a symbolizer that stops reading loses its own answers, it
  * cannot stall the collector).
  */
-static void files_channel_init(struct coll *c)
+static void files_channel_init(struct coll_shard *sh)
 {
 	int one = 1;
 
-	if (c->files_fd >= 0 &&
-	    (setsockopt(c->files_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
-	     fcntl(c->files_fd, F_SETFL, fcntl(c->files_fd, F_GETFL) | O_NONBLOCK))) {
+	if (sh->files_fd >= 0 &&
+	    (setsockopt(sh->files_fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	     fcntl(sh->files_fd, F_SETFL, fcntl(sh->files_fd, F_GETFL) | O_NONBLOCK))) {
 		lp_warn("files: the file channel: %m; the symbolizer opens files itself");
-		close(c->files_fd);
-		c->files_fd = -1;
+		close(sh->files_fd);
+		sh->files_fd = -1;
 	}
 }
 
@@ -858,51 +940,59 @@ static void files_channel_init(struct coll *c)
  * anyone it gave its page to) writes there is read again, neither while
  * none is attached nor once the next one reads. 0 or -errno.
  */
-static int fresh_consumer_page(struct coll *c)
+static int fresh_consumer_page(struct coll_shard *sh)
 {
-	int fd = lp_ring__new_consumer_page(c->ring);
+	int fd = lp_ring__new_consumer_page(sh->ring);
 
 	if (fd < 0)
 		return fd;
 	/* ours: --ring PATH never inherits the consumer page */
-	if (c->ring_cons_fd >= 0)
-		close(c->ring_cons_fd);
-	c->ring_cons_fd = fd;
+	if (sh->cons_fd >= 0)
+		close(sh->cons_fd);
+	sh->cons_fd = fd;
 	return 0;
 }
 
 /*
- * The consumer's descriptors: the ring read-only, and a consumer page of
- * its own; the byte is 'R' when the ring is already in use (the
- * symbolizer resumes).
+ * The consumer's descriptors: ring k read-only, and a consumer page of
+ * its own, with the hand-off message (lowprof/shard.h): 'R' when the ring
+ * is already in use (the symbolizer resumes), and which shard it is.
  */
-static int send_ring(struct coll *c, int sock, bool resumed)
+static int send_ring(struct coll *c, uint32_t k, int sock, bool resumed)
 {
-	int fds[2] = {lp_ring_reader_fd(c->ring_fd), -1}, err;
+	struct coll_shard *sh = &c->sh[k];
+	struct lp_shard_hello h = {.how = resumed ? LP_SHARD_HELLO_RESUMED : LP_SHARD_HELLO_FRESH,
+				   .shard = (uint8_t)k,
+				   .nshards = (uint8_t)c->nsh};
+	int fds[2] = {lp_ring_reader_fd(sh->ring_fd), -1}, err;
 
 	if (fds[0] < 0)
 		return fds[0];
-	err = fresh_consumer_page(c);
+	err = fresh_consumer_page(sh);
 	if (err) {
 		close(fds[0]);
 		return err;
 	}
-	fds[1] = c->ring_cons_fd;
-	err = lp_send_msg(sock, resumed ? "R" : "F", 1, fds, 2);
+	fds[1] = sh->cons_fd;
+	/* one ring: `how` alone, as before shards, which every symbolizer reads */
+	err = lp_send_msg(sock, &h, c->nsh > 1 ? sizeof(h) : 1, fds, 2);
 	close(fds[0]);
 	return err;
 }
 
 /*
  * Accepts one pending symbolizer on the --ring socket: of the ring's user
- * (or root), and only while none is attached (the file channel is open
- * until the attached one exits). resumed: the ring is in use, the new one
- * must skip what it reads before the metadata sent again. Returns 1 when
- * the ring was handed over, 0 when there was none or it was refused, or a
- * negative errno of the listening socket.
+ * (or root), and only while a ring has none attached (its file channel is
+ * open until the attached one exits); it gets the lowest such shard. Once
+ * the metadata went out (c->meta_sent) the ring is in use: the new one
+ * must skip what it reads before the metadata sent again. Returns 1 + the
+ * shard when a ring was handed over, 0 when there was none or it was
+ * refused, or a negative errno of the listening socket.
  */
-static int accept_consumer(struct coll *c, bool resumed)
+static int accept_consumer(struct coll *c)
 {
+	struct coll_shard *sh = NULL;
+	uint32_t k;
 	static uint64_t refused;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -921,14 +1011,18 @@ static int accept_consumer(struct coll *c, bool resumed)
 		close(cfd);
 		return 0;
 	}
-	if (c->files_fd >= 0) {
+	for (k = 0; k < c->nsh && !sh; k++)
+		if (c->sh[k].files_fd < 0)
+			sh = &c->sh[k];
+	if (!sh) {
 		if (++refused <= 3 || !(refused & (refused - 1)))
-			lp_warn("ring: refusing a second symbolizer (pid %d): one is attached "
-				"(%llu refused)",
-				cred.pid, (unsigned long long)refused);
+			lp_warn("ring: refusing another symbolizer (pid %d): %s (%llu refused)",
+				cred.pid, c->nsh > 1 ? "every shard has one" : "one is attached",
+				(unsigned long long)refused);
 		close(cfd);
 		return 0;
 	}
+	k--;
 	/* lowprof's own from now on; its exit takes it out (profile.bpf.c) */
 	if (!c->o->include_self)
 		coll_self_add(bpf_map__fd(c->skel->maps.self_tgids), cred.pid);
@@ -936,18 +1030,20 @@ static int accept_consumer(struct coll *c, bool resumed)
 	 * the file channel's credentials on before the ring goes: a request
 	 * sent as soon as the ring arrives must carry them
 	 */
-	c->files_fd = cfd;
-	files_channel_init(c);
-	if (c->files_fd < 0)
+	sh->files_fd = cfd;
+	files_channel_init(sh);
+	if (sh->files_fd < 0)
 		return 0; /* closed, and said why */
-	err = send_ring(c, cfd, resumed);
+	err = send_ring(c, k, cfd, c->meta_sent);
 	if (err) {
 		close(cfd);
-		c->files_fd = -1;
+		sh->files_fd = -1;
 		lp_warn("ring: handing the ring to pid %d: %s", cred.pid, strerror(-err));
 		return 0;
 	}
-	return 1;
+	if (c->nsh > 1)
+		lp_info("ring: shard %u of %u to the symbolizer pid %d", k, c->nsh, cred.pid);
+	return 1 + (int)k;
 }
 
 /*
@@ -957,20 +1053,38 @@ static int accept_consumer(struct coll *c, bool resumed)
  */
 static int ring_handoff(struct coll *c)
 {
-	lp_info("waiting for a symbolizer: lowprof-symbolizer --ring %s", c->o->ring_path);
-	for (;;) {
+	uint64_t first = 0;
+	uint32_t n = 0;
+
+	lp_info("waiting for %s: lowprof-symbolizer --ring %s",
+		c->nsh > 1 ? "symbolizers, one per shard" : "a symbolizer", c->o->ring_path);
+	/*
+	 * With shards, the others get HANDOFF_GRACE_MS after the first to
+	 * come too (started beside it, they read the run from its start);
+	 * one that comes later takes its ring as a resumed one.
+	 */
+	while (n < c->nsh) {
 		struct pollfd pfd = {c->listen_fd, POLLIN, 0};
 		int r;
 
 		/* a short poll: a signal that came before it is seen within 200 ms */
 		if (stop_signal)
 			return -EINTR;
-		if (poll(&pfd, 1, 200) <= 0)
+		if (first && now_ns(CLOCK_MONOTONIC) - first >= HANDOFF_GRACE_MS * 1000000ull)
+			break;
+		if (poll(&pfd, 1, first ? 50 : 200) <= 0)
 			continue;
-		r = accept_consumer(c, false);
-		if (r)
-			return r < 0 ? r : 0;
+		r = accept_consumer(c);
+		if (r < 0)
+			return r;
+		if (r && !n++)
+			first = now_ns(CLOCK_MONOTONIC);
 	}
+	if (n < c->nsh)
+		lp_info("ring: %u of %u shards have a symbolizer; the others' rings take what "
+			"fits until one connects",
+			n, c->nsh);
+	return 0;
 }
 
 /*
@@ -978,64 +1092,52 @@ static int ring_handoff(struct coll *c)
  * against shrinking so no one can truncate it under us (SIGBUS), or one we
  * create and later hand to the symbolizer that connects to --ring PATH.
  */
-static int open_ring(struct coll *c)
+static int open_ring(struct coll *c, struct coll_shard *sh, uint32_t k, uint64_t size)
 {
 	const struct coll_opts *o = c->o;
 	struct lp_ring_stats st;
 	int err;
 
-	if (o->ring_fd >= 0) {
-		if (lp_ring_check_sealed(o->ring_fd) || lp_ring_check_sealed(o->ring_cons_fd)) {
+	if (o->nring_fds) {
+		if (lp_ring_check_sealed(o->ring_fds[k][0]) ||
+		    lp_ring_check_sealed(o->ring_fds[k][1])) {
 			lp_err("ring: fds %d,%d are not a sealed lowprof ring (it could be "
 			       "truncated under the collector)",
-			       o->ring_fd, o->ring_cons_fd);
+			       o->ring_fds[k][0], o->ring_fds[k][1]);
 			return -EPERM;
 		}
-		c->ring_fd = o->ring_fd;
-		c->ring_cons_fd = o->ring_cons_fd;
+		sh->ring_fd = o->ring_fds[k][0];
+		sh->cons_fd = o->ring_fds[k][1];
 	} else {
 		int fds[2];
 
-		uint64_t size = o->ring_size
-					? o->ring_size
-					: lp_shm_ring_size(c->ncpus, o->freq_hz,
-							   coll_max_sample_record(o->stack_bytes));
-
-		if (lp_ring_round_size(size) != size) {
-			lp_err("ring: size %llu is not a power of two >= %u",
-			       (unsigned long long)size, LP_RING_MIN_DATA);
-			return -EINVAL;
-		}
 		err = lp_ring_create_memfds(size, fds);
 		if (err) {
 			lp_err("ring: creating shared memory: %s", strerror(-err));
 			return err;
 		}
-		c->ring_fd = fds[LP_RING_FD_DATA];
-		c->ring_cons_fd = fds[LP_RING_FD_CONS];
-		err = ring_listen(c);
-		if (err)
-			return err;
+		sh->ring_fd = fds[LP_RING_FD_DATA];
+		sh->cons_fd = fds[LP_RING_FD_CONS];
 	}
-	c->ring_mem = lp_ring_map_fds(c->ring_fd, c->ring_cons_fd, true, &c->ring_mem_size);
-	if (!c->ring_mem) {
+	sh->mem = lp_ring_map_fds(sh->ring_fd, sh->cons_fd, true, &sh->mem_size);
+	if (!sh->mem) {
 		err = -errno;
-		lp_err("ring: mapping fds %d,%d: %s", c->ring_fd, c->ring_cons_fd, strerror(-err));
+		lp_err("ring: mapping fds %d,%d: %s", sh->ring_fd, sh->cons_fd, strerror(-err));
 		return err;
 	}
 	/*
 	 * Ours is the last writable mapping there will be: from here on no
 	 * one, the consumer included, can write the header or the data area.
 	 */
-	err = lp_ring_seal_writes(c->ring_fd);
+	err = lp_ring_seal_writes(sh->ring_fd);
 	if (err)
 		lp_warn("ring: sealing it against writes: %s; the consumer is kept out of it "
 			"only by its read-only descriptor",
 			strerror(-err));
-	c->ring = lp_ring__producer(c->ring_mem, c->ring_mem_size);
-	if (!c->ring) {
+	sh->ring = lp_ring__producer(sh->mem, sh->mem_size);
+	if (!sh->ring) {
 		err = -errno;
-		lp_err("ring: not a lowprof ring (fd %d): %s", c->ring_fd, strerror(-err));
+		lp_err("ring: not a lowprof ring (fd %d): %s", sh->ring_fd, strerror(-err));
 		return err;
 	}
 	/*
@@ -1046,8 +1148,48 @@ static int open_ring(struct coll *c)
 	 * start-up burst waits for the symbolizer within it (write_ring);
 	 * from then on tune_early_wrap sets it from the write rate.
 	 */
-	lp_ring__stats(c->ring, &st);
-	lp_ring__set_early_wrap(c->ring, st.data_size / COLL_RING_EARLY_WRAP_DIV);
+	lp_ring__stats(sh->ring, &st);
+	lp_ring__set_early_wrap(sh->ring, st.data_size / COLL_RING_EARLY_WRAP_DIV);
+	return 0;
+}
+
+/*
+ * The rings: inherited memfds (lowprof record: --ring-fd once per shard),
+ * which must be sealed against shrinking so no one can truncate them
+ * under us (SIGBUS), or ones we create (--shards of them, the default
+ * size's budget divided among them) and later hand to the symbolizers
+ * that connect to --ring PATH.
+ */
+static int open_rings(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	uint64_t total =
+		lp_shm_ring_size(c->ncpus, o->freq_hz, coll_max_sample_record(o->stack_bytes));
+	uint64_t size;
+	int err;
+
+	c->nsh = o->nring_fds ? o->nring_fds : o->nshards ? o->nshards : 1;
+	size = o->ring_size ? o->ring_size : coll_shard_ring_size(total, c->nsh);
+	for (uint32_t k = 0; k < c->nsh; k++)
+		c->sh[k] =
+			(struct coll_shard){.ring_fd = -1,
+					    .cons_fd = -1,
+					    .files_fd = k < o->nfiles_fds ? o->files_fds[k] : -1};
+	if (!o->nring_fds && lp_ring_round_size(size) != size) {
+		lp_err("ring: size %llu is not a power of two >= %u", (unsigned long long)size,
+		       LP_RING_MIN_DATA);
+		return -EINVAL;
+	}
+	for (uint32_t k = 0; k < c->nsh; k++)
+		if ((err = open_ring(c, &c->sh[k], k, size)))
+			return err;
+	if (!o->nring_fds && (err = ring_listen(c)))
+		return err;
+	for (uint32_t k = 0; k < c->nsh; k++)
+		files_channel_init(&c->sh[k]);
+	lp_debug("ring: %u ring%s of %llu KiB, %llu KiB in all", c->nsh, c->nsh > 1 ? "s" : "",
+		 (unsigned long long)(ring_data_size(c) >> 10),
+		 (unsigned long long)((ring_data_size(c) * c->nsh) >> 10));
 	return 0;
 }
 
@@ -1061,31 +1203,44 @@ static int open_ring(struct coll *c)
  * until the first second has been measured. At 99 Hz that is an eighth;
  * at high rates the ring's pages follow the rate, not the ring's size.
  */
-static void tune_early_wrap(struct coll *c, uint64_t now)
+static void tune_early_wrap(struct coll_shard *sh, uint64_t now)
 {
 	struct lp_ring_stats st;
 	double rate, want;
 
-	if (!c->ring)
-		return;
-	lp_ring__stats(c->ring, &st);
-	if (!c->wrap_ns) {
-		lp_ring__set_early_wrap(c->ring, st.data_size / 2);
+	lp_ring__stats(sh->ring, &st);
+	if (!sh->wrap_ns) {
+		lp_ring__set_early_wrap(sh->ring, st.data_size / 2);
 	} else {
-		if (now - c->wrap_ns < 1000000000ull)
+		if (now - sh->wrap_ns < 1000000000ull)
 			return;
-		rate = (double)(lp_ring__written(c->ring) - c->wrap_pos) * 1e9 /
-		       (double)(now - c->wrap_ns);
-		c->wrap_rate *= 0.9;
-		if (rate > c->wrap_rate)
-			c->wrap_rate = rate;
-		want = c->wrap_rate * COLL_RING_EARLY_WRAP_S;
+		rate = (double)(lp_ring__written(sh->ring) - sh->wrap_pos) * 1e9 /
+		       (double)(now - sh->wrap_ns);
+		sh->wrap_rate *= 0.9;
+		if (rate > sh->wrap_rate)
+			sh->wrap_rate = rate;
+		want = sh->wrap_rate * COLL_RING_EARLY_WRAP_S;
 		if (want < (double)(st.data_size / COLL_RING_EARLY_WRAP_DIV))
 			want = (double)(st.data_size / COLL_RING_EARLY_WRAP_DIV);
-		lp_ring__set_early_wrap(c->ring, want >= (double)st.data_size ? 0 : (uint64_t)want);
+		lp_ring__set_early_wrap(sh->ring,
+					want >= (double)st.data_size ? 0 : (uint64_t)want);
 	}
-	c->wrap_pos = lp_ring__written(c->ring);
-	c->wrap_ns = now;
+	sh->wrap_pos = lp_ring__written(sh->ring);
+	sh->wrap_ns = now;
+}
+
+/* Each ring's early wrap (tune_early_wrap): the rates of shards differ. */
+static void tune_early_wraps(struct coll *c, uint64_t now)
+{
+	for (uint32_t k = 0; k < c->nsh; k++)
+		tune_early_wrap(&c->sh[k], now);
+}
+
+/* Every ring: one wakeup of its symbolizer for what was written since the last. */
+static void notify_rings(struct coll *c)
+{
+	for (uint32_t k = 0; k < c->nsh; k++)
+		lp_ring__notify(c->sh[k].ring);
 }
 
 /*
@@ -1146,7 +1301,7 @@ static void send_meta(struct coll *c)
 		.ncpus_online = (uint32_t)c->ncpus,
 		.drain_ms = c->o->drain_ms,
 		.bpf_ring_bytes = c->bpf_ring_bytes,
-		.shm_ring_bytes = c->ring ? c->ring_mem_size - LP_RING_HDR_SIZE : 0,
+		.shm_ring_bytes = ring_data_size(c), /* each ring's, with shards */
 		.npids = (uint32_t)c->o->npids,
 		.producer = {producer, (uint32_t)strlen(producer)},
 		.stack_bytes = c->o->stack_bytes,
@@ -1166,6 +1321,7 @@ static void send_meta(struct coll *c)
 	c->meta_mono = 0;
 	lps_enc_meta(&c->dyn, &m, pids, c->fallbacks);
 	write_enc(c, &c->dyn, WAIT_START_MS);
+	c->meta_sent = true; /* a ring handed over from now on is in use */
 	send_vdso(c);
 }
 
@@ -1685,7 +1841,7 @@ static int attach_bpf(struct coll *c)
 	int err, ntps;
 
 	c->attached = true;
-	tune_early_wrap(c, now_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
+	tune_early_wraps(c, now_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
 	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
 	c->links = calloc(c->ncpus + 5, sizeof(*c->links));
 	if (!c->pfds || !c->links)
@@ -1793,7 +1949,6 @@ static void coll_cleanup(struct coll *c)
 	offcpu_bpf__destroy(c->off);
 	profile_bpf__destroy(c->skel);
 	coll_btf__free(&c->btf); /* after the objects: they point at its tp_btf handler */
-	lp_ring__free(c->ring);
 	coll_capture__free(c->cap);
 	if (c->capture_fd >= 0)
 		close(c->capture_fd);
@@ -1805,20 +1960,26 @@ static void coll_cleanup(struct coll *c)
 	if (c->closing_fd >= 0)
 		close(c->closing_fd);
 	coll_capdir__free(c->capdir);
-	if (c->ring_mem)
-		munmap(c->ring_mem, c->ring_mem_size);
 	if (c->listen_fd >= 0)
 		close(c->listen_fd);
 	if (c->sock_created)
 		unlink(c->o->ring_path);
-	if (c->ring_fd >= 0 && c->ring_fd != c->o->ring_fd)
-		close(c->ring_fd);
-	if (c->ring_cons_fd >= 0 && c->ring_cons_fd != c->o->ring_cons_fd)
-		close(c->ring_cons_fd);
+	for (uint32_t k = 0; k < c->nsh; k++) {
+		struct coll_shard *sh = &c->sh[k];
+		/* inherited ones (--ring-fd) are closed too: nothing else uses them here */
+
+		lp_ring__free(sh->ring);
+		if (sh->mem)
+			munmap(sh->mem, sh->mem_size);
+		if (sh->ring_fd >= 0)
+			close(sh->ring_fd);
+		if (sh->cons_fd >= 0)
+			close(sh->cons_fd);
+		if (sh->files_fd >= 0)
+			close(sh->files_fd);
+	}
 	/* idle workers exit; stuck ones are left in the kernel, to die when they return */
 	coll_broker__free(c->broker);
-	if (c->files_fd >= 0)
-		close(c->files_fd);
 	if (c->kallsyms_fd >= 0)
 		close(c->kallsyms_fd);
 	coll_procs_free(&c->procs);
@@ -1886,7 +2047,7 @@ static int open_cgroups(struct coll *c)
 
 static void install_signals(void)
 {
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO};
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -1897,25 +2058,35 @@ static void install_signals(void)
 }
 
 /*
- * SIGUSR1: the symbolizer was restarted on the ring (lowprof record). It
- * knows nothing of the run: send the metadata, the kernel symbols and the
- * mappings of every process seen again; it skips what it reads before the
- * metadata. The records go to the capture too (a replay then sees the
- * second snapshot, which replaces the first). capture_only: a new capture
- * file (--capture-dir) needs them, the ring does not: the metadata, kernel
- * symbols and vDSO go to the file alone; mappings and perf maps (from
- * offset 0, which starts them over) to the ring as well, so that the
- * collector's idea of what the ring knows stays true.
+ * New symbolizers on the rings in mask (bits; SIGUSR1 from lowprof record,
+ * or one that connected to --ring PATH), or with capture_only a new
+ * capture file (--capture-dir). They know nothing of the run: send the
+ * metadata, the kernel symbols and the mappings of every process seen
+ * again; a symbolizer skips what it reads before the metadata. For rings:
+ * not into the capture, which has them, nor into the other rings; what the
+ * JIT files of the rings' processes hold goes again from offset 0, the way
+ * of those records (its ring, and the capture, where a chunk at 0 starts
+ * the file over). For a capture file: the metadata, kernel symbols and
+ * vDSO go to the file alone; mappings and perf maps (from offset 0) to
+ * every ring as well, so that the collector's idea of what the rings know
+ * stays true.
  */
-static void resend_state(struct coll *c, bool capture_only)
+static void resend_state(struct coll *c, uint32_t mask, bool capture_only)
 {
 	uint32_t *pids;
 	uint32_t n = 0;
 
+	mask &= c->nsh >= 32 ? ~0u : (1u << c->nsh) - 1;
+	if (!mask && !capture_only)
+		return;
 	if (!capture_only)
-		c->consumer_stalled = false; /* a new consumer: worth waiting for again */
+		send_perfmaps(c);
+	for (uint32_t k = 0; k < c->nsh; k++)
+		if (mask & (1u << k))
+			c->sh[k].stalled = false; /* a new consumer: worth waiting for again */
 	if (c->cgroups)
 		coll_cgroups__resend_all(c->cgroups);
+	c->only = mask;
 	c->cap_only = capture_only;
 	send_meta(c);
 	send_ksyms(c);
@@ -1923,21 +2094,30 @@ static void resend_state(struct coll *c, bool capture_only)
 	pids = malloc(sizeof(*pids) * (c->procs.count ? c->procs.count : 1));
 	if (!pids) {
 		c->maps_errors += c->procs.count;
+		c->only = 0;
 		return;
 	}
 	/* send_maps adds to the table: collect the pids first */
 	for (uint32_t i = 0; i < c->procs.cap; i++) {
-		if (c->procs.slots[i].used) {
-			pids[n++] = c->procs.slots[i].pid;
-			coll_perfmap_forget(&c->procs.slots[i]); /* sent again, whole */
-		}
+		struct coll_proc *p = &c->procs.slots[i];
+
+		if (!p->used)
+			continue;
+		pids[n++] = p->pid;
+		if (mask & (1u << lp_shard_of(p->pid, c->nsh)))
+			coll_perfmap_forget(p); /* sent again, whole */
 	}
 	for (uint32_t i = 0; i < n; i++)
 		send_maps(c, pids[i], 0, WAIT_RUN_MS);
 	free(pids);
+	c->only = 0;
 	if (capture_only)
 		lp_debug("capture: metadata, kernel symbols and %u processes' mappings sent to %s",
 			 n, c->cap_name);
+	else if (c->nsh > 1)
+		lp_info("a new symbolizer on shard(s) 0x%x: metadata, kernel symbols and %u "
+			"processes' mappings sent again",
+			mask, n);
 	else
 		lp_info("a new symbolizer: metadata, kernel symbols and %u processes' mappings "
 			"sent again",
@@ -2134,7 +2314,7 @@ static int rotate_capture(struct coll *c)
 		return err;
 	}
 	loss_counts(c, &c->loss_base); /* the new file's own: its writer's start at 0 */
-	resend_state(c, true);
+	resend_state(c, 0, true);
 	coll_capdir__stats(c->capdir, &ds);
 	lp_debug("capture: %s started in %.1f ms; %.1f MiB of "
 		 "windows there, %llu removed by the budget so far",
@@ -2156,71 +2336,123 @@ static void rotate_due(struct coll *c, uint64_t time_ns)
  * The broker's workers open the files; what it answers here never blocks,
  * and a request that takes too long is answered here when it is due.
  */
+/* Shard k's file channel closed: its symbolizer is gone (or never asked). */
+static void channel_closed(struct coll *c, uint32_t k, int n)
+{
+	struct coll_shard *sh = &c->sh[k];
+
+	lp_debug("files: the file channel%s closed (%s)", c->nsh > 1 ? " of a shard" : "",
+		 n < 0 ? strerror(-n) : "hang-up");
+	coll_broker__detach(c->broker, sh->files_fd);
+	close(sh->files_fd);
+	sh->files_fd = -1;
+	if (c->listen_fd < 0)
+		return;
+	n = fresh_consumer_page(sh);
+	if (n)
+		lp_warn("ring: a fresh consumer page: %s; the one that left can still move the "
+			"consumer position until the next one attaches",
+			strerror(-n));
+	if (c->nsh > 1)
+		lp_warn("ring: the symbolizer of shard %u is gone; waiting for another on %s "
+			"(meanwhile what its ring cannot hold is dropped and counted)",
+			k, c->o->ring_path);
+	else
+		lp_warn("ring: the symbolizer is gone; waiting for another on %s (meanwhile what "
+			"the ring cannot hold is dropped and counted)",
+			c->o->ring_path);
+}
+
+/*
+ * Sleeps ms, taking the symbolizers' file requests as they come (a few at
+ * a time: a flood of them cannot keep the BPF ring from being drained).
+ * The broker's workers open the files; what it answers here never blocks,
+ * and a request that takes too long is answered here when it is due.
+ */
 static void nap_serving(struct coll *c, uint32_t ms)
 {
 	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000;
+	/* a negative fd is ignored by poll; the broker's: its workers' answers */
+	enum { P_LISTEN, P_WAKE, P_BROKER, P_FILES };
+	struct pollfd pfd[P_FILES + LP_MAX_SHARDS];
 
 	for (;;) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
-		/* a negative fd is ignored by poll; the broker's: its workers' answers */
-		struct pollfd pfd[4] = {{c->files_fd, POLLIN, 0},
-					{c->listen_fd, POLLIN, 0},
-					{c->wake_fd, POLLIN, 0},
-					{coll_broker__fd(c->broker), POLLIN, 0}};
-		int due = coll_broker__tick(c->broker, now), wait;
+		int due = coll_broker__tick(c->broker, now), wait, n, r;
+		bool any = c->listen_fd >= 0 || c->wake_fd >= 0;
 		struct epoll_event ev;
-		int n;
 
 		if (now >= end || stop_signal)
 			return;
 		wait = (int)((end - now + 999999) / 1000000);
 		if (due >= 0 && due < wait)
 			wait = due;
-		if (c->files_fd < 0 && c->listen_fd < 0 && c->wake_fd < 0) {
+		pfd[P_LISTEN] = (struct pollfd){c->listen_fd, POLLIN, 0};
+		pfd[P_WAKE] = (struct pollfd){c->wake_fd, POLLIN, 0};
+		pfd[P_BROKER] = (struct pollfd){coll_broker__fd(c->broker), POLLIN, 0};
+		for (uint32_t k = 0; k < c->nsh; k++) {
+			pfd[P_FILES + k] = (struct pollfd){c->sh[k].files_fd, POLLIN, 0};
+			any |= c->sh[k].files_fd >= 0;
+		}
+		if (!any) {
 			sleep_ms((uint32_t)wait);
 			continue;
 		}
-		n = poll(pfd, 4, wait);
+		n = poll(pfd, P_FILES + c->nsh, wait);
 		if (n < 0 && errno == EINTR)
 			return; /* the loop looks at the signal */
 		if (n <= 0)
 			continue;
-		if (pfd[2].revents) {
+		if (pfd[P_WAKE].revents) {
 			/* the BPF ring is half full: drain now (and re-arm the edge) */
 			while (epoll_wait(c->wake_fd, &ev, 1, 0) > 0)
 				;
 			return;
 		}
-		if (pfd[0].revents) {
-			n = coll_broker__serve(c->broker, c->files_fd, 16);
-			if (n < 0 || ((pfd[0].revents & (POLLHUP | POLLERR)) &&
-				      !(pfd[0].revents & POLLIN))) {
-				lp_debug("files: the file channel closed (%s)",
-					 n < 0 ? strerror(-n) : "hang-up");
-				coll_broker__detach(c->broker);
-				close(c->files_fd);
-				c->files_fd = -1;
-				if (c->listen_fd >= 0) {
-					int err = fresh_consumer_page(c);
+		for (uint32_t k = 0; k < c->nsh; k++) {
+			short rev = pfd[P_FILES + k].revents;
 
-					if (err)
-						lp_warn("ring: a fresh consumer page: %s; the one "
-							"that left can still move the consumer "
-							"position until the next one attaches",
-							strerror(-err));
-					lp_warn("ring: the symbolizer is gone; waiting for another "
-						"on %s (meanwhile what the ring cannot hold is "
-						"dropped and counted)",
-						c->o->ring_path);
-				}
-			}
+			if (!rev || c->sh[k].files_fd < 0)
+				continue;
+			r = coll_broker__serve(c->broker, c->sh[k].files_fd, 16);
+			if (r < 0 || ((rev & (POLLHUP | POLLERR)) && !(rev & POLLIN)))
+				channel_closed(c, k, r);
 		}
 		/* a new symbolizer in place of one that died: it resumes */
-		if (pfd[1].revents && accept_consumer(c, true) > 0) {
+		if (pfd[P_LISTEN].revents && (r = accept_consumer(c)) > 0) {
 			lp_info("ring: a new symbolizer attached; sending it the metadata, "
 				"kernel symbols and mappings");
-			resend_state(c, false);
+			resend_state(c, 1u << (r - 1), false);
 		}
+	}
+}
+
+/* The rings, for the start-up line: "; 2 rings of 4 MiB (8 MiB)" (static buffer) */
+static const char *rings_line(const struct coll *c)
+{
+	static char line[96];
+
+	if (!c->nsh)
+		return "";
+	snprintf(line, sizeof(line), "; %u ring%s of %.1f MiB (%.1f MiB)", c->nsh,
+		 c->nsh > 1 ? "s" : "", ring_data_size(c) / 1048576.0,
+		 ring_data_size(c) * c->nsh / 1048576.0);
+	return line;
+}
+
+/* Each ring's records at the end (-v), and what it dropped (said when it dropped any). */
+static void print_rings(struct coll *c)
+{
+	for (uint32_t k = 0; k < c->nsh; k++) {
+		struct coll_shard *sh = &c->sh[k];
+		struct lp_ring_stats rs;
+
+		lp_ring__stats(sh->ring, &rs);
+		lp_log(rs.dropped_records && c->nsh > 1 ? LP_LOG_INFO : LP_LOG_DEBUG,
+		       "ring: shard %u of %u: %llu records written (%.1f MiB), %llu dropped "
+		       "(ring full, %.1f MiB)",
+		       k, c->nsh, (unsigned long long)sh->records, sh->bytes / 1048576.0,
+		       (unsigned long long)rs.dropped_records, rs.dropped_bytes / 1048576.0);
 	}
 }
 
@@ -2279,11 +2511,9 @@ static const char *drain_loop(struct coll *c)
 
 		if (stop_signal)
 			return "signal";
-		if (resend_signal) {
-			resend_signal = 0;
-			if (c->ring)
-				resend_state(c, false);
-		}
+		if (__atomic_load_n(&resend_rings, __ATOMIC_RELAXED))
+			resend_state(c, __atomic_exchange_n(&resend_rings, 0, __ATOMIC_RELAXED),
+				     false);
 		if (deadline) {
 			now = now_ns(CLOCK_MONOTONIC);
 			if (now >= deadline)
@@ -2295,17 +2525,17 @@ static const char *drain_loop(struct coll *c)
 		 * one wakeup of the symbolizer for everything written since the
 		 * last (the batch drained below, loss records, metadata)
 		 */
-		lp_ring__notify(c->ring);
+		notify_rings(c);
 		nap_serving(c, nap);
 		drain_sideband(c);
 		send_perfmaps(c); /* before the samples that may need them */
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
-		tune_early_wrap(c, now);
+		tune_early_wraps(c, now);
 		/* no sample said the window is over: the clock does, a drain late */
 		if (c->capdir && now >= c->rot_next + COLL_IDLE_DRAIN_MS * 1000000ull)
 			rotate_due(c, now - COLL_IDLE_DRAIN_MS * 1000000ull);
-		if (c->capdir && !c->cap && !c->ring)
+		if (c->capdir && !c->cap && !c->nsh)
 			return "capture-error";
 		end_closing(c, false);
 		if (c->cap) {
@@ -2317,9 +2547,9 @@ static const char *drain_loop(struct coll *c)
 				c->capture_failed = true;
 				lp_err("capture: writing %s: %s; %s", capture_name(c),
 				       strerror(-cs.err),
-				       c->ring ? "the capture stops here, profiling goes on"
-					       : "stopping");
-				if (!c->ring)
+				       c->nsh ? "the capture stops here, profiling goes on"
+					      : "stopping");
+				if (!c->nsh)
 					return "capture-error";
 			}
 		}
@@ -2416,10 +2646,7 @@ int coll_run(const struct coll_opts *o)
 	struct coll c = {
 		.o = o,
 		.wake_fd = -1,
-		.ring_fd = -1,
-		.ring_cons_fd = -1,
 		.listen_fd = -1,
-		.files_fd = o->files_fd,
 		.kallsyms_fd = -1,
 		.capture_fd = -1,
 		.closing_fd = -1,
@@ -2456,12 +2683,11 @@ int coll_run(const struct coll_opts *o)
 		lp_err("cpus: reading /sys/devices/system/cpu/online: %s", strerror(-err));
 		goto err_out;
 	}
-	if (o->ring_fd >= 0 || o->ring_path) {
-		err = open_ring(&c);
+	if (o->nring_fds || o->ring_path) {
+		err = open_rings(&c);
 		if (err)
 			goto err_out;
 	}
-	files_channel_init(&c);
 	/* no worker yet: they are forked on the first request, in the drain loop */
 	c.broker = coll_broker__new(&(struct coll_broker_opts){.owner = o->ring_uid,
 							       .pids = o->pids,
@@ -2519,9 +2745,10 @@ int coll_run(const struct coll_opts *o)
 		if (err)
 			goto err_out;
 	}
-	lp_info("profiling %s at %u Hz on %d CPUs%s%s",
+	lp_info("profiling %s at %u Hz on %d CPUs%s%s%s",
 		o->npids ? "the given processes" : "the host", o->freq_hz, c.ncpus,
-		o->off_cpu ? ", off-CPU too" : "", o->duration_s > 0 ? "" : " until interrupted");
+		o->off_cpu ? ", off-CPU too" : "", o->duration_s > 0 ? "" : " until interrupted",
+		rings_line(&c));
 
 	reason = drain_loop(&c);
 	/* stop sampling first, then take everything that is still in flight */
@@ -2535,11 +2762,13 @@ int coll_run(const struct coll_opts *o)
 	lps_enc_reset(&c.dyn);
 	lps_enc_end(&c.dyn, &end);
 	write_enc(&c, &c.dyn, WAIT_START_MS);
-	if (c.ring)
-		lp_ring__close(c.ring);
+	for (uint32_t k = 0; k < c.nsh; k++)
+		lp_ring__close(c.sh[k].ring);
+	notify_rings(&c);
 	end_closing(&c, true); /* the window before the last first: names in order */
 	if (c.cap)
 		finish_capture(&c);
+	print_rings(&c);
 	if (c.capdir) {
 		struct coll_capdir_stats ds;
 
@@ -2591,8 +2820,8 @@ int coll_run(const struct coll_opts *o)
 	coll_cleanup(&c);
 	return 0;
 err_out:
-	if (c.ring)
-		lp_ring__close(c.ring);
+	for (uint32_t k = 0; k < c.nsh; k++)
+		lp_ring__close(c.sh[k].ring);
 	coll_cleanup(&c);
 	return 1;
 }

@@ -10,6 +10,10 @@
  * and opening mapped files for the symbolizer: files.c). With a
  * capture file it also writes every record there (capture.h), with or
  * without a symbolizer on the ring.
+ *
+ * Shards (lowprof/shard.h): with several rings, one symbolizer on each,
+ * each process's samples and JIT records go to the ring of its shard and
+ * every other record to all of them; the capture gets each record once.
  */
 #ifndef LOWPROF_COLLECTOR_H
 #define LOWPROF_COLLECTOR_H
@@ -18,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "lowprof/shard.h"
 
 #define COLL_DEFAULT_FREQ     99
 #define COLL_DEFAULT_DRAIN_MS 100
@@ -70,11 +76,19 @@ struct coll_opts {
 	double duration_s; /* 0: until SIGINT/SIGTERM */
 	const pid_t *pids; /* processes to profile; npids == 0: whole host */
 	size_t npids;
-	int ring_fd;	       /* sealed, formatted ring memfd to produce into, or -1 */
-	int ring_cons_fd;      /* and its consumer page's memfd */
-	int files_fd;	       /* the file channel (lowprof/files.h), or -1 */
-	const char *ring_path; /* or: create a ring and hand it out on this socket */
-	uint64_t ring_size;    /* data size when creating the ring (0: formula) */
+	/*
+	 * Sealed, formatted rings to produce into (--ring-fd, once per
+	 * shard): shard i's data memfd ring_fds[i][0] and consumer page
+	 * ring_fds[i][1]; nring_fds of them, 0: none. files_fds[i]: shard i's
+	 * file channel (lowprof/files.h); nfiles_fds is 0 or nring_fds.
+	 */
+	int ring_fds[LP_MAX_SHARDS][2];
+	uint32_t nring_fds;
+	int files_fds[LP_MAX_SHARDS];
+	uint32_t nfiles_fds;
+	const char *ring_path; /* or: create nshards rings and hand them out on this socket */
+	uint32_t nshards;      /* --shards: rings created for ring_path (0: 1) */
+	uint64_t ring_size;    /* data size of each ring created (0: formula) */
 	uid_t ring_uid;	       /* the only uid (besides root) the ring is handed to */
 	uint32_t drain_ms;     /* BPF ring drain interval */
 	uint32_t stack_bytes;  /* user stack copy per sample; 0: kernel FP walk */

@@ -148,8 +148,10 @@ int coll_open_in_root(uint32_t pid, const char *path,
  * once). Call tick often: when coll_broker__fd is readable, and at the
  * latest after the milliseconds it returns (-1: nothing pending). serve
  * returns how many requests it read, -EPIPE when the peer is gone, or
- * another -errno. coll_broker__detach: the channel closed (a new one may
- * be served later). coll_broker__free leaves workers stuck in the kernel
+ * another -errno. Several channels may be served (a symbolizer per shard):
+ * each answer goes to the channel its request came on. coll_broker__detach:
+ * channel sock closed, its requests are answered no more (a new channel,
+ * even one with the same descriptor number, may be served later). coll_broker__free leaves workers stuck in the kernel
  * where they are: they die when they return. Details in files.c.
  */
 struct coll_files_stats {
@@ -187,7 +189,7 @@ struct coll_broker *coll_broker__new(const struct coll_broker_opts *opts);
 int coll_broker__fd(const struct coll_broker *b);
 int coll_broker__serve(struct coll_broker *b, int sock, int max);
 int coll_broker__tick(struct coll_broker *b, uint64_t now_ns);
-void coll_broker__detach(struct coll_broker *b);
+void coll_broker__detach(struct coll_broker *b, int sock);
 void coll_broker__stats(const struct coll_broker *b, struct coll_files_stats *st);
 void coll_broker__free(struct coll_broker *b);
 
@@ -263,5 +265,23 @@ uint32_t coll_offcpu_pending_size(uint32_t online_cpus);
  * copy. The shared ring is sized from it.
  */
 uint32_t coll_max_sample_record(uint32_t stack_bytes);
+
+/*
+ * Shards (shards.c). coll_shard_ring_size: the data size of each of
+ * nshards rings made from a budget of total bytes (lp_shm_ring_size): a
+ * power of two, at most total / nshards, at least COLL_SHARD_RING_MIN
+ * (twice the largest record, which a ring must hold: lp_ring__max_record);
+ * total itself when nshards <= 1. coll_loss_split: ring i's loss record
+ * out from the whole run's (run, whose shm counters are the rings' summed)
+ * and ring i's own counters rs: that ring's shm_dropped, shm_dropped_bytes
+ * and bad_consumer_pos, and every other counter in ring 0's only (0 in the
+ * others), so that what the symbolizers count, summed, is the run's.
+ */
+#define COLL_SHARD_RING_MIN (2ull * LPS_MAX_RECORD)
+
+struct lp_ring_stats;
+uint64_t coll_shard_ring_size(uint64_t total, uint32_t nshards);
+void coll_loss_split(const struct lps_loss *run, const struct lp_ring_stats *rs, uint32_t i,
+		     struct lps_loss *out);
 
 #endif /* LOWPROF_COLLECTOR_INT_H */

@@ -248,7 +248,8 @@ int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode)
  * refused at once (-EBUSY). A stuck worker that returns answers no one
  * (its request was answered) and serves again, or leaves if another does.
  * Everything is counted. The queue holds BROKER_QUEUE requests and they
- * time out too.
+ * time out too. One broker serves every file channel (one per symbolizer
+ * of a sharded run): each request is answered on the channel it came on.
  *
  * Workers are forked from the drain loop, after coll_drop_caps: they have
  * only the two capabilities the collector kept. They close every
@@ -266,8 +267,8 @@ int coll_file_open(uint32_t pid, uint32_t major, uint32_t minor, uint64_t inode)
 
 struct breq {
 	struct lp_file_req q;
-	uint64_t t0;  /* CLOCK_MONOTONIC ns when it was read: the timeout counts from here */
-	uint32_t gen; /* the channel it came on (coll_broker__detach bumps it) */
+	uint64_t t0; /* CLOCK_MONOTONIC ns when it was read: the timeout counts from here */
+	int sock;    /* the channel it came on; -1 once that closed (coll_broker__detach) */
 };
 
 /* A worker's message up: a note (WMSG_OPENING, the maps were read) or the result. */
@@ -294,8 +295,6 @@ struct bworker {
 struct coll_broker {
 	struct coll_broker_opts o;
 	int epfd; /* readable when a worker has something to say */
-	int sock; /* the channel, not ours; -1: none */
-	uint32_t gen;
 	struct breq q[BROKER_QUEUE];
 	uint32_t qhead, qlen;
 	struct bworker w[BROKER_WORKERS];
@@ -322,10 +321,10 @@ static void reply(int sock, uint32_t id, int err, int fd)
 }
 
 /* The answer to r, on the channel it came on if that is still open. */
-static void answer(struct coll_broker *b, const struct breq *r, int err, int fd)
+static void answer(const struct breq *r, int err, int fd)
 {
-	if (b->sock >= 0 && r->gen == b->gen)
-		reply(b->sock, r->q.id, err, fd);
+	if (r->sock >= 0)
+		reply(r->sock, r->q.id, err, fd);
 }
 
 /* ---- in the worker process ---- */
@@ -466,7 +465,7 @@ static void dispatch(struct coll_broker *b)
 		if (send(w->sock, &r->q, sizeof(r->q), MSG_DONTWAIT | MSG_NOSIGNAL) !=
 		    (ssize_t)sizeof(r->q)) {
 			b->st.failed++;
-			answer(b, r, -EIO, -1);
+			answer(r, -EIO, -1);
 			worker_retire(b, w);
 		} else {
 			w->cur = *r;
@@ -495,7 +494,7 @@ static void worker_hear(struct coll_broker *b, struct bworker *w)
 				close(fd[0]);
 			if (w->busy && !w->answered) {
 				b->st.failed++;
-				answer(b, &w->cur, -EIO, -1);
+				answer(&w->cur, -EIO, -1);
 			}
 			worker_retire(b, w);
 			return;
@@ -511,7 +510,7 @@ static void worker_hear(struct coll_broker *b, struct bworker *w)
 				b->st.sent++;
 			else
 				b->st.failed++;
-			answer(b, &w->cur,
+			answer(&w->cur,
 			       nfds			    ? 0
 			       : m.err < 0 && m.err > -4096 ? m.err
 							    : -EIO,
@@ -548,7 +547,6 @@ struct coll_broker *coll_broker__new(const struct coll_broker_opts *opts)
 		b->o.maps = coll_mapped_path;
 	if (!b->o.open)
 		b->o.open = coll_file_open_at;
-	b->sock = -1;
 	b->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (b->epfd < 0) {
 		free(b);
@@ -592,9 +590,9 @@ static bool near_stuck(const struct coll_broker *b, const struct lp_file_req *q)
 }
 
 /* Queues a checked request for a worker, or answers it. */
-static void take(struct coll_broker *b, const struct lp_file_req *q, uint64_t now)
+static void take(struct coll_broker *b, const struct lp_file_req *q, int sock, uint64_t now)
 {
-	struct breq r = {.q = *q, .t0 = now, .gen = b->gen};
+	struct breq r = {.q = *q, .t0 = now, .sock = sock};
 	const char *why = NULL;
 
 	if (!coll_pid_profiled(b->o.pids, b->o.npids, q->pid)) {
@@ -603,7 +601,7 @@ static void take(struct coll_broker *b, const struct lp_file_req *q, uint64_t no
 			lp_warn("files: refusing a request for pid %u: not a process given with -p",
 				q->pid);
 		lp_debug("files: request %u for pid %u refused: not profiled", q->id, q->pid);
-		answer(b, &r, -EPERM, -1);
+		answer(&r, -EPERM, -1);
 		return;
 	}
 	if (b->qlen == BROKER_QUEUE)
@@ -616,7 +614,7 @@ static void take(struct coll_broker *b, const struct lp_file_req *q, uint64_t no
 		b->st.busy++;
 		lp_debug("files: request %u (pid %u, %u:%u inode %llu) refused: %s", q->id, q->pid,
 			 q->dev_major, q->dev_minor, (unsigned long long)q->inode, why);
-		answer(b, &r, -EBUSY, -1);
+		answer(&r, -EBUSY, -1);
 		return;
 	}
 	b->q[(b->qhead + b->qlen++) % BROKER_QUEUE] = r;
@@ -627,7 +625,6 @@ int coll_broker__serve(struct coll_broker *b, int sock, int max)
 {
 	int served = 0;
 
-	b->sock = sock;
 	while (served < max) {
 		/* a request, or a build-id note (the larger) */
 		union {
@@ -670,7 +667,7 @@ int coll_broker__serve(struct coll_broker *b, int sock, int max)
 			reply(sock, q.id, -EPERM, -1);
 			continue;
 		}
-		take(b, &q, mono_ns());
+		take(b, &q, sock, mono_ns());
 	}
 	return served;
 }
@@ -687,7 +684,7 @@ static void expire(struct coll_broker *b, uint64_t now)
 			continue;
 		b->st.timeouts++;
 		w->answered = true;
-		answer(b, &w->cur, -ETIMEDOUT, -1);
+		answer(&w->cur, -ETIMEDOUT, -1);
 		w->stuck = true;
 		b->nlive--;
 		b->nstuck++;
@@ -703,7 +700,7 @@ static void expire(struct coll_broker *b, uint64_t now)
 	/* waited too long in the queue: the same answer (it is FIFO) */
 	while (b->qlen && now - b->q[b->qhead].t0 >= to) {
 		b->st.timeouts++;
-		answer(b, &b->q[b->qhead], -ETIMEDOUT, -1);
+		answer(&b->q[b->qhead], -ETIMEDOUT, -1);
 		b->qhead = (b->qhead + 1) % BROKER_QUEUE;
 		b->qlen--;
 	}
@@ -736,12 +733,21 @@ int coll_broker__tick(struct coll_broker *b, uint64_t now)
 	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
 
-void coll_broker__detach(struct coll_broker *b)
+void coll_broker__detach(struct coll_broker *b, int sock)
 {
-	/* nobody to answer: what is queued goes, what is in flight answers no one */
-	b->gen++;
-	b->qlen = 0;
-	b->sock = -1;
+	uint32_t n = 0;
+
+	/* nobody to answer: what it queued goes, what it has in flight answers no one */
+	for (uint32_t i = 0; i < b->qlen; i++) {
+		struct breq r = b->q[(b->qhead + i) % BROKER_QUEUE];
+
+		if (r.sock != sock)
+			b->q[(b->qhead + n++) % BROKER_QUEUE] = r;
+	}
+	b->qlen = n;
+	for (int i = 0; i < BROKER_WORKERS; i++)
+		if (b->w[i].pid && b->w[i].cur.sock == sock)
+			b->w[i].cur.sock = -1;
 }
 
 void coll_broker__stats(const struct coll_broker *b, struct coll_files_stats *st)

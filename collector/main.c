@@ -51,17 +51,24 @@ static const char usage[] =
 	"                         connection stays open for its requests for mapped\n"
 	"                         files, and if it dies the next symbolizer to connect\n"
 	"                         takes over (the socket is removed at exit)\n"
+	"      --shards N         with --ring: N rings (at most 16), one symbolizer on\n"
+	"                         each, the processes' samples split over them by pid\n"
+	"                         (lowprof/shard.h); each symbolizer that connects gets\n"
+	"                         the lowest shard that has none (default 1)\n"
 	"      --ring-owner USER  the symbolizer's user (a name or a uid): owns the\n"
 	"                         socket, the only uid besides root the ring is handed\n"
 	"                         to and files are opened for (default " LP_USER_DEFAULT ", a\n"
 	"                         system user of its own; deploy/install-deps.sh\n"
 	"                         creates it)\n"
-	"      --ring-size BYTES  ring data size for --ring, a power of two\n"
-	"                         (default: sized from online CPUs and -F, 4-64 MiB)\n"
+	"      --ring-size BYTES  data size of each ring for --ring, a power of two\n"
+	"                         (default: sized from online CPUs and -F, 4-64 MiB,\n"
+	"                         divided among the --shards rings)\n"
 	"      --ring-fd DATA,CONS  produce into an inherited, sealed ring: its data and\n"
-	"                         its consumer page (lowprof record)\n"
+	"                         its consumer page (lowprof record); given again, the\n"
+	"                         next shard's ring (at most 16)\n"
 	"      --files-fd FD      answer requests for mapped files on this inherited\n"
-	"                         Unix socket (SOCK_SEQPACKET; lowprof record). Files\n"
+	"                         Unix socket (SOCK_SEQPACKET; lowprof record), once per\n"
+	"                         --ring-fd, in the same order. Files\n"
 	"                         are opened by worker processes; one that takes over\n"
 	"                         1 s (a hung file system) is answered with a timeout\n"
 	"                         and its worker left behind (4 at most): the drain\n"
@@ -145,6 +152,7 @@ static const struct option longopts[] = {
 	{"ring-owner", required_argument, NULL, 'O'},
 	{"ring-size", required_argument, NULL, 'S'},
 	{"ring-fd", required_argument, NULL, 'R'},
+	{"shards", required_argument, NULL, 'N'},
 	{"files-fd", required_argument, NULL, 'f'},
 	{"drain-ms", required_argument, NULL, 'D'},
 	{"capture", required_argument, NULL, 'c'},
@@ -211,9 +219,6 @@ static void args_init(struct args *a, const char *prog)
 
 	a->o = (struct coll_opts){.sz = sizeof(a->o),
 				  .freq_hz = COLL_DEFAULT_FREQ,
-				  .ring_fd = -1,
-				  .ring_cons_fd = -1,
-				  .files_fd = -1,
 				  .drain_ms = COLL_DEFAULT_DRAIN_MS,
 				  .stack_bytes = COLL_DEFAULT_STACK_BYTES,
 				  .off_cpu_mode = COLL_DEFAULT_OFFCPU_MODE,
@@ -297,16 +302,21 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 			return bad_value(key, arg);
 		o->ring_size = v;
 		break;
-	case 'R':
-		if (lp_parse_fds(arg, fds, 2))
+	case 'N':
+		if (parse_uint(arg, LP_MAX_SHARDS, &v) || v == 0)
 			return bad_value(key, arg);
-		o->ring_fd = fds[0];
-		o->ring_cons_fd = fds[1];
+		o->nshards = (uint32_t)v;
+		break;
+	case 'R':
+		if (lp_parse_fds(arg, fds, 2) || o->nring_fds == LP_MAX_SHARDS)
+			return bad_value(key, arg);
+		o->ring_fds[o->nring_fds][0] = fds[0];
+		o->ring_fds[o->nring_fds++][1] = fds[1];
 		break;
 	case 'f':
-		if (parse_uint(arg, INT_MAX, &v))
+		if (parse_uint(arg, INT_MAX, &v) || o->nfiles_fds == LP_MAX_SHARDS)
 			return bad_value(key, arg);
-		o->files_fd = (int)v;
+		o->files_fds[o->nfiles_fds++] = (int)v;
 		break;
 	case 'c':
 		o->capture_path = arg;
@@ -454,11 +464,20 @@ static int check_args(struct args *a)
 	}
 	if (o->capture_dir && !o->capture_rotate_s)
 		o->capture_rotate_s = 60;
-	if (o->ring_fd >= 0 && o->ring_path) {
+	if (o->nring_fds && o->ring_path) {
 		lp_err("give one of --ring PATH or --ring-fd DATA,CONS (see --help)");
 		return 2;
 	}
-	if (o->ring_fd < 0 && !o->ring_path && !o->capture_path && o->capture_fd < 0 &&
+	if (o->nshards > 1 && !o->ring_path) {
+		lp_err("--shards goes with --ring PATH (with --ring-fd, give one per shard)");
+		return 2;
+	}
+	if (o->nfiles_fds && o->nfiles_fds != o->nring_fds) {
+		lp_err("give --files-fd once per --ring-fd (%u and %u given)", o->nfiles_fds,
+		       o->nring_fds);
+		return 2;
+	}
+	if (!o->nring_fds && !o->ring_path && !o->capture_path && o->capture_fd < 0 &&
 	    !o->capture_dir) {
 		lp_err("nowhere to write: give --ring PATH, --ring-fd DATA,CONS, --capture FILE or "
 		       "--capture-dir DIR (see --help)");
@@ -477,7 +496,7 @@ static int resolve_ring_owner(struct args *a)
 {
 	struct coll_opts *o = &a->o;
 
-	if ((a->ring_owner || o->ring_path || o->files_fd >= 0) &&
+	if ((a->ring_owner || o->ring_path || o->nfiles_fds) &&
 	    lp_user_lookup(a->ring_owner ? a->ring_owner : LP_USER_DEFAULT, "--ring-owner",
 			   LP_USER_NUMERIC, &o->ring_uid, NULL))
 		return a->ring_owner ? 2 : 1;

@@ -17,6 +17,7 @@
 #include "attach.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
+#include "lowprof/shard.h"
 #include "sandbox.h"
 
 /*
@@ -57,11 +58,28 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * The hand-off message (lowprof/shard.h) of n bytes in h: its `how` alone
+ * from a collector without shards (shard 0 of 1), or all of it, with a
+ * shard below its count. Whether it is one.
+ */
+static bool hello_ok(struct lp_shard_hello *h, ssize_t n)
+{
+	if (n == 1) {
+		h->shard = 0;
+		h->nshards = 1;
+	} else if (n != (ssize_t)sizeof(*h) || h->zero || !h->nshards ||
+		   h->nshards > LP_MAX_SHARDS || h->shard >= h->nshards) {
+		return false;
+	}
+	return h->how == LP_SHARD_HELLO_FRESH || h->how == LP_SHARD_HELLO_RESUMED;
+}
+
 /* The ring from a connected socket s: 0 or -errno (said why, but -ECONNRESET). */
 static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], bool *resumed,
-		     pid_t *pid)
+		     pid_t *pid, struct symb_shard *shard)
 {
-	char how = 0;
+	struct lp_shard_hello h = {0};
 	int nfds = 0, err;
 	ssize_t n;
 
@@ -69,9 +87,9 @@ static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], b
 	err = check_collector(s, path, collector_uid, pid);
 	if (err)
 		return err;
-	n = lp_recv_msg(s, &how, 1, fds, 2, &nfds, 0, NULL);
+	n = lp_recv_msg(s, &h, sizeof(h), fds, 2, &nfds, 0, NULL);
 	err = n < 0 ? (int)n : 0;
-	if (!err && (n != 1 || nfds != 2 || (how != 'F' && how != 'R'))) {
+	if (!err && (!hello_ok(&h, n) || nfds != 2)) {
 		while (nfds > 0)
 			close(fds[--nfds]);
 		err = -EBADMSG;
@@ -83,12 +101,15 @@ static int take_ring(int s, const char *path, uid_t collector_uid, int fds[2], b
 				     : strerror(-err));
 	if (err)
 		return err;
-	*resumed = how == 'R';
+	*resumed = h.how == LP_SHARD_HELLO_RESUMED;
+	if (shard)
+		*shard = (struct symb_shard){h.shard, h.nshards};
 	return 0;
 }
 
 int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
-		      const volatile int *stop, int fds[2], int *sock, bool *resumed, pid_t *pid)
+		      const volatile int *stop, int fds[2], int *sock, bool *resumed, pid_t *pid,
+		      struct symb_shard *shard)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	pid_t peer = 0;
@@ -105,7 +126,7 @@ int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
 		if (s < 0)
 			return -errno;
 		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0) {
-			err = take_ring(s, path, collector_uid, fds, resumed, &peer);
+			err = take_ring(s, path, collector_uid, fds, resumed, &peer, shard);
 			if (!err) {
 				*sock = s;
 				if (pid)
@@ -140,6 +161,7 @@ struct conn_rep {
 	int32_t err;
 	int32_t pid; /* the collector's (SO_PEERCRED), for the metrics */
 	uint8_t resumed;
+	uint8_t shard, nshards; /* the ring's shard (take_ring checked them) */
 };
 
 static void connector_main(int sock, const char *path, uid_t collector_uid, pid_t parent,
@@ -162,14 +184,17 @@ static void connector_main(int sock, const char *path, uid_t collector_uid, pid_
 		struct conn_rep rep = {0};
 		int fds[3] = {-1, -1, -1};
 		uint32_t wait_ms;
+		struct symb_shard shard = {0, 1};
 		bool resumed = false;
 		pid_t pid = 0;
 
 		if (recv(sock, &wait_ms, sizeof(wait_ms), 0) != sizeof(wait_ms))
 			_exit(0); /* the symbolizer is done */
 		rep.err = symb_receive_ring(path, collector_uid, wait_ms, NULL, fds, &fds[2],
-					    &resumed, &pid);
+					    &resumed, &pid, &shard);
 		rep.resumed = resumed;
+		rep.shard = (uint8_t)shard.shard;
+		rep.nshards = (uint8_t)shard.nshards;
 		rep.pid = (int32_t)pid;
 		if (lp_send_msg(sock, &rep, sizeof(rep), rep.err ? NULL : fds, rep.err ? 0 : 3))
 			_exit(1);
@@ -216,7 +241,7 @@ int symb_connector__start(const char *path, uid_t collector_uid, bool sandbox,
 }
 
 int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], bool *resumed,
-			pid_t *pid)
+			pid_t *pid, struct symb_shard *shard)
 {
 	uint32_t w = wait_ms;
 	struct conn_rep rep;
@@ -230,7 +255,10 @@ int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], 
 	do
 		n = lp_recv_msg(c->sock, &rep, sizeof(rep), fds, 3, &nfds, 0, NULL);
 	while (n == -EINTR);
-	if (n != sizeof(rep) || (rep.err == 0) != (nfds == 3)) {
+	/* the connector is ours, but checked as the rest: a shard below its count */
+	if (n != sizeof(rep) || (rep.err == 0) != (nfds == 3) ||
+	    (!rep.err &&
+	     (!rep.nshards || rep.nshards > LP_MAX_SHARDS || rep.shard >= rep.nshards))) {
 		while (nfds > 0)
 			close(fds[--nfds]);
 		return n < 0 ? (int)n : -EBADMSG;
@@ -238,6 +266,8 @@ int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], 
 	*resumed = rep.resumed;
 	if (pid && !rep.err)
 		*pid = rep.pid;
+	if (shard && !rep.err)
+		*shard = (struct symb_shard){rep.shard, rep.nshards};
 	return rep.err;
 }
 

@@ -15,7 +15,16 @@
 #define LOWPROF_SYMB_ATTACH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+/*
+ * Which ring of the collector's a received one is (lowprof/shard.h):
+ * shard of nshards; 0 of 1 from a collector without shards.
+ */
+struct symb_shard {
+	uint32_t shard, nshards;
+};
 
 /*
  * Connects to the collector's socket at path, waiting up to wait_ms for it
@@ -25,12 +34,15 @@
  * ring is in use (we replace a symbolizer that died). A collector that
  * resets the connection (on its way out) is waited past like an absent
  * one. Stops waiting when *stop becomes non-zero. *pid (pid may be NULL):
- * the listener's pid (SO_PEERCRED), for the metrics' resident memory. 0,
+ * the listener's pid (SO_PEERCRED), for the metrics' resident memory.
+ * *shard (may be NULL): which of the collector's rings it is (a collector
+ * with --shards hands each symbolizer the lowest shard that has none). 0,
  * -ETIMEDOUT (quiet: nothing listened in time), or another -errno after
  * saying why.
  */
 int symb_receive_ring(const char *path, uid_t collector_uid, unsigned wait_ms,
-		      const volatile int *stop, int fds[2], int *sock, bool *resumed, pid_t *pid);
+		      const volatile int *stop, int fds[2], int *sock, bool *resumed, pid_t *pid,
+		      struct symb_shard *shard);
 
 struct symb_connector;
 
@@ -42,13 +54,14 @@ int symb_connector__start(const char *path, uid_t collector_uid, bool sandbox,
 			  struct symb_connector **out);
 /*
  * The next ring: asks the connector to wait up to wait_ms for a collector.
- * 0 with fds[0..2] (data, consumer page, file channel), *resumed and the
- * collector's pid in *pid (may be NULL);
+ * 0 with fds[0..2] (data, consumer page, file channel), *resumed, the
+ * collector's pid in *pid and the ring's shard in *shard (either may be
+ * NULL);
  * -ETIMEDOUT when none came in time (ask again); another -errno when the
  * connector is gone or refused what listened (said why).
  */
 int symb_connector__get(struct symb_connector *c, unsigned wait_ms, int fds[3], bool *resumed,
-			pid_t *pid);
+			pid_t *pid, struct symb_shard *shard);
 void symb_connector__stop(struct symb_connector *c); /* NULL-safe */
 
 #endif /* LOWPROF_SYMB_ATTACH_H */

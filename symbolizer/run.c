@@ -95,18 +95,22 @@ static int map_ring(const int fds[2], void **mem, size_t *size, struct lp_ring *
  * mapped (map_ring). *files_fd: the file channel (the socket the ring came
  * on, or --files-fd). With data_fd, the ring object's descriptor is kept
  * open and stored there (the sandbox check writes at it); otherwise it is
- * closed once mapped.
+ * closed once mapped. *shard (may be NULL): the ring's shard, as --ring
+ * PATH's collector says, or else o's.
  */
 static int attach_ring(const struct symb_opts *o, void **mem, size_t *size, struct lp_ring **ring,
-		       int *files_fd, int *data_fd, bool *resumed, pid_t *collector)
+		       int *files_fd, int *data_fd, bool *resumed, pid_t *collector,
+		       struct symb_shard *shard)
 {
 	int fds[2] = {o->ring_fd, o->ring_cons_fd}, err;
 
 	*files_fd = o->files_fd;
 	*resumed = false;
+	if (shard)
+		*shard = (struct symb_shard){o->shard, o->nshards ? o->nshards : 1};
 	if (fds[0] < 0) {
 		err = symb_receive_ring(o->ring_path, o->collector_uid, ATTACH_WAIT_MS,
-					&stop_signal, fds, files_fd, resumed, collector);
+					&stop_signal, fds, files_fd, resumed, collector, shard);
 		if (err == -ETIMEDOUT)
 			lp_err("ring: connecting to %s: nothing listens there (is the collector "
 			       "running?)",
@@ -242,7 +246,7 @@ static int check_sandbox(const struct symb_opts *o)
 			lp_err("ring: mapping: %m");
 			goto out;
 		}
-	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd, &resumed, NULL)) {
+	} else if (attach_ring(o, &mem, &size, &ring, &files_fd, &data_fd, &resumed, NULL, NULL)) {
 		goto out;
 	}
 	rc = check_in_child(mem, size, data_fd);
@@ -919,7 +923,8 @@ struct ring_att {
 	void *mem;
 	size_t size;
 	struct lp_ring *ring;
-	int files_fd; /* the file channel; -1: none */
+	int files_fd;		 /* the file channel; -1: none */
+	struct symb_shard shard; /* which of the collector's rings (attach.h) */
 };
 
 /*
@@ -931,17 +936,24 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 {
 	struct symb_connector *conn = NULL;
 	bool resumed;
+	int r;
 
 	if (attach_ring(o, &att->mem, &att->size, &att->ring, &att->files_fd, NULL, &resumed,
-			&w->collector_pid))
+			&w->collector_pid, &att->shard))
 		return -1;
+	if (att->shard.nshards > 1)
+		lp_info("ring: shard %u of %u", att->shard.shard, att->shard.nshards);
 	if (resumed)
 		lp_info("ring: resuming a run in progress; records before the "
 			"collector's metadata are skipped");
 	*s = new_state(o, off_cpu, false, o->resumed || resumed, cache, att->files_fd);
+	/* the ring's shard: --shard's, or the one --ring PATH's collector handed over */
+	if (*s)
+		symb_state__set_shard(*s, att->shard.shard, att->shard.nshards, false);
 	/* the spool's writer makes files: it is started outside the sandbox */
-	if (!*s || (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox,
-						     o->shard, o->nshards, &w->spool)))
+	if (!*s ||
+	    (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox,
+					      att->shard.shard, att->shard.nshards, &w->spool)))
 		return -1;
 	/* the metrics file's resident memory: statm read through a descriptor of its own */
 	if (o->spool_dir)
@@ -963,8 +975,14 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 		windows_start(w, *s);
 	for (;;) {
 		*err = consume(att->ring, *s, w->spool ? w : NULL, att->files_fd);
-		if (*err || stop_signal || !conn || reattach(o, conn, att, *s, w))
+		if (*err || stop_signal || !conn)
 			break;
+		r = reattach(o, conn, att, *s, w);
+		if (r) {
+			if (r == -ECHRNG)
+				*err = r; /* a failure: lowprof run starts this one again */
+			break;
+		}
 	}
 	symb_connector__stop(conn);
 	return 0;
@@ -980,6 +998,7 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 static int reattach(const struct symb_opts *o, struct symb_connector *conn, struct ring_att *att,
 		    struct symb_state *s, struct windows *w)
 {
+	struct symb_shard was = att->shard;
 	int fds[3], err;
 	bool resumed;
 
@@ -999,7 +1018,8 @@ static int reattach(const struct symb_opts *o, struct symb_connector *conn, stru
 
 		while (w->spool && window_due(w, s, &wait_ms))
 			wait_ms = WAIT_MS;
-		err = symb_connector__get(conn, wait_ms, fds, &resumed, &w->collector_pid);
+		err = symb_connector__get(conn, wait_ms, fds, &resumed, &w->collector_pid,
+					  &att->shard);
 		if (err == -ETIMEDOUT)
 			continue;
 		if (err) {
@@ -1014,6 +1034,13 @@ static int reattach(const struct symb_opts *o, struct symb_connector *conn, stru
 			return -1;
 		}
 		att->files_fd = fds[2];
+		if (att->shard.shard != was.shard || att->shard.nshards != was.nshards) {
+			/* its windows are named by its shard: a new process takes the new one */
+			lp_err("ring: the new collector handed over shard %u of %u, not %u of %u; "
+			       "ending, so that this shard's symbolizer starts again",
+			       att->shard.shard, att->shard.nshards, was.shard, was.nshards);
+			return -ECHRNG;
+		}
 		symb_state__set_files_fd(s, fds[2]);
 		if (resumed)
 			symb_state__wait_meta(s);

@@ -41,4 +41,23 @@ static inline bool lp_shard_by_pid(uint32_t record)
 	return record == 2 /* sample */ || record == 12 /* perfmap */ || record == 16 /* jitdump */;
 }
 
+/*
+ * The message that hands a ring over a --ring socket (lowprof-collector
+ * --ring PATH to lowprof-symbolizer), with the ring's two descriptors:
+ * how, 'F' (a fresh ring: read it from its start) or 'R' (a ring in use:
+ * skip to the metadata sent again), then which shard of how many the ring
+ * is. With one ring the collector sends `how` alone, as it did before
+ * shards: shard 0 of 1. A symbolizer that knows only `how` refuses the
+ * longer message (it is truncated), rather than take one shard for all.
+ */
+#define LP_SHARD_HELLO_FRESH   'F'
+#define LP_SHARD_HELLO_RESUMED 'R'
+
+struct lp_shard_hello {
+	char how;
+	uint8_t shard;	 /* < nshards */
+	uint8_t nshards; /* 1..LP_MAX_SHARDS */
+	uint8_t zero;
+};
+
 #endif /* LOWPROF_SHARD_H */

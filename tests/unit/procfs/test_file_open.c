@@ -531,12 +531,62 @@ static void test_serve_hang(void **state)
 	unlink(hang_fifo);
 }
 
+/*
+ * Several channels (a symbolizer per shard): each answer goes to the
+ * channel its request came on, and one channel's detach forgets only its
+ * own requests.
+ */
+static void test_serve_channels(void **state)
+{
+	uid_t me = getuid();
+	struct coll_broker_opts bo = {.owner = me};
+	struct coll_broker *b;
+	struct lp_file_req qa = exe_req(31), qb = exe_req(32);
+	int a[2], c[2], fd;
+
+	(void)state;
+	assert_int_equal(channel(a), 0);
+	assert_int_equal(channel(c), 0);
+	b = coll_broker__new(&bo);
+	assert_non_null(b);
+	/* one on each, answered on each */
+	assert_int_equal(send_req(a[1], &qa, sizeof(qa), me, -1), 0);
+	assert_int_equal(send_req(c[1], &qb, sizeof(qb), me, -1), 0);
+	assert_int_equal(coll_broker__serve(b, a[0], 16), 1);
+	assert_int_equal(coll_broker__serve(b, c[0], 16), 1);
+	assert_int_equal(get_rep_b(c[1], 32, &fd, b), 0);
+	close(fd);
+	assert_int_equal(get_rep_b(a[1], 31, &fd, b), 0);
+	close(fd);
+	/* a's channel closes with a request in flight: c's is still answered, a's never */
+	qa.id = 33;
+	qb.id = 34;
+	assert_int_equal(send_req(a[1], &qa, sizeof(qa), me, -1), 0);
+	assert_int_equal(send_req(c[1], &qb, sizeof(qb), me, -1), 0);
+	assert_int_equal(coll_broker__serve(b, a[0], 16), 1);
+	assert_int_equal(coll_broker__serve(b, c[0], 16), 1);
+	coll_broker__detach(b, a[0]);
+	assert_int_equal(get_rep_b(c[1], 34, &fd, b), 0);
+	close(fd);
+	for (int i = 0; i < 50; i++) {
+		coll_broker__tick(b, mono_ns());
+		usleep(2000);
+	}
+	no_reply(a[1]);
+	coll_broker__free(b);
+	for (int i = 0; i < 2; i++) {
+		close(a[i]);
+		close(c[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_exe),		 cmocka_unit_test(test_not_mapped),
 		cmocka_unit_test(test_mapped_file),	 cmocka_unit_test(test_serve),
 		cmocka_unit_test(test_serve_pid_filter), cmocka_unit_test(test_serve_hang),
+		cmocka_unit_test(test_serve_channels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
