@@ -1006,7 +1006,7 @@ replay() {
 		[[ -s "$tmp/replay.$key/cpu.folded" ]]
 }
 # replay_jobs KEY N DB: lowprof replay -j N of the capture on cache DB, as a
-# user runs it (the CLI, its symbolizers and, with N > 1, the splitter)
+# user runs it (the CLI and its symbolizers; with N > 1 each reads the whole capture)
 replay_jobs() {
 	rm -rf "$tmp/replay.$1"
 	timed "$1" "$LP" replay "$cap" -o "$tmp/replay.$1" -j "$2" --cache "$3" &&
@@ -1176,7 +1176,7 @@ symb_rows() {
 		# shellcheck disable=SC2086
 		add_row "$sec" "lowprof replay -j 2 / -j 1, warm" "$(fmt %.2f "$rc")x by wall (-j 1 $(fmt %.3f "$lw") s, -j 2 $(fmt %.3f "$rw") s; CPU $(fmt %.3f "$(median ${S[jobs1.cpu]})") s and $(fmt %.3f "$(median ${S[jobs2.cpu]})") s)" ">= 1.7x" \
 			"$(awk -v v="$rc" 'BEGIN {print (v >= 1.7 ? "PASS" : "MISS")}')" \
-			"lowprof replay FILE -o DIR -j N --cache (the round's warm cache), all outputs written, N = 1 and 2: the wall time of -j 1 / that of -j 2 (bash time; CPU: user+sys of lowprof and its children: with -j 2 the splitter that reads the capture once, two shard symbolizers, and lowprof merging their profiles); $rounds_txt"
+			"lowprof replay FILE -o DIR -j N --cache (the round's warm cache), all outputs written, N = 1 and 2: the wall time of -j 1 / that of -j 2 (bash time; CPU: user+sys of lowprof and its children: with -j 2 two shard symbolizers, each reading the whole capture, and lowprof merging their profiles); $rounds_txt"
 	else
 		add_row "$sec" "lowprof replay -j 2 / -j 1, warm" "not measured (see logs/symb-jobs*.log)" "" "" ""
 	fi
