@@ -1021,7 +1021,8 @@ static int rec_make_ring(struct rec *r)
 	uint64_t size = lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, r->o.freq_hz,
 					 LPS_SAMPLE_RECORD_MAX(r->o.stack_bytes));
 
-	size = lp_shm_ring_share(size, r->nsymb);
+	/* as the collector's --shards: what holds the largest record twice at least */
+	size = lp_shm_ring_share(size, r->nsymb, 2ull * LPS_MAX_RECORD);
 	for (uint32_t k = 0; k < r->nsymb; k++) {
 		if (rec_make_shard_ring(&r->sh[k], size))
 			return -1;

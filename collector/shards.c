@@ -7,17 +7,12 @@
 #include <stdint.h>
 
 #include "collector_int.h"
+#include "lowprof/cpus.h"
 #include "lowprof/ring.h"
 
 uint64_t coll_shard_ring_size(uint64_t total, uint32_t nshards)
 {
-	uint64_t want = nshards > 1 ? total / nshards : total, size = COLL_SHARD_RING_MIN;
-
-	if (nshards <= 1)
-		return total;
-	while (size * 2 <= want && size * 2 <= LP_RING_MAX_DATA)
-		size *= 2;
-	return size;
+	return lp_shm_ring_share(total, nshards, COLL_SHARD_RING_MIN);
 }
 
 void coll_loss_split(const struct lps_loss *run, const struct lp_ring_stats *rs, uint32_t i,

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "lowprof/cpus.h"
+#include "lowprof/ring.h"
 
 static int parse_num(const char **p, const char *end, uint32_t *v)
 {
@@ -105,11 +106,13 @@ uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_r
 	return lp_roundup_pow2(want);
 }
 
-uint64_t lp_shm_ring_share(uint64_t total, uint32_t n)
+uint64_t lp_shm_ring_share(uint64_t total, uint32_t n, uint64_t min)
 {
-	uint64_t each = n > 1 ? total / n : total, p = LP_SHM_RING_MIN;
+	uint64_t want = n > 1 ? total / n : total, size = min;
 
-	while (p * 2 <= each)
-		p *= 2;
-	return n > 1 ? p : total;
+	if (n <= 1)
+		return total;
+	while (size * 2 <= want && size * 2 <= LP_RING_MAX_DATA)
+		size *= 2;
+	return size;
 }

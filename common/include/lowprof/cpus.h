@@ -45,10 +45,11 @@ uint64_t lp_roundup_pow2(uint64_t v);
 uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_record);
 
 /*
- * The size of each of n rings (--symbolizers) sharing a budget of total
- * bytes (lp_shm_ring_size's): total / n rounded down to a power of two,
- * not below LP_SHM_RING_MIN.
+ * The data size of each of n rings (--symbolizers, the collector's
+ * --shards) sharing a budget of total bytes (lp_shm_ring_size's): a power
+ * of two, at most total / n (and LP_RING_MAX_DATA), at least min (a power
+ * of two: what holds the largest record twice); total itself when n <= 1.
  */
-uint64_t lp_shm_ring_share(uint64_t total, uint32_t n);
+uint64_t lp_shm_ring_share(uint64_t total, uint32_t n, uint64_t min);
 
 #endif /* LOWPROF_CPUS_H */
