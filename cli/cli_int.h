@@ -72,6 +72,8 @@ struct cli_restart {
 	char **argv;
 	const int *fds;
 	int nfds;
+	/* a symbolizer's: the collector is asked to send its ring what a new one needs (SIGUSR1) */
+	bool resend;
 	int left;     /* restarts still allowed */
 	int restarts; /* done */
 	/* before a restart (may be NULL): updates argv; false: do not restart */
@@ -80,15 +82,27 @@ struct cli_restart {
 };
 
 /*
- * Waits for kids[0] (the collector; may be done already) and kids[1] (the
- * symbolizer), relaying the symbolizer's output; signals from sfd stop
- * them in turn. ring (may be NULL) is closed if the collector dies. With
- * restart (may be NULL), a symbolizer that dies is started again; with
- * coll (may be NULL, lowprof run), a collector that dies is started again
- * on the same ring, where the symbolizer goes on reading.
+ * What cli_supervise watches: kids[0], the collector (may be done already:
+ * none), and kids[1..nsymb], the symbolizers (shard k is kids[1 + k]).
+ * rings (may be NULL): closed if the collector dies. restart (NULL, or
+ * one per symbolizer): a symbolizer that dies is started again on its
+ * ring. coll_restart (may be NULL, lowprof run): a collector that dies is
+ * started again on the same rings, where the symbolizers go on reading.
  */
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring, struct cli_restart *coll,
-		   struct cli_restart *restart);
+struct cli_supervision {
+	struct cli_child *kids;
+	uint32_t nsymb;
+	struct lp_ring **rings;
+	struct cli_restart *restart;
+	struct cli_restart *coll_restart;
+};
+
+/*
+ * Until the collector and every symbolizer are done, relaying the
+ * symbolizers' output; signals from sfd stop them in turn (the collector,
+ * then all, then SIGKILL).
+ */
+void cli_supervise(struct cli_supervision *sv, int sfd);
 /* Makes the cache's directory usable by user; 0 or -errno (warned). */
 int cli_prepare_cache_dir(const char *cache_path, const char *user);
 /* lowprof run's spool directory (record.c): 0, or -1 after saying why. */
@@ -100,13 +114,17 @@ int cli_prepare_spool_dir(const char *dir, const char *user);
 #define CLI_WIN_KINDS LP_SPOOL_KINDS
 extern const char *const *const cli_win_kinds;
 
-/* One window file: KIND-YYYYmmddTHHMMSSZ-SEQ.pb.gz (symbolizer/spool.c). */
+/*
+ * One window file: KIND-YYYYmmddTHHMMSSZ-SEQ.pb.gz, or SEQ.sKofN.pb.gz for
+ * shard K of N (symbolizer/spool.c, lowprof/spoolname.h).
+ */
 struct cli_win_file {
 	char name[64];
-	int kind;	 /* index into cli_win_kinds */
-	uint64_t seq;	 /* the window's number */
-	int64_t start_s; /* its start from the name: seconds since the epoch */
-	uint64_t size;	 /* bytes (cli_win_scan) */
+	int kind;		 /* index into cli_win_kinds */
+	uint64_t seq;		 /* the window's number */
+	int64_t start_s;	 /* its start from the name: seconds since the epoch */
+	uint64_t size;		 /* bytes (cli_win_scan) */
+	uint32_t shard, nshards; /* nshards 1: no shard's */
 };
 
 /* What to add to an error opening a spool: for EACCES, whose it is. */
@@ -120,8 +138,8 @@ int cli_win_parse_name(const char *name, struct cli_win_file *f);
 
 /*
  * The window files in directory dirfd (regular, named as windows, not
- * starting with '.'), sorted by kind, then number: 0 with *out (free it)
- * and *n, or a negative errno.
+ * starting with '.'), sorted by kind, then number, then shard (none
+ * first): 0 with *out (free it) and *n, or a negative errno.
  */
 int cli_win_scan(int dirfd, struct cli_win_file **out, size_t *n);
 

@@ -9,6 +9,7 @@
 #include "lowprof/log.h"
 #include "cli_int.h"
 #include "lowprof/parse.h"
+#include "lowprof/shard.h"
 #include "lowprof/user.h"
 #include "record.h"
 
@@ -106,6 +107,11 @@ static const char record_usage[] =
 	"      --include-self      profile lowprof's own processes too (this command,\n"
 	"                          the collector, the symbolizer and what they start):\n"
 	"                          by default they are left out in BPF, never sampled\n"
+	"      --symbolizers N     N symbolizer processes (1 to 16, default 1), each\n"
+	"                          with a ring of its own and the samples of its share\n"
+	"                          of the processes (by pid); the outputs are merged\n"
+	"                          and are those of one symbolizer; for hosts where\n"
+	"                          one cannot keep up (many CPUs, many cold binaries)"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -114,6 +120,7 @@ static const char record_usage[] =
 
 static const char run_usage[] =
 	"Usage: lowprof run [--window SECONDS] [--spool DIR] [--spool-bytes SIZE] [-F HZ]\n"
+	"                   [--capture-dir DIR [--capture-bytes SIZE]]\n"
 	"                   [-p PID]... [--cgroup PATH]... [--off-cpu ...] [-d SECONDS] ...\n"
 	"\n"
 	"Profiles continuously until SIGTERM / Ctrl-C (or for -d SECONDS), as\n"
@@ -135,7 +142,7 @@ static const char run_usage[] =
 	"\n"
 	"Options (and record's -F, -p, --cgroup, -u, --stack-bytes, --cache,\n"
 	"--cache-size, --no-cache, --debug-dir, --off-cpu and --off-cpu-*,\n"
-	"--include-self (the exporter is lowprof's own too), -v):\n"
+	"--include-self (the exporter is lowprof's own too), --symbolizers, -v):\n"
 	"      --window SECONDS    the windows' length (default 10; 1 to 3600)\n"
 	"      --spool DIR         where windows go (default " LP_RUN_DEFAULT_SPOOL "),\n"
 	"                          made if missing: the symbolizer user's, 0700\n"
@@ -144,6 +151,12 @@ static const char run_usage[] =
 	"                          past SIZE of heap the tables of the binaries used\n"
 	"                          least recently are dropped, to load again from the\n"
 	"                          cache when needed (default 256M, at least 16M)\n"
+	"      --capture-dir DIR   the collector also writes a capture file per window\n"
+	"                          there, DIR/capture-TIME-SEQ.lpcap, each replayable\n"
+	"                          alone ('lowprof replay FILE -o OUT'), renamed from a\n"
+	"                          hidden .tmp name when complete; made 0700 if missing,\n"
+	"                          root's (see lowprof-collector --help)\n"
+	"      --capture-bytes SIZE  its budget (default 1G): the oldest files go first\n"
 	"  -d, --duration SECONDS  stop after SECONDS (default: until SIGTERM)\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -181,6 +194,9 @@ enum {
 	OPT_MEM_BUDGET,
 	OPT_EXPORT, /* lowprof run's options passed to lowprof-exporter */
 	OPT_INCLUDE_SELF,
+	OPT_SYMBOLIZERS,
+	OPT_CAPTURE_DIR, /* lowprof run's */
+	OPT_CAPTURE_BYTES,
 };
 
 /* the options record and run share: sampling, the symbolizer's, off-CPU */
@@ -202,6 +218,7 @@ enum {
 	{"off-cpu-mode", required_argument, NULL, OPT_OFF_CPU_MODE}, \
 	{"off-cpu-period-us", required_argument, NULL, OPT_OFF_CPU_PERIOD_US}, \
 	{"include-self", no_argument, NULL, OPT_INCLUDE_SELF}, \
+	{"symbolizers", required_argument, NULL, OPT_SYMBOLIZERS}, \
 	{"verbose", no_argument, NULL, 'v'}, \
 	{"help", no_argument, NULL, 'h'}
 // clang-format on
@@ -223,6 +240,8 @@ static const struct option run_longopts[] = {
 	{"window", required_argument, NULL, OPT_WINDOW},
 	{"spool-bytes", required_argument, NULL, OPT_SPOOL_BYTES},
 	{"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
+	{"capture-dir", required_argument, NULL, OPT_CAPTURE_DIR},
+	{"capture-bytes", required_argument, NULL, OPT_CAPTURE_BYTES},
 	{"pyroscope", required_argument, NULL, OPT_EXPORT},
 	{"otlp", required_argument, NULL, OPT_EXPORT},
 	{"pyroscope-headers", required_argument, NULL, OPT_EXPORT},
@@ -397,6 +416,16 @@ static int record_output_opt(int key, const char *arg, struct record_args *a)
 		}
 		a->o.spool_bytes = arg;
 		break;
+	case OPT_CAPTURE_DIR:
+		a->o.capture_dir = arg;
+		break;
+	case OPT_CAPTURE_BYTES:
+		if (lp_parse_size(arg, &bytes) || bytes < 1024) {
+			lp_err("--capture-bytes %s: give a size of at least 1K", arg);
+			return 2;
+		}
+		a->o.capture_bytes = arg;
+		break;
 	case OPT_MEM_BUDGET:
 		if (lp_parse_size(arg, &bytes) || bytes < (16u << 20)) {
 			lp_err("--mem-budget %s: give a size of at least 16M", arg);
@@ -465,6 +494,13 @@ static int record_opt(int key, const char *arg, struct record_args *a)
 		}
 		o->stack_bytes = (uint32_t)v;
 		break;
+	case OPT_SYMBOLIZERS:
+		if (lp_parse_uint(arg, LP_MAX_SHARDS, &v) || v == 0) {
+			lp_err("--symbolizers %s: give a number from 1 to %d", arg, LP_MAX_SHARDS);
+			return 2;
+		}
+		o->nsymb = (uint32_t)v;
+		break;
 	case 'v':
 		o->verbose = true;
 		lp_log_init("lowprof", LP_LOG_DEBUG);
@@ -486,6 +522,10 @@ static int record_check_args(struct record_args *a)
 	o->debug_dirs = a->ndebug ? a->debug_dirs : NULL;
 	if ((o->no_symbolize || o->capture_compress) && !o->capture_path) {
 		lp_err("--no-symbolize and --capture-compress need --capture FILE");
+		return 2;
+	}
+	if (o->capture_bytes && !o->capture_dir) {
+		lp_err("--capture-bytes needs --capture-dir DIR");
 		return 2;
 	}
 	for (int i = 0; i < 4; i++) {

@@ -146,8 +146,17 @@ static int add_dir(struct merge_opts *o, const char *dir)
 		first++;
 	for (last = first; last < n && v[last].kind == o->kind; last++)
 		;
-	if (o->last && last - first > o->last)
-		first = last - o->last;
+	/* the last N numbers: a number's shard files are one window */
+	if (o->last) {
+		size_t i = last;
+		uint64_t nums = 0;
+
+		while (i > first && (nums < o->last || v[i - 1].seq == v[i].seq)) {
+			nums += i == last || v[i - 1].seq != v[i].seq;
+			i--;
+		}
+		first = i;
+	}
 	for (size_t i = first; i < last && !err; i++) {
 		char *path = NULL;
 

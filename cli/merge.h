@@ -31,6 +31,14 @@ struct cli_merge;
 struct cli_merge *cli_merge__new(void);
 
 /*
+ * Before any add: the inputs are the shards of one run (lowprof/shard.h),
+ * merged into the profile one symbolizer would have written: the title is
+ * the one the shards carry in a comment (which is taken out), and no
+ * "lowprof merge:" line is added.
+ */
+void cli_merge__set_shards(struct cli_merge *m);
+
+/*
  * Folds p in; name (its file) is for messages. p is not kept. Returns 0,
  * -EINVAL when its sample types are not those of the first profile, or
  * -ENOMEM / -E2BIG; either said with name. After an error m is only good

@@ -18,6 +18,8 @@
 #include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
+#include "lowprof/shard.h"
+#include "lowprof/spoolname.h"
 #include "merge.h"
 
 /* at most this many distinct comment lines (other than counters) are kept */
@@ -72,10 +74,14 @@ struct cli_merge {
 	size_t nother, dropped;
 	struct cli_counts *counts;
 	size_t ncounts, counts_cap;
-	uint64_t *seqs;
+	struct mg_seq *seqs;
 	size_t nseqs, seqs_cap;
+	uint32_t shard, nshards; /* of the input being added, from its name */
 	char **out_comments;
-	char title[128];
+	char title[600];
+	/* cli_merge__set_shards: the shards of one run, merged as its profile */
+	bool shards;
+	bool have_title;
 };
 
 /* ---- the index ------------------------------------------------------------ */
@@ -405,6 +411,12 @@ static int64_t window_seq(const char *c)
 	return (int64_t)v;
 }
 
+/* A "lowprof window N" line's number, and the shard of its file. */
+struct mg_seq {
+	uint64_t seq;
+	uint32_t shard, nshards; /* nshards 1: no shard's */
+};
+
 static int merge_comment(struct cli_merge *m, const char *c)
 {
 	int64_t seq = window_seq(c);
@@ -413,10 +425,17 @@ static int merge_comment(struct cli_merge *m, const char *c)
 	size_t i;
 	int err;
 
+	if (m->shards && !strncmp(c, LP_SHARD_TITLE, sizeof(LP_SHARD_TITLE) - 1)) {
+		if (!m->have_title)
+			snprintf(m->title, sizeof(m->title), "%s", c + sizeof(LP_SHARD_TITLE) - 1);
+		m->have_title = true;
+		return 0;
+	}
+
 	if (seq >= 0) {
 		err = room(&m->seqs, &m->seqs_cap, m->nseqs, sizeof(*m->seqs));
 		if (!err)
-			m->seqs[m->nseqs++] = (uint64_t)seq;
+			m->seqs[m->nseqs++] = (struct mg_seq){(uint64_t)seq, m->shard, m->nshards};
 		return err;
 	}
 	if (!cli_counts_parse(c, &k)) {
@@ -527,8 +546,18 @@ static int merge_room(struct cli_merge *m, const struct lpw_profile *p, size_t *
 int cli_merge__add(struct cli_merge *m, const struct lpw_profile *p, const char *name)
 {
 	struct lpw_line *lines = NULL;
+	const char *base = strrchr(name, '/');
+	struct lp_spool_name sn;
 	size_t maxlines;
 	int err = merge_header(m, p, name);
+
+	/* a shard's window (by its file's name): its number is one window with its siblings' */
+	m->shard = 0;
+	m->nshards = 1;
+	if (!lp_spool_parse(base ? base + 1 : name, &sn)) {
+		m->shard = sn.shard;
+		m->nshards = sn.nshards;
+	}
 
 	if (!err)
 		err = merge_room(m, p, &maxlines);
@@ -552,40 +581,83 @@ int cli_merge__add(struct cli_merge *m, const struct lpw_profile *p, const char 
 
 /* ---- the merged profile --------------------------------------------------- */
 
-static int cmp_u64(const void *a, const void *b)
+static int cmp_seq(const void *a, const void *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	const struct mg_seq *x = a, *y = b;
 
-	return x < y ? -1 : x > y;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	if (x->nshards != y->nshards)
+		return x->nshards < y->nshards ? -1 : 1;
+	return x->shard < y->shard ? -1 : x->shard > y->shard;
+}
+
+/*
+ * Over m->seqs (sorted): *nums distinct numbers, *files distinct (number,
+ * shard), *lacking numbers a shard's file is missing for (some shard of
+ * its run has one); whether any is a shard's.
+ */
+static bool count_seqs(const struct cli_merge *m, size_t *nums, size_t *files, size_t *lacking)
+{
+	bool shards = false;
+
+	*nums = *files = *lacking = 0;
+	for (size_t i = 0; i < m->nseqs; i++) {
+		const struct mg_seq *e = &m->seqs[i], *prev = i ? &m->seqs[i - 1] : NULL;
+		size_t have = 0, q;
+
+		*nums += !prev || prev->seq != e->seq;
+		*files += !prev || cmp_seq(prev, e);
+		shards |= e->nshards > 1;
+		/* at the first entry of a number and run split in nshards: its shards there */
+		if (e->nshards <= 1 || (prev && prev->seq == e->seq && prev->nshards == e->nshards))
+			continue;
+		for (q = i;
+		     q < m->nseqs && m->seqs[q].seq == e->seq && m->seqs[q].nshards == e->nshards;
+		     q++)
+			have += q == i || m->seqs[q].shard != m->seqs[q - 1].shard;
+		*lacking += have < e->nshards;
+	}
+	return shards;
 }
 
 /* "lowprof merge: N windows, SEQ a..b, missing: c..d, e" into a new string */
 static char *merge_line(struct cli_merge *m)
 {
 	char *buf = NULL;
-	size_t len = 0, gaps = 0, n = 0;
+	size_t len = 0, gaps = 0, n = 0, files, lacking;
 	FILE *f = open_memstream(&buf, &len);
+	bool sharded; /* some inputs are shards' windows */
 
 	if (!f)
 		return NULL;
 	if (m->nseqs) /* m->seqs is NULL without windows: qsort's base must not be */
-		qsort(m->seqs, m->nseqs, sizeof(*m->seqs), cmp_u64);
-	for (size_t i = 0; i < m->nseqs; i++)
-		n += !i || m->seqs[i] != m->seqs[i - 1];
+		qsort(m->seqs, m->nseqs, sizeof(*m->seqs), cmp_seq);
+	sharded = count_seqs(m, &n, &files, &lacking);
 	if (!m->nseqs)
 		fprintf(f, "lowprof merge: %zu profile%s", m->ninputs, m->ninputs == 1 ? "" : "s");
-	else
+	else if (!sharded)
 		fprintf(f, "lowprof merge: %zu window%s, SEQ %" PRIu64 "..%" PRIu64, m->nseqs,
-			m->nseqs == 1 ? "" : "s", m->seqs[0], m->seqs[m->nseqs - 1]);
-	if (n < m->nseqs)
+			m->nseqs == 1 ? "" : "s", m->seqs[0].seq, m->seqs[m->nseqs - 1].seq);
+	else
+		/* a number's shard files are one window */
+		fprintf(f,
+			"lowprof merge: %zu window%s in %zu shard files, SEQ %" PRIu64 "..%" PRIu64,
+			n, n == 1 ? "" : "s", m->nseqs, m->seqs[0].seq, m->seqs[m->nseqs - 1].seq);
+	if (!sharded && n < m->nseqs)
 		fprintf(f, " (%zu numbers repeated: several runs?)", m->nseqs - n);
+	if (sharded && files < m->nseqs)
+		fprintf(f, " (%zu files repeated: several runs?)", m->nseqs - files);
+	if (lacking)
+		fprintf(f, " (%zu number%s a shard's file)", lacking,
+			lacking == 1 ? " lacks" : "s lack");
 	if (m->nseqs && m->ninputs > m->nseqs)
 		fprintf(f, " and %zu profile%s without a number", m->ninputs - m->nseqs,
 			m->ninputs - m->nseqs == 1 ? "" : "s");
 	for (size_t i = 1; i < m->nseqs; i++) {
-		uint64_t a = m->seqs[i - 1] + 1, b = m->seqs[i] - 1;
+		uint64_t a = m->seqs[i - 1].seq + 1, b = m->seqs[i].seq - 1;
 
-		if (m->seqs[i] <= a)
+		if (m->seqs[i].seq <= a)
 			continue;
 		if (gaps++ == MG_MAX_GAPS) {
 			fprintf(f, ", ...");
@@ -639,12 +711,19 @@ static int merge_finish(struct cli_merge *m)
 		if (!(m->out_comments[m->p.ncomments++] = strdup(line)))
 			return -ENOMEM;
 	}
+	m->p.title = m->title;
+	if (m->shards) {
+		/* one run's profile: as one symbolizer writes it, no merge line */
+		if (!m->have_title)
+			snprintf(m->title, sizeof(m->title), "lowprof %s",
+				 m->p.value_types[1].type);
+		return 0;
+	}
 	if (!(m->out_comments[m->p.ncomments++] = merge_line(m)))
 		return -ENOMEM;
 	snprintf(m->title, sizeof(m->title), "lowprof %s: %zu profiles from %s, %.0f s",
 		 m->p.value_types[1].type, m->ninputs,
 		 cli_fmt_utc(when, sizeof(when), m->p.time_nanos), m->p.duration_nanos / 1e9);
-	m->p.title = m->title;
 	return 0;
 }
 
@@ -657,6 +736,11 @@ struct cli_merge *cli_merge__new(void)
 		m->seed = lp_mix64((uint64_t)time(NULL) ^ (uint64_t)getpid() << 32 ^
 				   (uint64_t)(uintptr_t)m);
 	return m;
+}
+
+void cli_merge__set_shards(struct cli_merge *m)
+{
+	m->shards = true;
 }
 
 const struct lpw_profile *cli_merge__profile(struct cli_merge *m)

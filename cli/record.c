@@ -44,6 +44,7 @@
 #include "lowprof/user.h"
 #include "cli_int.h"
 #include "record.h"
+#include "shards.h"
 
 #define RING_FD 3
 
@@ -332,7 +333,7 @@ void cli_signal_kids(struct cli_child *kids, int n, int sig)
 
 /* Arguments of the two children. */
 static void symbolizer_argv(const struct lp_record_opts *o, char *path, const char *sock,
-			    char **argv)
+			    const char *shard, char **argv)
 {
 	int n = 0;
 
@@ -362,6 +363,11 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, const ch
 			argv[n++] = "--mem-budget";
 			argv[n++] = (char *)o->mem_budget;
 		}
+	} else if (shard) {
+		/* one of --symbolizers: its profiles and summary, for us to merge */
+		argv[n++] = "--shard";
+		argv[n++] = (char *)shard;
+		argv[n++] = "--partial-fds=6,7,8";
 	} else {
 		argv[n++] = o->off_cpu ? "--output-fds=6,7,8,9,10,11" : "--output-fds=6,7,8";
 	}
@@ -397,6 +403,8 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
 			   char **argv, char *freq, char *dur, char *stack, char *self,
 			   char (*pidbuf)[16])
 {
+	static char rings[LP_MAX_SHARDS][2][32], nshards[16], capfd[32];
+	uint32_t nsymb = o->nsymb > 1 ? o->nsymb : 1;
 	int n = 0;
 
 	argv[n++] = path;
@@ -406,18 +414,44 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
 		argv[n++] = (char *)sock;
 		argv[n++] = "--ring-owner";
 		argv[n++] = (char *)o->user;
+		if (nsymb > 1) {
+			snprintf(nshards, sizeof(nshards), "%u", nsymb);
+			argv[n++] = "--shards";
+			argv[n++] = nshards;
+		}
 	} else if (!o->no_symbolize) {
-		/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
-		argv[n++] = "--ring-fd=3,4";
-		argv[n++] = "--files-fd=5";
+		/* inherited: shard k's ring as fds 3k+3 and 3k+4, its file channel 3k+5 */
+		for (uint32_t k = 0; k < nsymb; k++) {
+			snprintf(rings[k][0], sizeof(rings[k][0]), "--ring-fd=%u,%u", 3 * k + 3,
+				 3 * k + 4);
+			snprintf(rings[k][1], sizeof(rings[k][1]), "--files-fd=%u", 3 * k + 5);
+			argv[n++] = rings[k][0];
+			argv[n++] = rings[k][1];
+		}
 		argv[n++] = "--ring-owner";
 		argv[n++] = (char *)o->user;
 	}
+	/* then the capture file */
+	snprintf(capfd, sizeof(capfd), "--capture-fd=%u", o->no_symbolize ? 3 : 3 * nsymb + 3);
 	if (o->capture_path)
-		argv[n++] = o->no_symbolize ? "--capture-fd=3" : "--capture-fd=6";
+		argv[n++] = capfd;
 	if (o->capture_compress) {
 		argv[n++] = "--capture-compress";
 		argv[n++] = (char *)o->capture_compress;
+	}
+	if (o->capture_dir) {
+		static char rotate[16];
+
+		/* lowprof run: a capture per window, on the symbolizer's boundaries */
+		snprintf(rotate, sizeof(rotate), "%u", o->window_s ? o->window_s : 10);
+		argv[n++] = "--capture-dir";
+		argv[n++] = (char *)o->capture_dir;
+		argv[n++] = "--capture-rotate";
+		argv[n++] = rotate;
+		if (o->capture_bytes) {
+			argv[n++] = "--capture-bytes";
+			argv[n++] = (char *)o->capture_bytes;
+		}
 	}
 	argv[n++] = "-F";
 	argv[n++] = freq;
@@ -505,14 +539,19 @@ static bool restart_collector(struct cli_child *kids, struct cli_restart *r)
 	return true;
 }
 
-static bool restart_symbolizer(struct cli_child *kids, struct cli_restart *r)
+/*
+ * kids[1 + k], shard k's symbolizer, died: started again on its ring, and
+ * the collector asked to send that ring what a new symbolizer needs
+ * (SIGUSR1 with k + 1 as its value; the other shards read on).
+ */
+static bool restart_symbolizer(struct cli_child *kids, uint32_t k, struct cli_restart *r)
 {
-	struct cli_child *symb = &kids[1];
+	struct cli_child *symb = &kids[1 + k];
 	char desc[64];
 
 	if (!r || r->left <= 0 || mono_ns() - symb->start_ns < 1000000000ull)
 		return false;
-	lp_warn("lowprof-symbolizer died (%s); starting it again (%d restarts left)",
+	lp_warn("%s died (%s); starting it again (%d restarts left)", symb->name,
 		cli_exit_desc(symb->status, desc, sizeof(desc)), r->left - 1);
 	for (int i = 0; i < 2; i++) {
 		if (symb->out[i] >= 0) {
@@ -531,66 +570,93 @@ static bool restart_symbolizer(struct cli_child *kids, struct cli_restart *r)
 	}
 	r->left--;
 	r->restarts++;
-	cli_signal_kids(kids, 1, SIGUSR1);
+	/* lowprof run's collector sends it when the new one takes the ring on its socket */
+	if (r->resend && kids[0].pid > 0 && !kids[0].done)
+		sigqueue(kids[0].pid, SIGUSR1, (union sigval){.sival_int = (int)k + 1});
 	return true;
 }
 
-void cli_supervise(struct cli_child *kids, int sfd, struct lp_ring *ring,
-		   struct cli_restart *coll_r, struct cli_restart *restart)
+/* Whether every symbolizer is done and its output relayed. */
+static bool symbs_over(const struct cli_child *symb, uint32_t n)
 {
-	struct cli_child *coll = &kids[0], *symb = &kids[1];
+	for (uint32_t k = 0; k < n; k++)
+		if (!symb[k].done || symb[k].out[0] >= 0 || symb[k].out[1] >= 0)
+			return false;
+	return true;
+}
+
+/* The signals of sfd: the first stops the collector, the second all, the third kills. */
+static void on_signals(struct cli_supervision *sv, int sfd, int *nsignals)
+{
+	struct cli_child *coll = &sv->kids[0];
+	struct signalfd_siginfo si;
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;
+		(*nsignals)++;
+		if (*nsignals == 1 && coll->done)
+			(*nsignals)++; /* nothing to stop first: the symbolizers' turn */
+		if (*nsignals == 1) {
+			lp_info("stopping; writing what was collected (Ctrl-C again to stop "
+				"sooner)");
+			cli_signal_kids(coll, 1, SIGTERM);
+		} else {
+			cli_signal_kids(sv->kids, 1 + (int)sv->nsymb,
+					*nsignals == 2 ? SIGTERM : SIGKILL);
+		}
+	}
+}
+
+void cli_supervise(struct cli_supervision *sv, int sfd)
+{
+	struct cli_child *coll = &sv->kids[0], *symb = &sv->kids[1];
+	uint32_t n = sv->nsymb;
 	int nsignals = 0;
 
-	while (!coll->done || !symb->done || symb->out[0] >= 0 || symb->out[1] >= 0) {
-		struct pollfd pfd[3] = {
-			{sfd, POLLIN, 0}, {symb->out[0], POLLIN, 0}, {symb->out[1], POLLIN, 0}};
-		struct signalfd_siginfo si;
-		bool coll_was_done = coll->done, symb_was_done = symb->done;
+	while (!coll->done || !symbs_over(symb, n)) {
+		struct pollfd pfd[1 + 2 * LP_MAX_SHARDS];
+		bool coll_was_done = coll->done, symb_was_done[LP_MAX_SHARDS], any_up = false;
 
-		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+		pfd[0] = (struct pollfd){sfd, POLLIN, 0};
+		for (uint32_t k = 0; k < n; k++) {
+			pfd[1 + 2 * k] = (struct pollfd){symb[k].out[0], POLLIN, 0};
+			pfd[2 + 2 * k] = (struct pollfd){symb[k].out[1], POLLIN, 0};
+			symb_was_done[k] = symb[k].done;
+		}
+		if (poll(pfd, 1 + 2 * n, -1) < 0 && errno != EINTR)
 			break;
-		for (int i = 0; i < 2; i++) {
-			if (pfd[1 + i].revents &&
-			    !cli_relay(symb->out[i], i ? STDERR_FILENO : STDOUT_FILENO)) {
-				close(symb->out[i]);
-				symb->out[i] = -1;
-			}
-		}
-		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-			if (si.ssi_signo == SIGCHLD)
-				continue;
-			nsignals++;
-			if (nsignals == 1 && coll->done)
-				nsignals++; /* nothing to stop first: the symbolizer's turn */
-			if (nsignals == 1) {
-				lp_info("stopping; writing what was collected (Ctrl-C again to "
-					"stop "
-					"sooner)");
-				cli_signal_kids(coll, 1, SIGTERM);
-			} else if (nsignals == 2) {
-				cli_signal_kids(kids, 2, SIGTERM);
-			} else {
-				cli_signal_kids(kids, 2, SIGKILL);
-			}
-		}
-		cli_reap(kids, 2);
-		if (coll->done && !coll_was_done && !cli_child_ok(coll) && ring) {
-			/* it never wrote its end: let the symbolizer finish */
-			lp_ring__close(ring);
-		}
+		for (uint32_t k = 0; k < n; k++)
+			for (int i = 0; i < 2; i++)
+				if (pfd[1 + 2 * k + i].revents &&
+				    !cli_relay(symb[k].out[i], i ? STDERR_FILENO : STDOUT_FILENO)) {
+					close(symb[k].out[i]);
+					symb[k].out[i] = -1;
+				}
+		on_signals(sv, sfd, &nsignals);
+		cli_reap(sv->kids, 1 + (int)n);
+		if (coll->done && !coll_was_done && !cli_child_ok(coll))
+			/* it never wrote its end: let the symbolizers finish */
+			for (uint32_t k = 0; k < n && sv->rings; k++)
+				lp_ring__close(sv->rings[k]);
+		for (uint32_t k = 0; k < n; k++)
+			any_up |= !symb[k].done;
 		/*
-		 * lowprof run: the symbolizer waits for the next collector on
+		 * lowprof run: the symbolizers wait for the next collector on
 		 * the socket. One that died is started again; after the last
-		 * one, the symbolizer writes its last window and ends.
+		 * one, the symbolizers write their last windows and end.
 		 */
-		if (coll_r && coll->done && !coll_was_done && !symb->done &&
-		    (nsignals || cli_child_ok(coll) || !restart_collector(kids, coll_r)))
-			cli_signal_kids(symb, 1, SIGTERM);
-		if (symb->done && !symb_was_done && !coll->done &&
-		    (nsignals || cli_child_ok(symb) || !restart_symbolizer(kids, restart))) {
-			/* nobody reads the ring any more: stop collecting */
-			cli_signal_kids(coll, 1, SIGTERM);
-		}
+		if (sv->coll_restart && coll->done && !coll_was_done && any_up &&
+		    (nsignals || cli_child_ok(coll) ||
+		     !restart_collector(sv->kids, sv->coll_restart)))
+			cli_signal_kids(symb, (int)n, SIGTERM);
+		for (uint32_t k = 0; k < n; k++)
+			if (symb[k].done && !symb_was_done[k] && !coll->done &&
+			    (nsignals || cli_child_ok(&symb[k]) ||
+			     !restart_symbolizer(sv->kids, k,
+						 sv->restart ? &sv->restart[k] : NULL)))
+				/* nobody reads its ring any more: stop collecting */
+				cli_signal_kids(coll, 1, SIGTERM);
 	}
 }
 
@@ -760,6 +826,20 @@ int cli_parse_output_mode(const char *arg, mode_t *mode)
 }
 
 /* One recording, from set-up to tear-down. */
+/* One symbolizer's ring, file channel and command line (a shard's, with --symbolizers). */
+struct rec_shard {
+	/* the ring (data, consumer page), the symbolizer's read-only view of it, our mapping */
+	int ring_fds[2], reader_fd;
+	void *ring_mem;
+	size_t ring_size;
+	struct lp_ring *ring;
+	int files[2];	/* the file channel: the collector's end, the symbolizer's */
+	char shard[16]; /* "K/N" with --symbolizers */
+	/* its argv with --resumed and its fds, to start it again */
+	char *rargv[32 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	int sfds[3 + LP_RECORD_MAX_OUTPUTS];
+};
+
 struct rec {
 	struct lp_record_opts o; /* the caller's; cache_path NULL if the cache is unusable */
 	int nout; /* output files: 0 (--no-symbolize, lowprof run), 3, or 6 (--off-cpu) */
@@ -767,26 +847,24 @@ struct rec {
 	int out_dirfd;
 	int cap_fd, cap_dirfd; /* --capture, and the directory it was made in */
 	struct stat cap_st;
-	/* the ring (data, consumer page), the symbolizer's read-only view of it, our mapping */
-	int ring_fds[2], reader_fd;
-	void *ring_mem;
-	size_t ring_size;
-	struct lp_ring *ring;
-	int files[2]; /* the file channel: the collector's end, the symbolizer's */
-	int sfd;      /* signals, from when the children start (cli_signalfd) */
-	struct cli_child kids[2];
+	uint32_t nsymb; /* symbolizers (shards): 1, or --symbolizers */
+	struct rec_shard sh[LP_MAX_SHARDS];
+	struct lp_ring *rings[LP_MAX_SHARDS]; /* sh[k].ring, for cli_supervise */
+	/* --symbolizers with outputs: what each shard wrote, merged at the end */
+	struct cli_shards parts;
+	int sfd; /* signals, from when the children start (cli_signalfd) */
+	struct cli_child kids[1 + LP_MAX_SHARDS]; /* the collector, the symbolizers */
 	/* lowprof run with a destination: lowprof-exporter on the spool */
 	struct cli_child exporter;
 	char exp_path[PATH_MAX];
-	/* the symbolizer, and how to start it again (its argv with --resumed, its fds) */
+	/* the symbolizers, and how to start each again (rec_shard) */
 	char symb_path[PATH_MAX];
-	char *rargv[27 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
-	int sfds[3 + LP_RECORD_MAX_OUTPUTS];
-	struct cli_restart restart;
+	struct cli_restart restart[LP_MAX_SHARDS];
 	/* lowprof run: the collector's command line, fds and start, to start it again */
 	char coll_path[PATH_MAX], freq[16], dur[32], stack[16], self[16];
-	char *cargv[34 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS];
-	int cfds[4];
+	/* 6 more than record needs: run's --capture-dir, --capture-rotate, --capture-bytes */
+	char *cargv[42 + 2 * LP_RECORD_MAX_PIDS + 2 * LP_RECORD_MAX_CGROUPS + 2 * LP_MAX_SHARDS];
+	int cfds[1 + 3 * LP_MAX_SHARDS];
 	uint64_t start_ns;
 	struct cli_restart coll_restart;
 	/* lowprof run: the ring is the collector's, on a socket in a directory of our own */
@@ -801,15 +879,26 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 		.out_dirfd = -1,
 		.cap_fd = -1,
 		.cap_dirfd = -1,
-		.ring_fds = {-1, -1},
-		.reader_fd = -1,
-		.files = {-1, -1},
 		.sfd = -1,
-		.kids = {{.name = "lowprof-collector", .out = {-1, -1}},
-			 {.name = "lowprof-symbolizer", .out = {-1, -1}}},
 		.exporter = {.name = "lowprof-exporter", .out = {-1, -1}},
 	};
 	r->nout = o->no_symbolize || o->spool_dir ? 0 : o->off_cpu ? 6 : 3;
+	r->nsymb = o->nsymb > 1 ? o->nsymb : 1;
+	r->kids[0] = (struct cli_child){.name = "lowprof-collector", .out = {-1, -1}};
+	for (uint32_t k = 0; k < LP_MAX_SHARDS; k++) {
+		static char names[LP_MAX_SHARDS][48];
+
+		r->sh[k] = (struct rec_shard){
+			.ring_fds = {-1, -1}, .reader_fd = -1, .files = {-1, -1}};
+		snprintf(r->sh[k].shard, sizeof(r->sh[k].shard), "%u/%u", k, r->nsymb);
+		snprintf(names[k], sizeof(names[k]), "lowprof-symbolizer (shard %u of %u)", k,
+			 r->nsymb);
+		r->kids[1 + k] = (struct cli_child){
+			.name = r->nsymb > 1 ? names[k] : "lowprof-symbolizer", .out = {-1, -1}};
+	}
+	for (int k = 0; k < LP_MAX_SHARDS; k++)
+		for (int i = 0; i < CLI_SHARD_NFD; i++)
+			r->parts.fd[k][i] = -1;
 }
 
 /*
@@ -886,15 +975,11 @@ static int rec_make_socket_dir(struct rec *r)
 	return 0;
 }
 
-static int rec_make_ring(struct rec *r)
+/* Shard k's ring (size bytes) and file channel: 0, or -1 after saying why. */
+static int rec_make_shard_ring(struct rec_shard *sh, uint64_t size)
 {
-	uint32_t cpus[LP_MAX_CPUS];
-	int ncpus, err;
+	int err = lp_ring_create_memfds(size, sh->ring_fds);
 
-	ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
-	err = lp_ring_create_memfds(lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, r->o.freq_hz,
-						     LPS_SAMPLE_RECORD_MAX(r->o.stack_bytes)),
-				    r->ring_fds);
 	if (err) {
 		lp_err("ring: creating shared memory: %s", strerror(-err));
 		return -1;
@@ -903,21 +988,21 @@ static int rec_make_ring(struct rec *r)
 	 * our own view, to mark the stream closed if the collector dies; the
 	 * collector seals the ring against writes once it has mapped it too
 	 */
-	r->ring_mem = lp_ring_map_fds(r->ring_fds[LP_RING_FD_DATA], r->ring_fds[LP_RING_FD_CONS],
-				      true, &r->ring_size);
-	r->ring = r->ring_mem ? lp_ring__producer(r->ring_mem, r->ring_size) : NULL;
-	if (!r->ring) {
+	sh->ring_mem = lp_ring_map_fds(sh->ring_fds[LP_RING_FD_DATA], sh->ring_fds[LP_RING_FD_CONS],
+				       true, &sh->ring_size);
+	sh->ring = sh->ring_mem ? lp_ring__producer(sh->ring_mem, sh->ring_size) : NULL;
+	if (!sh->ring) {
 		lp_err("ring: mapping shared memory: %m");
 		return -1;
 	}
 	/* the symbolizer's: read-only, and it cannot open the object again (0600, root's) */
-	r->reader_fd = lp_ring_reader_fd(r->ring_fds[LP_RING_FD_DATA]);
-	if (r->reader_fd < 0) {
-		lp_err("ring: a read-only descriptor: %s", strerror(-r->reader_fd));
+	sh->reader_fd = lp_ring_reader_fd(sh->ring_fds[LP_RING_FD_DATA]);
+	if (sh->reader_fd < 0) {
+		lp_err("ring: a read-only descriptor: %s", strerror(-sh->reader_fd));
 		return -1;
 	}
 	/* the file channel; the symbolizer's end stays here too, for a restarted one */
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r->files)) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sh->files)) {
 		lp_err("file channel: %m");
 		return -1;
 	}
@@ -925,37 +1010,73 @@ static int rec_make_ring(struct rec *r)
 }
 
 /*
- * The symbolizer, before the collector: it is ready to drain when the
- * collector starts. With --no-symbolize there is none. 0 or -1 (said why).
+ * The rings, one per symbolizer, sharing one budget (lowprof/cpus.h), and
+ * with --symbolizers the memory files of the shards' outputs. 0, or -1
+ * after saying why.
+ */
+static int rec_make_ring(struct rec *r)
+{
+	uint32_t cpus[LP_MAX_CPUS];
+	int ncpus = lp_online_cpus(cpus, LP_MAX_CPUS);
+	uint64_t size = lp_shm_ring_size(ncpus > 0 ? (uint32_t)ncpus : 1, r->o.freq_hz,
+					 LPS_SAMPLE_RECORD_MAX(r->o.stack_bytes));
+
+	size = lp_shm_ring_share(size, r->nsymb);
+	for (uint32_t k = 0; k < r->nsymb; k++) {
+		if (rec_make_shard_ring(&r->sh[k], size))
+			return -1;
+		r->rings[k] = r->sh[k].ring;
+	}
+	if (r->nsymb > 1)
+		lp_info("%u symbolizers, each with a ring of %llu MiB", r->nsymb,
+			(unsigned long long)(size >> 20));
+	return r->nsymb > 1 && cli_shards__open(&r->parts, r->nsymb) ? -1 : 0;
+}
+
+/*
+ * The symbolizers, before the collector: they are ready to drain when the
+ * collector starts. With --no-symbolize there are none. 0 or -1 (said why).
  */
 static int rec_start_symbolizer(struct rec *r)
 {
-	char *sargv[26 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
-	int n = 0;
-
 	cli_sibling("lowprof-symbolizer", r->symb_path, sizeof(r->symb_path));
-	/* inherited: the ring read-only and its consumer page, the file channel, the outputs */
-	r->sfds[0] = r->reader_fd;
-	r->sfds[1] = r->ring_fds[LP_RING_FD_CONS];
-	r->sfds[2] = r->files[1];
-	memcpy(r->sfds + 3, r->fds, sizeof(r->fds));
-	r->restart = (struct cli_restart){.prog = r->symb_path,
-					  .argv = r->rargv,
-					  .fds = r->sfds,
-					  .nfds = r->o.spool_dir ? 0 : 3 + r->nout,
-					  .left = LP_RECORD_MAX_RESTARTS};
 	if (r->o.no_symbolize) {
 		r->kids[1].done = true; /* none: the collector alone */
 		return 0;
 	}
-	symbolizer_argv(&r->o, r->symb_path, r->sock_path, sargv);
-	while (sargv[n]) {
-		r->rargv[n] = sargv[n];
-		n++;
+	for (uint32_t k = 0; k < r->nsymb; k++) {
+		struct rec_shard *sh = &r->sh[k];
+		char *sargv[32 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+		int n = 0;
+
+		/* inherited: the ring read-only and its consumer page, the file channel, the outputs */
+		sh->sfds[0] = sh->reader_fd;
+		sh->sfds[1] = sh->ring_fds[LP_RING_FD_CONS];
+		sh->sfds[2] = sh->files[1];
+		if (r->nsymb > 1)
+			memcpy(sh->sfds + 3, r->parts.fd[k], sizeof(r->parts.fd[k]));
+		else
+			memcpy(sh->sfds + 3, r->fds, sizeof(r->fds));
+		r->restart[k] = (struct cli_restart){
+			.prog = r->symb_path,
+			.argv = sh->rargv,
+			.fds = sh->sfds,
+			.nfds = r->o.spool_dir ? 0 : 3 + (r->nsymb > 1 ? CLI_SHARD_NFD : r->nout),
+			.resend = !r->o.spool_dir,
+			.left = LP_RECORD_MAX_RESTARTS};
+		symbolizer_argv(&r->o, r->symb_path, r->sock_path,
+				r->nsymb > 1 && !r->o.spool_dir ? sh->shard : NULL, sargv);
+		while (sargv[n]) {
+			sh->rargv[n] = sargv[n];
+			n++;
+		}
+		sh->rargv[n++] = "--resumed";
+		sh->rargv[n] = NULL;
+		if (cli_spawn(&r->kids[1 + k], r->symb_path, sargv, sh->sfds, r->restart[k].nfds,
+			      true))
+			return -1;
 	}
-	r->rargv[n++] = "--resumed";
-	r->rargv[n] = NULL;
-	return cli_spawn(&r->kids[1], r->symb_path, sargv, r->sfds, r->restart.nfds, true);
+	return 0;
 }
 
 /*
@@ -983,11 +1104,17 @@ static void rec_start_collector(struct rec *r)
 	const struct lp_record_opts *o = &r->o;
 	int *cfds = r->cfds;
 
-	/* inherited: the ring as fds 3 and 4, the file channel 5, then the capture file */
-	cfds[0] = o->no_symbolize ? r->cap_fd : r->ring_fds[LP_RING_FD_DATA];
-	cfds[1] = r->ring_fds[LP_RING_FD_CONS];
-	cfds[2] = r->files[0];
-	cfds[3] = r->cap_fd;
+	uint32_t nc = 0;
+
+	/* inherited: each ring, its consumer page and file channel, then the capture file */
+	if (!o->no_symbolize && !o->spool_dir)
+		for (uint32_t k = 0; k < r->nsymb; k++) {
+			cfds[nc++] = r->sh[k].ring_fds[LP_RING_FD_DATA];
+			cfds[nc++] = r->sh[k].ring_fds[LP_RING_FD_CONS];
+			cfds[nc++] = r->sh[k].files[0];
+		}
+	if (r->cap_fd >= 0)
+		cfds[nc++] = r->cap_fd;
 	cli_sibling("lowprof-collector", r->coll_path, sizeof(r->coll_path));
 	collector_argv(o, r->coll_path, r->sock_path, r->cargv, r->freq, r->dur, r->stack, r->self,
 		       pidbuf);
@@ -1000,26 +1127,25 @@ static void rec_start_collector(struct rec *r)
 					       .left = LP_RECORD_MAX_RESTARTS,
 					       .prepare = rec_prepare_collector,
 					       .ctx = r};
-	if (cli_spawn(&r->kids[0], r->coll_path, r->cargv, cfds,
-		      o->spool_dir	? 0
-		      : o->no_symbolize ? 1
-					: 3 + (r->cap_fd >= 0),
+	if (cli_spawn(&r->kids[0], r->coll_path, r->cargv, cfds, o->spool_dir ? 0 : (int)nc,
 		      false)) {
 		/* the collector never ran: count it as failed */
 		r->kids[0].done = true;
 		r->kids[0].status = 1 << 8;
-		if (r->ring)
-			lp_ring__close(r->ring);
+		for (uint32_t k = 0; k < r->nsymb; k++)
+			if (r->sh[k].ring)
+				lp_ring__close(r->sh[k].ring);
 	}
 	if (r->cap_fd >= 0) {
 		close(r->cap_fd);
 		r->cap_fd = -1;
 	}
-	/* the collector's end: its hang-up is the collector's exit */
-	if (r->files[0] >= 0) {
-		close(r->files[0]);
-		r->files[0] = -1;
-	}
+	/* the collector's ends: their hang-up is the collector's exit */
+	for (uint32_t k = 0; k < r->nsymb; k++)
+		if (r->sh[k].files[0] >= 0) {
+			close(r->sh[k].files[0]);
+			r->sh[k].files[0] = -1;
+		}
 }
 
 /*
@@ -1104,32 +1230,54 @@ static void rec_stop_exporter(struct rec *r)
 /* Until both children are done, relaying the symbolizer's output (cli_supervise). */
 static void rec_wait(struct rec *r)
 {
-	/* the ring and the outputs stay open here: a restarted symbolizer gets them */
-	cli_supervise(r->kids, r->sfd, r->ring, r->o.spool_dir ? &r->coll_restart : NULL,
-		      r->o.no_symbolize ? NULL : &r->restart);
+	/* the rings and the outputs stay open here: a restarted symbolizer gets them */
+	struct cli_supervision sv = {
+		.kids = r->kids,
+		.nsymb = r->o.no_symbolize ? 1 : r->nsymb,
+		.rings = r->o.no_symbolize || r->o.spool_dir ? NULL : r->rings,
+		.restart = r->o.no_symbolize ? NULL : r->restart,
+		.coll_restart = r->o.spool_dir ? &r->coll_restart : NULL,
+	};
+	int restarts = 0;
+
+	cli_supervise(&sv, r->sfd);
+	for (uint32_t k = 0; k < r->nsymb; k++)
+		restarts += r->restart[k].restarts;
 	if (r->coll_restart.restarts)
 		lp_warn("the collector was started again (%d in all): the windows of those moments "
 			"lack what was not sampled (their comments say so)",
 			r->coll_restart.restarts);
-	if (r->restart.restarts)
+	if (restarts && r->nsymb > 1)
+		lp_warn("symbolizers were restarted %d times: the outputs of those shards cover "
+			"the run from their last start (their summaries say from when)",
+			restarts);
+	else if (restarts)
 		lp_warn("the symbolizer was restarted %d times: the outputs cover the run "
 			"from its last start (the summary says from when)",
-			r->restart.restarts);
+			restarts);
 }
 
 /* How the children ended, and where the results are: the exit code. */
 static int rec_summary(const struct rec *r)
 {
 	const struct lp_record_opts *o = &r->o;
-	const struct cli_child *coll = &r->kids[0], *symb = &r->kids[1];
+	const struct cli_child *coll = &r->kids[0];
+	bool symb_ok = true, offcpu = o->off_cpu;
 	char desc[64];
 
 	if (!cli_child_ok(coll))
 		lp_err("lowprof-collector failed (%s)",
 		       cli_exit_desc(coll->status, desc, sizeof(desc)));
-	if (!cli_child_ok(symb))
-		lp_err("lowprof-symbolizer failed (%s)",
-		       cli_exit_desc(symb->status, desc, sizeof(desc)));
+	for (uint32_t k = 0; k < (o->no_symbolize ? 1 : r->nsymb); k++)
+		if (!cli_child_ok(&r->kids[1 + k])) {
+			lp_err("%s failed (%s)", r->kids[1 + k].name,
+			       cli_exit_desc(r->kids[1 + k].status, desc, sizeof(desc)));
+			symb_ok = false;
+		}
+	/* --symbolizers: the outputs are the shards' profiles merged */
+	if (r->nsymb > 1 && r->nout &&
+	    cli_shards__finish(&r->parts, r->fds, o->off_cpu, false, &offcpu))
+		symb_ok = false;
 	if (r->exporter.pid > 0 && !cli_child_ok(&r->exporter))
 		lp_err("lowprof-exporter failed (%s): undelivered windows stay in %s",
 		       cli_exit_desc(r->exporter.status, desc, sizeof(desc)), o->spool_dir);
@@ -1139,13 +1287,16 @@ static int rec_summary(const struct rec *r)
 	else if (!o->no_symbolize)
 		printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0],
 		       cli_out_names[1], cli_out_names[2],
-		       o->off_cpu ? " offcpu.pb.gz offcpu.folded offcpu.html" : "");
+		       offcpu ? " offcpu.pb.gz offcpu.folded offcpu.html" : "");
 	if (o->capture_path && cli_child_ok(coll))
 		printf("%sCapture in %s: lowprof replay %s -o DIR; lowprof capture-info %s\n",
 		       o->no_symbolize ? "\n" : "", o->capture_path, o->capture_path,
 		       o->capture_path);
-	return cli_child_ok(coll) && cli_child_ok(symb) &&
-			       (r->exporter.pid <= 0 || cli_child_ok(&r->exporter))
+	if (o->capture_dir)
+		printf("Captures in %s/: lowprof replay %s/capture-TIME-SEQ.lpcap -o DIR, one per "
+		       "window\n",
+		       o->capture_dir, o->capture_dir);
+	return cli_child_ok(coll) && symb_ok && (r->exporter.pid <= 0 || cli_child_ok(&r->exporter))
 		       ? 0
 		       : 1;
 }
@@ -1157,11 +1308,12 @@ static int rec_summary(const struct rec *r)
  */
 static void rec_teardown(struct rec *r, int rc)
 {
-	if (r->kids[1].pid > 0 && !r->kids[1].done) {
-		cli_signal_kids(r->kids, 2, SIGKILL);
-		while (waitpid(r->kids[1].pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	for (uint32_t k = 0; k < r->nsymb; k++)
+		if (r->kids[1 + k].pid > 0 && !r->kids[1 + k].done) {
+			kill(r->kids[1 + k].pid, SIGKILL);
+			while (waitpid(r->kids[1 + k].pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
 	if (r->exporter.pid > 0 && !r->exporter.done) {
 		kill(r->exporter.pid, SIGKILL);
 		while (waitpid(r->exporter.pid, NULL, 0) < 0 && errno == EINTR)
@@ -1170,24 +1322,28 @@ static void rec_teardown(struct rec *r, int rc)
 	for (int i = 0; i < r->nout; i++)
 		if (r->fds[i] >= 0)
 			close(r->fds[i]);
-	for (int i = 0; i < 2; i++)
-		if (r->kids[1].out[i] >= 0)
-			close(r->kids[1].out[i]);
-	for (int i = 0; i < 2; i++) {
-		if (r->ring_fds[i] >= 0)
-			close(r->ring_fds[i]);
-		if (r->files[i] >= 0)
-			close(r->files[i]);
+	for (uint32_t k = 0; k < r->nsymb; k++) {
+		struct rec_shard *sh = &r->sh[k];
+
+		for (int i = 0; i < 2; i++) {
+			if (r->kids[1 + k].out[i] >= 0)
+				close(r->kids[1 + k].out[i]);
+			if (sh->ring_fds[i] >= 0)
+				close(sh->ring_fds[i]);
+			if (sh->files[i] >= 0)
+				close(sh->files[i]);
+		}
+		if (sh->reader_fd >= 0)
+			close(sh->reader_fd);
+		lp_ring__free(sh->ring);
+		if (sh->ring_mem)
+			munmap(sh->ring_mem, sh->ring_size);
 	}
-	if (r->reader_fd >= 0)
-		close(r->reader_fd);
+	cli_shards__close(&r->parts);
 	if (r->cap_fd >= 0)
 		close(r->cap_fd);
 	if (r->sfd >= 0)
 		close(r->sfd);
-	lp_ring__free(r->ring);
-	if (r->ring_mem)
-		munmap(r->ring_mem, r->ring_size);
 	if (r->sock_dir[0]) {
 		unlink(r->sock_path); /* the collector's, if it could not */
 		rmdir(r->sock_dir);

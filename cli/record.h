@@ -52,6 +52,19 @@ struct lp_record_opts {
 	 * spool before anything else, as --user.
 	 */
 	const char *const *exporter_args;
+	/*
+	 * --symbolizers N: N symbolizer processes, each on a ring of its own
+	 * with the samples of its processes (lowprof/shard.h); record merges
+	 * their profiles into the outputs. 0 or 1: one.
+	 */
+	uint32_t nsymb;
+	/*
+	 * lowprof run --capture-dir: the collector also writes a capture file
+	 * per window (its --capture-dir, rotated every window_s);
+	 * capture_bytes as given (checked), NULL: the collector's default.
+	 */
+	const char *capture_dir;
+	const char *capture_bytes;
 };
 
 #define LP_RECORD_MAX_OUTPUTS 6

@@ -26,6 +26,7 @@
 #include "lowprof/parse.h"
 #include "lowprof/user.h"
 #include "record.h"
+#include "shards.h"
 
 const char lp_replay_usage[] =
 	"Usage: lowprof replay FILE [-o DIR] [--debug-dir DIR]... [OPTIONS]\n"
@@ -55,6 +56,10 @@ const char lp_replay_usage[] =
 	"                          as root, else ~/.cache/lowprof/symbols.db)\n"
 	"      --cache-size SIZE   its size budget (default 512M)\n"
 	"      --no-cache          parse every binary, store nothing\n"
+	"  -j, --jobs N            N symbolizers in parallel (1 to 16, default 1), each\n"
+	"                          on its share of the processes (by pid); each reads\n"
+	"                          the whole file, their profiles are merged, and the\n"
+	"                          outputs are those of -j 1\n"
 	"  -u, --user USER         as root: the user the symbolizer runs as (default\n"
 	"                          " LP_USER_DEFAULT "; it must be able to read the binaries)\n"
 	"  -v, --verbose           more messages\n"
@@ -73,6 +78,7 @@ struct replay_opts {
 	const char *debug_dirs[LP_RECORD_MAX_DEBUG_DIRS + 1];
 	size_t ndebug;
 	mode_t output_mode;
+	uint32_t jobs; /* -j: symbolizers, each on its shard of the processes */
 };
 
 /*
@@ -101,13 +107,19 @@ static int open_capture(const char *file)
 	return fd;
 }
 
-static void symbolizer_argv(const struct replay_opts *o, char *path, char **argv)
+static void symbolizer_argv(const struct replay_opts *o, char *path, const char *shard, char **argv)
 {
 	int n = 0;
 
 	argv[n++] = path;
 	argv[n++] = "--capture-fd=3";
-	argv[n++] = "--output-fds=4,5,6,7,8,9";
+	if (shard) {
+		argv[n++] = "--shard";
+		argv[n++] = (char *)shard;
+		argv[n++] = "--partial-fds=4,5,6";
+	} else {
+		argv[n++] = "--output-fds=4,5,6,7,8,9";
+	}
 	argv[n++] = "--exit-with-parent";
 	if (geteuid() == 0) {
 		argv[n++] = "--user";
@@ -129,8 +141,8 @@ static void symbolizer_argv(const struct replay_opts *o, char *path, char **argv
 	}
 	if (o->verbose)
 		argv[n++] = "-v";
-	if (isatty(STDERR_FILENO))
-		argv[n++] = "--progress";
+	if (isatty(STDERR_FILENO) && (!shard || shard[0] == '0'))
+		argv[n++] = "--progress"; /* of one shard: they all read the whole file */
 	argv[n] = NULL;
 }
 
@@ -149,21 +161,78 @@ static bool drop_empty_offcpu(int dirfd)
 	return true;
 }
 
+/*
+ * The symbolizers: one with the outputs, or with -j N one per shard with
+ * its own descriptor of the capture and memory files for its partial
+ * outputs (shards.h). 0, or -1 (said why).
+ */
+static int start_symbolizers(struct replay_opts *o, const char *symb_path, struct cli_child *kids,
+			     const int out[6], struct cli_shards *parts)
+{
+	char *argv[28 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
+	static char shard[LP_MAX_SHARDS][16];
+
+	if (o->jobs <= 1) {
+		int fds[7];
+
+		fds[0] = open_capture(o->file);
+		if (fds[0] < 0)
+			return -1;
+		memcpy(fds + 1, out, 6 * sizeof(*out));
+		symbolizer_argv(o, (char *)symb_path, NULL, argv);
+		if (cli_spawn(&kids[1], symb_path, argv, fds, 7, true)) {
+			close(fds[0]);
+			return -1;
+		}
+		close(fds[0]);
+		return 0;
+	}
+	if (cli_shards__open(parts, o->jobs))
+		return -1;
+	for (uint32_t k = 0; k < o->jobs; k++) {
+		int fds[1 + CLI_SHARD_NFD];
+
+		fds[0] = open_capture(o->file);
+		if (fds[0] < 0)
+			return -1;
+		memcpy(fds + 1, parts->fd[k], sizeof(parts->fd[k]));
+		snprintf(shard[k], sizeof(shard[k]), "%u/%u", k, o->jobs);
+		symbolizer_argv(o, (char *)symb_path, shard[k], argv);
+		if (cli_spawn(&kids[1 + k], symb_path, argv, fds, 1 + CLI_SHARD_NFD, true)) {
+			close(fds[0]);
+			return -1;
+		}
+		close(fds[0]);
+	}
+	return 0;
+}
+
 static int run_replay(struct replay_opts *o)
 {
-	char symb_path[PATH_MAX], desc[64];
-	char *argv[24 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
-	struct cli_child kids[2] = {{.name = "none", .done = true, .out = {-1, -1}},
-				    {.name = "lowprof-symbolizer", .out = {-1, -1}}};
-	int fds[7] = {-1, -1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1, dirfd = -1;
+	char symb_path[PATH_MAX], desc[64], names[LP_MAX_SHARDS][48];
+	struct cli_child kids[1 + LP_MAX_SHARDS] = {
+		{.name = "none", .done = true, .out = {-1, -1}}};
+	struct cli_supervision sv = {.kids = kids, .nsymb = o->jobs > 1 ? o->jobs : 1};
+	struct cli_shards parts = {.n = 0};
+	int fds[6] = {-1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1, dirfd = -1, cap;
+	bool offcpu = false, ok = true;
 
+	for (int k = 0; k < LP_MAX_SHARDS; k++) {
+		snprintf(names[k], sizeof(names[k]), "lowprof-symbolizer (shard %d of %u)", k,
+			 sv.nsymb);
+		kids[1 + k] = (struct cli_child){
+			.name = sv.nsymb > 1 ? names[k] : "lowprof-symbolizer", .out = {-1, -1}};
+		for (int i = 0; i < CLI_SHARD_NFD; i++)
+			parts.fd[k][i] = -1;
+	}
 	/* as root the symbolizer becomes --user: say now if there is none */
 	if (geteuid() == 0 && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return 1;
-	fds[0] = open_capture(o->file);
-	if (fds[0] < 0)
+	cap = open_capture(o->file); /* a clear error before anything is made */
+	if (cap < 0)
 		return 1;
-	if (cli_open_outputs(o->out_dir, o->output_mode, fds + 1, 6, &dirfd))
+	close(cap);
+	if (cli_open_outputs(o->out_dir, o->output_mode, fds, 6, &dirfd))
 		goto out;
 	if (geteuid() == 0 && !o->no_cache) {
 		if (!o->cache_path)
@@ -175,30 +244,35 @@ static int run_replay(struct replay_opts *o)
 	if (sfd < 0)
 		goto out;
 	cli_sibling("lowprof-symbolizer", symb_path, sizeof(symb_path));
-	symbolizer_argv(o, symb_path, argv);
-	if (cli_spawn(&kids[1], symb_path, argv, fds, 7, true))
-		goto out;
-	for (int i = 0; i < 7; i++) {
-		close(fds[i]);
-		fds[i] = -1;
+	if (start_symbolizers(o, symb_path, kids, fds, &parts)) {
+		/* those started are stopped below, by the supervision's end */
+		cli_signal_kids(kids + 1, (int)sv.nsymb, SIGTERM);
+		ok = false;
 	}
-	cli_supervise(kids, sfd, NULL, NULL, NULL);
-	if (!cli_child_ok(&kids[1])) {
-		lp_err("lowprof-symbolizer failed (%s)",
-		       cli_exit_desc(kids[1].status, desc, sizeof(desc)));
+	cli_supervise(&sv, sfd);
+	for (uint32_t k = 0; k < sv.nsymb; k++)
+		if (!cli_child_ok(&kids[1 + k])) {
+			lp_err("%s failed (%s)", kids[1 + k].name,
+			       cli_exit_desc(kids[1 + k].status, desc, sizeof(desc)));
+			ok = false;
+		}
+	if (!ok)
 		goto out;
-	}
+	if (sv.nsymb > 1 && cli_shards__finish(&parts, fds, true, false, &offcpu))
+		goto out;
 	printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0], cli_out_names[1],
 	       cli_out_names[2],
 	       drop_empty_offcpu(dirfd) ? "" : " offcpu.pb.gz offcpu.folded offcpu.html");
 	rc = 0;
 out:
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 6; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	for (int i = 0; i < 2; i++)
-		if (kids[1].out[i] >= 0)
-			close(kids[1].out[i]);
+	for (uint32_t k = 0; k < sv.nsymb; k++)
+		for (int i = 0; i < 2; i++)
+			if (kids[1 + k].out[i] >= 0)
+				close(kids[1 + k].out[i]);
+	cli_shards__close(&parts);
 	if (sfd >= 0)
 		close(sfd);
 	if (rc && dirfd >= 0) {
@@ -220,6 +294,7 @@ int lp_cmd_replay(int argc, char **argv)
 		{"no-cache", no_argument, NULL, 'X'},
 		{"debug-dir", required_argument, NULL, 'G'},
 		{"output-mode", required_argument, NULL, 'M'},
+		{"jobs", required_argument, NULL, 'j'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -229,8 +304,16 @@ int lp_cmd_replay(int argc, char **argv)
 	uint64_t size;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "o:u:vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "o:u:j:vh", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'j':
+			if (lp_parse_uint(optarg, LP_MAX_SHARDS, &size) || !size) {
+				lp_err("-j %s: give a number of symbolizers from 1 to %d", optarg,
+				       LP_MAX_SHARDS);
+				return 2;
+			}
+			o.jobs = (uint32_t)size;
+			break;
 		case 'o':
 			o.out_dir = optarg;
 			break;

@@ -42,10 +42,16 @@ const char *cli_fmt_utc(char *buf, size_t len, int64_t ns)
 int cli_win_parse_name(const char *name, struct cli_win_file *f)
 {
 	size_t len = strlen(name);
+	struct lp_spool_name n;
 
-	if (len >= sizeof(f->name) || lp_spool_parse_name(name, &f->kind, &f->start_s, &f->seq))
+	if (len >= sizeof(f->name) || lp_spool_parse(name, &n))
 		return -EINVAL;
 	memcpy(f->name, name, len + 1);
+	f->kind = n.kind;
+	f->seq = n.seq;
+	f->start_s = n.start_s;
+	f->shard = n.shard;
+	f->nshards = n.nshards;
 	return 0;
 }
 
@@ -57,6 +63,10 @@ static int cmp_win(const void *a, const void *b)
 		return x->kind - y->kind;
 	if (x->seq != y->seq)
 		return x->seq < y->seq ? -1 : 1;
+	if (x->nshards != y->nshards)
+		return x->nshards < y->nshards ? -1 : 1;
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 

@@ -15,6 +15,7 @@
 
 #include "cli_int.h"
 #include "lowprof/log.h"
+#include "lowprof/spoolname.h"
 #include "lowprof/pprof_read.h"
 #include "record.h"
 
@@ -28,9 +29,12 @@ const char lp_windows_usage[] =
 	"the sum of the other value (cpu or off_cpu, nanoseconds) in seconds; lost:\n"
 	"the samples the window's comments say were lost (ring buffers full, stack\n"
 	"errors, malformed records; off-CPU samples lost), '-' when not reported;\n"
-	"bytes: the file's size. Each kind ends with a total line ('KIND total':\n"
-	"earliest start, span to the latest end, sums) and a line per gap in the\n"
-	"numbers (windows removed for the spool's budget, or never written). Files\n"
+	"bytes: the file's size. A run split over symbolizers (--symbolizers)\n"
+	"writes a file per shard and window, seq shown as NUMBER.sKofN. Each kind\n"
+	"ends with a total line ('KIND total': earliest start, span to the latest\n"
+	"end, sums over every shard) and a line per gap in the numbers (windows\n"
+	"removed for the spool's budget, or never written; a number is there when\n"
+	"any shard's file is) and per shard missing a number others have. Files\n"
 	"named with a leading '.' (being written) or not as windows are skipped.\n"
 	"Every file is read and checked: one that fails is listed with the reason\n"
 	"and the others still are.\n"
@@ -44,6 +48,7 @@ const char lp_windows_usage[] =
 /* A kind's sums, for its total line. */
 struct win_total {
 	size_t files, failed;
+	size_t numbers; /* distinct window numbers (files of shards share one) */
 	int64_t first_ns, last_end_ns;
 	int64_t samples, value;
 	uint64_t lost, bytes;
@@ -59,6 +64,16 @@ static void print_value(int64_t v, bool ns)
 		printf(" %10" PRId64, v);
 }
 
+/* "000012", or "000012.s1of2" for a shard's file, in buf */
+static const char *seq_text(const struct cli_win_file *f, char *buf, size_t len)
+{
+	int w = snprintf(buf, len, "%06" PRIu64, f->seq);
+
+	if (f->nshards > 1 && w > 0 && (size_t)w < len)
+		snprintf(buf + w, len - (size_t)w, LP_SPOOL_SHARD_FMT, f->shard + 1, f->nshards);
+	return buf;
+}
+
 /* Reads one window file and prints its line; false when it failed. */
 static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *t)
 {
@@ -67,14 +82,14 @@ static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *
 	const struct lpw_profile *p;
 	int64_t samples = 0, value = 0;
 	struct lpw_read *r = NULL;
-	char why[256], when[32];
+	char why[256], when[32], seq[40];
 	uint64_t lost;
 	bool have_lost;
 	int err;
 
 	if (fd < 0 && errno == ENOENT) {
 		/* the spool's budget removed it since the listing: not a failure */
-		printf("%-6s %06" PRIu64 "  removed while listing\n", kind, f->seq);
+		printf("%-6s %s  removed while listing\n", kind, seq_text(f, seq, sizeof(seq)));
 		return true;
 	}
 	if (fd < 0) {
@@ -85,7 +100,8 @@ static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *
 		close(fd);
 	}
 	if (err) {
-		printf("%-6s %06" PRIu64 "  error: %s: %s\n", kind, f->seq, f->name, why);
+		printf("%-6s %s  error: %s: %s\n", kind, seq_text(f, seq, sizeof(seq)), f->name,
+		       why);
 		return false;
 	}
 	p = lpw_read__profile(r);
@@ -95,7 +111,7 @@ static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *
 	}
 	have_lost = cli_losses(p, &lost);
 	t->ns = !strcmp(p->value_types[1].unit, "nanoseconds");
-	printf("%-6s %06" PRIu64 "  %-20s %9.3f %9" PRId64, kind, f->seq,
+	printf("%-6s %s  %-20s %9.3f %9" PRId64, kind, seq_text(f, seq, sizeof(seq)),
 	       cli_fmt_utc(when, sizeof(when), p->time_nanos), p->duration_nanos / 1e9, samples);
 	print_value(value, t->ns);
 	if (have_lost)
@@ -123,13 +139,15 @@ static void print_total(int kind, const struct win_total *t)
 	       t->any ? cli_fmt_utc(when, sizeof(when), t->first_ns) : "-",
 	       t->any ? (t->last_end_ns - t->first_ns) / 1e9 : 0.0, t->samples);
 	print_value(t->value, t->ns);
-	printf(" %6" PRIu64 " %10" PRIu64 "  (%zu windows", t->lost, t->bytes, t->files);
+	printf(" %6" PRIu64 " %10" PRIu64 "  (%zu windows", t->lost, t->bytes, t->numbers);
+	if (t->numbers != t->files)
+		printf(" in %zu files", t->files);
 	if (t->failed)
 		printf(", %zu unreadable", t->failed);
 	printf(")\n");
 }
 
-/* The gaps in the numbers of v[0..n) (one kind, sorted). */
+/* The gaps in the numbers of v[0..n) (one kind, sorted): a number any file has is there. */
 static void print_gaps(const struct cli_win_file *v, size_t n)
 {
 	for (size_t i = 1; i < n; i++) {
@@ -143,6 +161,62 @@ static void print_gaps(const struct cli_win_file *v, size_t n)
 			printf("gap: %s windows %" PRIu64 "..%" PRIu64, cli_win_kinds[v[i].kind], a,
 			       b);
 		printf(" missing (removed for the budget or not written)\n");
+	}
+}
+
+/* Whether v[0..n) (sorted) has shard k of nk's file of window seq, from *at on. */
+static bool has_shard(const struct cli_win_file *v, size_t n, size_t *at, uint64_t seq, uint32_t k,
+		      uint32_t nk)
+{
+	while (*at < n && v[*at].seq < seq)
+		(*at)++;
+	for (size_t i = *at; i < n && v[i].seq == seq; i++)
+		if (v[i].nshards == nk && v[i].shard == k)
+			return true;
+	return false;
+}
+
+static void print_shard_gap(int kind, uint32_t k, uint32_t nk, uint64_t a, uint64_t b)
+{
+	if (a == b)
+		printf("gap: %s window %" PRIu64, cli_win_kinds[kind], a);
+	else
+		printf("gap: %s windows %" PRIu64 "..%" PRIu64, cli_win_kinds[kind], a, b);
+	printf(" missing shard %" PRIu32 "of%" PRIu32 "'s file (others have it)\n", k + 1, nk);
+}
+
+/*
+ * The numbers of v[0..n) (one kind, sorted) for which some shard of a run
+ * split in nk has a file and shard k has none: consecutive numbers of
+ * that run in one line.
+ */
+static void print_shard_gaps(const struct cli_win_file *v, size_t n)
+{
+	for (uint32_t nk = 2; nk <= LP_MAX_SHARDS; nk++) {
+		for (uint32_t k = 0; k < nk; k++) {
+			bool open = false;
+			uint64_t a = 0, b = 0;
+			size_t at = 0;
+
+			for (size_t i = 0; i < n; i++) {
+				/* each number of this run once: its first file of nk */
+				if (v[i].nshards != nk ||
+				    (i && v[i - 1].seq == v[i].seq && v[i - 1].nshards == nk))
+					continue;
+				if (has_shard(v, n, &at, v[i].seq, k, nk)) {
+					if (open)
+						print_shard_gap(v[i].kind, k, nk, a, b);
+					open = false;
+				} else if (open) {
+					b = v[i].seq;
+				} else {
+					open = true;
+					a = b = v[i].seq;
+				}
+			}
+			if (open)
+				print_shard_gap(v[0].kind, k, nk, a, b);
+		}
 	}
 }
 
@@ -178,6 +252,8 @@ static int list_windows(const char *dir, int only_kind)
 				first = i;
 			cnt++;
 			t.files++;
+			/* a shard's file of a number already counted is no other window */
+			t.numbers += !(cnt > 1 && v[i].nshards > 1 && v[i - 1].seq == v[i].seq);
 			t.bytes += v[i].size;
 			if (!list_one(dirfd, &v[i], &t))
 				t.failed++;
@@ -186,6 +262,7 @@ static int list_windows(const char *dir, int only_kind)
 			continue;
 		print_total(k, &t);
 		print_gaps(v + first, cnt);
+		print_shard_gaps(v + first, cnt);
 		failed += t.failed;
 	}
 	if (!n)

@@ -54,6 +54,7 @@ struct coll_capture {
 	uint64_t first_ns; /* when the block's first record came */
 	uint64_t off;	   /* where the next block goes */
 	uint32_t seq;
+	bool syncing, synced; /* coll_capture__finish_start's sync: queued, done */
 
 	struct coll_capture_stats st;
 };
@@ -156,6 +157,9 @@ static void slot_done(struct coll_capture *c, struct slot *s, int res)
 	c->inflight--;
 }
 
+/* user_data of finish_start's sync (the slots' are their indices) */
+#define SYNC_TAG COLL_CAPTURE_SLOTS
+
 static void reap(struct coll_capture *c, bool wait)
 {
 	struct io_uring_cqe *cqe;
@@ -172,6 +176,12 @@ static void reap(struct coll_capture *c, bool wait)
 			return;
 		if (cqe->user_data < COLL_CAPTURE_SLOTS && c->slots[cqe->user_data].busy)
 			slot_done(c, &c->slots[cqe->user_data], cqe->res);
+		if (cqe->user_data == SYNC_TAG && c->syncing && !c->synced) {
+			if (cqe->res < 0)
+				fail(c, cqe->res);
+			c->synced = true;
+			c->inflight--;
+		}
 		io_uring_cqe_seen(&c->ring, cqe);
 	}
 }
@@ -347,6 +357,43 @@ int coll_capture__finish(struct coll_capture *c)
 	if (!c->failed && fdatasync(c->fd))
 		fail(c, -errno);
 	return c->st.err;
+}
+
+int coll_capture__finish_start(struct coll_capture *c)
+{
+	struct io_uring_sqe *sqe;
+
+	if (c->syncing)
+		return 0;
+	flush(c);
+	c->syncing = true;
+	if (!c->uring || c->failed || !(sqe = io_uring_get_sqe(&c->ring))) {
+		/* pwrite: every block is already written; the sync is the only wait */
+		c->synced = true;
+		if (!c->failed && fdatasync(c->fd))
+			fail(c, -errno);
+		return 0;
+	}
+	/* drained: it starts once every write before it completed */
+	io_uring_prep_fsync(sqe, c->fd, IORING_FSYNC_DATASYNC);
+	sqe->flags |= IOSQE_IO_DRAIN;
+	sqe->user_data = SYNC_TAG;
+	c->inflight++;
+	if (io_uring_submit(&c->ring) < 0) {
+		c->inflight--;
+		c->synced = true;
+		fail(c, -EIO);
+	}
+	return 0;
+}
+
+int coll_capture__finish_poll(struct coll_capture *c, bool wait, int *err)
+{
+	if (!c->syncing)
+		return -EINVAL;
+	reap(c, wait);
+	*err = c->st.err;
+	return c->synced && !c->inflight;
 }
 
 void coll_capture__stats(const struct coll_capture *c, struct coll_capture_stats *st)

@@ -74,6 +74,17 @@ void coll_capture__tick(struct coll_capture *c, uint64_t now_ns);
  */
 int coll_capture__finish(struct coll_capture *c);
 
+/*
+ * coll_capture__finish without waiting (a rotated capture, while the next
+ * one is written): writes the last block and queues a data sync that
+ * starts once every write completed. coll_capture__finish_poll reaps
+ * (waits for everything with wait) and returns 1 once the file is
+ * whole on disk, with *err the first error, 0 while it is not, -EINVAL
+ * before finish_start. Without io_uring the sync is done at once.
+ */
+int coll_capture__finish_start(struct coll_capture *c);
+int coll_capture__finish_poll(struct coll_capture *c, bool wait, int *err);
+
 void coll_capture__stats(const struct coll_capture *c, struct coll_capture_stats *st);
 void coll_capture__free(struct coll_capture *c);
 

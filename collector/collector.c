@@ -34,6 +34,7 @@
 #include <sys/capability.h>
 
 #include "btf.h"
+#include "capdir.h"
 #include "capture.h"
 #include "cgroups.h"
 #include "kfeatures.h"
@@ -132,6 +133,24 @@ struct coll {
 
 	struct coll_capture *cap; /* --capture: every record also goes to the file */
 	int capture_fd;		  /* --capture PATH: opened here */
+	/*
+	 * --capture-dir: a capture file per window (rotate_capture), windows
+	 * of rot_ns from the first meta's start; rot_next ends the one being
+	 * written (CLOCK_MONOTONIC), rot_real is its start (CLOCK_REALTIME)
+	 */
+	struct coll_capdir *capdir;
+	uint64_t rot_ns, rot_next;
+	int64_t rot_real;
+	char cap_name[COLL_CAPDIR_NAME_MAX]; /* the window's file being written */
+	/* the last window's file while its data sync runs (start_closing) */
+	struct coll_capture *closing;
+	int closing_fd;
+	char closing_name[COLL_CAPDIR_NAME_MAX];
+	/* the start the next meta carries (0: now); records to the capture alone */
+	uint64_t meta_mono;
+	int64_t meta_real;
+	bool cap_only;
+	struct lps_loss loss_base; /* the loss counters at the window's start */
 
 	struct coll_procs procs;
 	/*
@@ -291,6 +310,8 @@ static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t 
 	/* what is sent again for new symbolizers (c->only) never goes to the capture twice */
 	if (c->cap && (k >= 0 || !c->only))
 		err = coll_capture__write(c->cap, buf, (uint32_t)len);
+	if (c->cap_only)
+		return err; /* the end of a window's file (rotate_capture), its state */
 	if (k >= 0)
 		return write_ring(c, &c->sh[k], buf, len, wait_ms);
 	for (uint32_t i = 0; i < c->nsh; i++)
@@ -309,8 +330,9 @@ static int write_enc(struct coll *c, struct lps_enc *e, uint32_t wait_ms)
 }
 
 /*
- * The loss counters of the run so far: every ring's shm counters summed
- * into the whole run's (the capture's record).
+ * The loss counters of the run so far (the capture's: since its file's,
+ * subtracted in send_loss): every ring's shm counters summed into the
+ * whole run's.
  */
 static void loss_counts(struct coll *c, struct lps_loss *out)
 {
@@ -353,16 +375,32 @@ static void loss_counts(struct coll *c, struct lps_loss *out)
 	*out = l;
 }
 
-/* The loss records: the whole run's into the capture, each ring's own into it. */
+_Static_assert(sizeof(struct lps_loss) % sizeof(uint64_t) == 0, "lps_loss: counters only");
+
+/*
+ * The loss records: the whole run's into the capture, each ring's own
+ * (coll_loss_split) into each ring. With --capture-dir a window's file
+ * gets those of its window (since its start: c->loss_base), so that each
+ * file's replay, and a merge of them, counts each loss once.
+ */
 static void send_loss(struct coll *c)
 {
+	uint64_t v[sizeof(struct lps_loss) / 8], base[sizeof(struct lps_loss) / 8];
 	struct lps_loss run, l;
 	long len;
 
 	loss_counts(c, &run);
 	if (c->cap) {
+		l = run;
+		if (c->capdir) {
+			memcpy(v, &l, sizeof(v));
+			memcpy(base, &c->loss_base, sizeof(base));
+			for (size_t i = 1; i < sizeof(v) / 8; i++) /* [0] is the time */
+				v[i] = v[i] >= base[i] ? v[i] - base[i] : v[i];
+			memcpy(&l, v, sizeof(l));
+		}
 		lps_enc_reset(&c->dyn);
-		lps_enc_loss(&c->dyn, &run);
+		lps_enc_loss(&c->dyn, &l);
 		len = lps_enc_len(&c->dyn);
 		if (len > 0)
 			coll_capture__write(c->cap, c->dyn.buf, (uint32_t)len);
@@ -487,6 +525,8 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 	return 0;
 }
 
+static void rotate_due(struct coll *c, uint64_t time_ns);
+
 /*
  * Encodes s straight into the shm ring, or with a capture into the capture
  * block (private memory), then copied into the ring: no allocation, and
@@ -497,12 +537,16 @@ static void put_sample(struct coll *c, const struct lps_sample *s)
 	uint32_t max = SAMPLE_ENC_SLACK + (s->nkstack + s->nustack) * 8 + s->stack_copy_len;
 	/* its shard's ring (lowprof/shard.h) */
 	struct coll_shard *sh = c->nsh ? &c->sh[lp_shard_of(s->pid, c->nsh)] : NULL;
-	/* NULL: dropped and counted by the capture; the ring may still have room */
-	void *in_cap = c->cap ? coll_capture__reserve(c->cap, max) : NULL;
-	void *slot = in_cap ? in_cap : sh ? lp_ring__reserve(sh->ring, max) : NULL;
+	void *in_cap, *slot;
 	struct lps_enc enc;
 	long len;
 
+	/* by the samples' clock, as the symbolizer's windows: none is in two files */
+	if (c->capdir && s->time_ns >= c->rot_next)
+		rotate_due(c, s->time_ns);
+	/* NULL: dropped and counted by the capture; the ring may still have room */
+	in_cap = c->cap ? coll_capture__reserve(c->cap, max) : NULL;
+	slot = in_cap ? in_cap : sh ? lp_ring__reserve(sh->ring, max) : NULL;
 	if (!slot)
 		return; /* dropped and counted by the ring */
 	lps_enc_init_fixed(&enc, slot, max);
@@ -1251,8 +1295,8 @@ static void send_meta(struct coll *c)
 		.hostname = {u.nodename, (uint32_t)strlen(u.nodename)},
 		.kernel_release = {u.release, (uint32_t)strlen(u.release)},
 		.clock = {"CLOCK_MONOTONIC", 15},
-		.start_mono_ns = now_ns(CLOCK_MONOTONIC),
-		.start_real_ns = now_ns(CLOCK_REALTIME),
+		.start_mono_ns = c->meta_mono ? c->meta_mono : now_ns(CLOCK_MONOTONIC),
+		.start_real_ns = c->meta_mono ? (uint64_t)c->meta_real : now_ns(CLOCK_REALTIME),
 		.freq_hz = c->o->freq_hz,
 		.ncpus_online = (uint32_t)c->ncpus,
 		.drain_ms = c->o->drain_ms,
@@ -1274,6 +1318,7 @@ static void send_meta(struct coll *c)
 			c->o->off_cpu_mode == COLL_OFFCPU_TIME ? c->o->off_cpu_period_ns : 0;
 	}
 	lps_enc_reset(&c->dyn);
+	c->meta_mono = 0;
 	lps_enc_meta(&c->dyn, &m, pids, c->fallbacks);
 	write_enc(c, &c->dyn, WAIT_START_MS);
 	c->meta_sent = true; /* a ring handed over from now on is in use */
@@ -1907,6 +1952,14 @@ static void coll_cleanup(struct coll *c)
 	coll_capture__free(c->cap);
 	if (c->capture_fd >= 0)
 		close(c->capture_fd);
+	if (c->capdir && c->closing)
+		coll_capdir__publish(c->capdir, c->closing_name, false);
+	if (c->capdir && c->cap)
+		coll_capdir__publish(c->capdir, c->cap_name, false);
+	coll_capture__free(c->closing);
+	if (c->closing_fd >= 0)
+		close(c->closing_fd);
+	coll_capdir__free(c->capdir);
 	if (c->listen_fd >= 0)
 		close(c->listen_fd);
 	if (c->sock_created)
@@ -2014,24 +2067,36 @@ static void install_signals(void)
  * offset 0, the way of those records (its ring, and the capture, where a
  * chunk at 0 starts the file over); what the others' grew by is taken
  * first, as usual.
+ *
+ * capture_only (mask ignored): a new capture file (--capture-dir) needs
+ * them, the rings do not: the metadata, kernel symbols and vDSO go to the
+ * file alone; mappings and perf maps (from offset 0, which starts them
+ * over) to the rings as well, so that the collector's idea of what the
+ * rings know stays true.
  */
-static void resend_state(struct coll *c, uint32_t mask)
+static void resend_state(struct coll *c, uint32_t mask, bool capture_only)
 {
 	uint32_t *pids;
 	uint32_t n = 0;
 
-	mask &= c->nsh >= 32 ? ~0u : (1u << c->nsh) - 1;
-	if (!mask)
-		return;
-	send_perfmaps(c);
-	for (uint32_t k = 0; k < c->nsh; k++)
-		if (mask & (1u << k))
-			c->sh[k].stalled = false; /* a new consumer: worth waiting for again */
+	if (capture_only) {
+		mask = ~0u; /* every process's perf map from offset 0 */
+		c->cap_only = true;
+	} else {
+		mask &= c->nsh >= 32 ? ~0u : (1u << c->nsh) - 1;
+		if (!mask)
+			return;
+		send_perfmaps(c);
+		for (uint32_t k = 0; k < c->nsh; k++)
+			if (mask & (1u << k))
+				c->sh[k].stalled = false; /* a new consumer: worth waiting again */
+		c->only = mask;
+	}
 	if (c->cgroups)
 		coll_cgroups__resend_all(c->cgroups);
-	c->only = mask;
 	send_meta(c);
 	send_ksyms(c);
+	c->cap_only = false;
 	pids = malloc(sizeof(*pids) * (c->procs.count ? c->procs.count : 1));
 	if (!pids) {
 		c->maps_errors += c->procs.count;
@@ -2045,14 +2110,17 @@ static void resend_state(struct coll *c, uint32_t mask)
 		if (!p->used)
 			continue;
 		pids[n++] = p->pid;
-		if (mask & (1u << lp_shard_of(p->pid, c->nsh)))
+		if (mask & (1u << lp_shard_of(p->pid, c->nsh ? c->nsh : 1)))
 			coll_perfmap_forget(p); /* sent again, whole */
 	}
 	for (uint32_t i = 0; i < n; i++)
 		send_maps(c, pids[i], 0, WAIT_RUN_MS);
 	free(pids);
 	c->only = 0;
-	if (c->nsh > 1)
+	if (capture_only)
+		lp_debug("capture: metadata, kernel symbols and %u processes' mappings sent to %s",
+			 n, c->cap_name);
+	else if (c->nsh > 1)
 		lp_info("a new symbolizer on shard(s) 0x%x: metadata, kernel symbols and %u "
 			"processes' mappings sent again",
 			mask, n);
@@ -2064,7 +2132,45 @@ static void resend_state(struct coll *c, uint32_t mask)
 
 static const char *capture_name(const struct coll *c)
 {
+	if (c->capdir)
+		return c->cap_name;
 	return c->o->capture_path ? c->o->capture_path : "the capture file";
+}
+
+/* --capture-dir: the directory, checked now; the first window's file comes with the meta. */
+static int open_capture_dir(struct coll *c)
+{
+	const struct coll_opts *o = c->o;
+	int err = coll_capdir__new(o->capture_dir, o->capture_bytes, &c->capdir);
+
+	if (err)
+		lp_err("capture: directory %s: %s", o->capture_dir,
+		       err == -ELOOP   ? "a symbolic link in its path"
+		       : err == -EPERM ? "another user's, or writable by others and not sticky"
+				       : strerror(-err));
+	c->rot_ns = (uint64_t)o->capture_rotate_s * 1000000000ull;
+	return err;
+}
+
+/* --capture-dir: the file of the window that starts at c->rot_real, and its writer. */
+static int open_window_file(struct coll *c)
+{
+	int fd = coll_capdir__create(c->capdir, c->rot_real, c->cap_name), err;
+
+	if (fd < 0) {
+		lp_err("capture: creating %s: %s", c->cap_name, strerror(-fd));
+		return fd;
+	}
+	err = coll_capture__new(fd, c->o->capture_compress, &c->cap);
+	if (err) {
+		lp_err("capture: starting %s: %s", capture_name(c), strerror(-err));
+		close(fd);
+		coll_capdir__publish(c->capdir, c->cap_name, false);
+		return err;
+	}
+	c->capture_fd = fd;
+	c->capture_failed = false;
+	return 0;
 }
 
 /*
@@ -2078,6 +2184,8 @@ static int open_capture(struct coll *c)
 	const struct coll_opts *o = c->o;
 	int fd = o->capture_fd, err;
 
+	if (o->capture_dir)
+		return open_capture_dir(c);
 	if (o->capture_path) {
 		fd = lp_open_output_path(o->capture_path, 0600, NULL);
 		if (fd < 0) {
@@ -2097,20 +2205,135 @@ static int open_capture(struct coll *c)
 	return err;
 }
 
-/* Writes the capture's last block and says what it holds. */
-static void finish_capture(struct coll *c)
+/* What a finished capture holds. */
+static void say_capture(struct coll_capture *cap, const char *name, enum lp_log_level level)
 {
 	struct coll_capture_stats cs;
+
+	coll_capture__stats(cap, &cs);
+	lp_log(level,
+	       "capture: %llu records, %.1f MiB in %s (%.1f MiB of records, %llu of %llu "
+	       "blocks zstd), %llu records dropped",
+	       (unsigned long long)cs.records, cs.file_bytes / 1048576.0, name,
+	       cs.record_bytes / 1048576.0, (unsigned long long)cs.zstd_blocks,
+	       (unsigned long long)cs.blocks, (unsigned long long)cs.dropped_records);
+}
+
+/* A window's file, finished (err: how): renamed to its final name, or removed. */
+static void publish_window(struct coll *c, const char *name, int err)
+{
+	err = coll_capdir__publish(c->capdir, name, !err) ?: err;
+	if (err)
+		lp_err("capture: %s not kept: %s", name, strerror(-err));
+}
+
+/*
+ * Writes the capture's last block and says what it holds. A window's
+ * file of --capture-dir is then closed and, if it was written whole,
+ * renamed to its final name.
+ */
+static void finish_capture(struct coll *c)
+{
 	int err = coll_capture__finish(c->cap);
 
-	coll_capture__stats(c->cap, &cs);
 	if (err && !c->capture_failed)
 		lp_err("capture: writing %s: %s", capture_name(c), strerror(-err));
-	lp_info("capture: %llu records, %.1f MiB in %s (%.1f MiB of records, %llu of %llu "
-		"blocks zstd), %llu records dropped",
-		(unsigned long long)cs.records, cs.file_bytes / 1048576.0, capture_name(c),
-		cs.record_bytes / 1048576.0, (unsigned long long)cs.zstd_blocks,
-		(unsigned long long)cs.blocks, (unsigned long long)cs.dropped_records);
+	say_capture(c->cap, capture_name(c), LP_LOG_INFO);
+	if (!c->capdir)
+		return;
+	coll_capture__free(c->cap);
+	c->cap = NULL;
+	close(c->capture_fd);
+	c->capture_fd = -1;
+	publish_window(c, c->cap_name, err);
+}
+
+/*
+ * The last window's file, once its data sync is done (wait: now; else
+ * only if it is): said with -v, and renamed to its final name (removed
+ * when a write failed).
+ */
+static void end_closing(struct coll *c, bool wait)
+{
+	int err = 0;
+
+	if (!c->closing || coll_capture__finish_poll(c->closing, wait, &err) != 1)
+		return;
+	if (err)
+		lp_err("capture: writing %s: %s", c->closing_name, strerror(-err));
+	say_capture(c->closing, c->closing_name, LP_LOG_DEBUG);
+	coll_capture__free(c->closing);
+	c->closing = NULL;
+	close(c->closing_fd);
+	c->closing_fd = -1;
+	publish_window(c, c->closing_name, err);
+}
+
+/*
+ * A window's file is complete: its last block and a data sync go to the
+ * disk in the background (io_uring), and the drain loop goes on; the file
+ * gets its final name once they are done (end_closing). Only if the window
+ * before is still not on disk a whole window later does this wait for it.
+ */
+static void start_closing(struct coll *c)
+{
+	end_closing(c, true);
+	coll_capture__finish_start(c->cap);
+	c->closing = c->cap;
+	c->closing_fd = c->capture_fd;
+	memcpy(c->closing_name, c->cap_name, sizeof(c->closing_name));
+	c->cap = NULL;
+	c->capture_fd = -1;
+}
+
+/*
+ * --capture-dir, once a sample's time (or, without samples, the clock)
+ * passes the window's end: ends the window's file (loss counters, an end
+ * record; its last writes and sync go on in the background: start_closing)
+ * and starts the next window's with a snapshot of its own (resend_state),
+ * so that each file replays alone. 0 or a negative errno: no capture until
+ * the next window then.
+ */
+static int rotate_capture(struct coll *c)
+{
+	struct lps_end end = {now_ns(CLOCK_MONOTONIC), {"rotate", 6}};
+	uint64_t t0 = end.time_ns;
+	struct coll_capdir_stats ds;
+	int err;
+
+	if (c->cap) {
+		send_loss(c);
+		lps_enc_reset(&c->dyn);
+		lps_enc_end(&c->dyn, &end);
+		c->cap_only = true;
+		write_enc(c, &c->dyn, 0);
+		c->cap_only = false;
+		start_closing(c);
+	}
+	c->rot_real += (int64_t)c->rot_ns;
+	c->meta_mono = c->rot_next;
+	c->meta_real = c->rot_real;
+	c->rot_next += c->rot_ns;
+	err = open_window_file(c);
+	if (err) {
+		c->meta_mono = 0;
+		return err;
+	}
+	loss_counts(c, &c->loss_base); /* the new file's own: its writer's start at 0 */
+	resend_state(c, 0, true);
+	coll_capdir__stats(c->capdir, &ds);
+	lp_debug("capture: %s started in %.1f ms; %.1f MiB of "
+		 "windows there, %llu removed by the budget so far",
+		 capture_name(c), (now_ns(CLOCK_MONOTONIC) - t0) / 1e6, ds.bytes / 1048576.0,
+		 (unsigned long long)ds.removed);
+	return 0;
+}
+
+/* Rotates the capture for every window that ended by time_ns. */
+static void rotate_due(struct coll *c, uint64_t time_ns)
+{
+	while (time_ns >= c->rot_next)
+		rotate_capture(c);
 }
 
 /*
@@ -2205,7 +2428,7 @@ static void nap_serving(struct coll *c, uint32_t ms)
 		if (pfd[P_LISTEN].revents && (r = accept_consumer(c)) > 0) {
 			lp_info("ring: a new symbolizer attached; sending it the metadata, "
 				"kernel symbols and mappings");
-			resend_state(c, 1u << (r - 1));
+			resend_state(c, 1u << (r - 1), false);
 		}
 	}
 }
@@ -2295,7 +2518,8 @@ static const char *drain_loop(struct coll *c)
 		if (stop_signal)
 			return "signal";
 		if (__atomic_load_n(&resend_rings, __ATOMIC_RELAXED))
-			resend_state(c, __atomic_exchange_n(&resend_rings, 0, __ATOMIC_RELAXED));
+			resend_state(c, __atomic_exchange_n(&resend_rings, 0, __ATOMIC_RELAXED),
+				     false);
 		if (deadline) {
 			now = now_ns(CLOCK_MONOTONIC);
 			if (now >= deadline)
@@ -2314,6 +2538,12 @@ static const char *drain_loop(struct coll *c)
 		ring_buffer__consume(c->rb);
 		now = now_ns(CLOCK_MONOTONIC);
 		tune_early_wraps(c, now);
+		/* no sample said the window is over: the clock does, a drain late */
+		if (c->capdir && now >= c->rot_next + COLL_IDLE_DRAIN_MS * 1000000ull)
+			rotate_due(c, now - COLL_IDLE_DRAIN_MS * 1000000ull);
+		if (c->capdir && !c->cap && !c->nsh)
+			return "capture-error";
+		end_closing(c, false);
 		if (c->cap) {
 			struct coll_capture_stats cs;
 
@@ -2425,6 +2655,7 @@ int coll_run(const struct coll_opts *o)
 		.listen_fd = -1,
 		.kallsyms_fd = -1,
 		.capture_fd = -1,
+		.closing_fd = -1,
 		.btf = {.fd = -1},
 	};
 	struct lps_end end;
@@ -2474,7 +2705,7 @@ int coll_run(const struct coll_opts *o)
 		lp_err("files: %m");
 		goto err_out;
 	}
-	if (o->capture_fd >= 0 || o->capture_path) {
+	if (o->capture_fd >= 0 || o->capture_path || o->capture_dir) {
 		err = open_capture(&c);
 		if (err)
 			goto err_out;
@@ -2496,6 +2727,16 @@ int coll_run(const struct coll_opts *o)
 	}
 	open_sideband(&c);
 	open_kallsyms(&c);
+	if (c.capdir) {
+		/* the first window starts with the run: the meta's start */
+		c.rot_real = (int64_t)now_ns(CLOCK_REALTIME);
+		c.meta_mono = now_ns(CLOCK_MONOTONIC);
+		c.meta_real = c.rot_real;
+		c.rot_next = c.meta_mono + c.rot_ns;
+		err = open_window_file(&c);
+		if (err)
+			goto err_out;
+	}
 	send_meta(&c);
 	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)
@@ -2530,9 +2771,22 @@ int coll_run(const struct coll_opts *o)
 	for (uint32_t k = 0; k < c.nsh; k++)
 		lp_ring__close(c.sh[k].ring);
 	notify_rings(&c);
+	end_closing(&c, true); /* the window before the last first: names in order */
 	if (c.cap)
 		finish_capture(&c);
 	print_rings(&c);
+	if (c.capdir) {
+		struct coll_capdir_stats ds;
+
+		coll_capdir__stats(c.capdir, &ds);
+		lp_log(ds.removed ? LP_LOG_INFO : LP_LOG_DEBUG,
+		       "capture: %llu window files made in %s (%.1f MiB there now), %llu oldest "
+		       "removed by the budget (%.1f MiB), %llu unfinished ones of an earlier run "
+		       "removed",
+		       (unsigned long long)ds.files, o->capture_dir, ds.bytes / 1048576.0,
+		       (unsigned long long)ds.removed, ds.removed_bytes / 1048576.0,
+		       (unsigned long long)ds.tmp_cleaned);
+	}
 	if (c.noted_n || c.notes_dropped)
 		lp_debug("capture: %u build-ids established by the symbolizer kept, %llu dropped",
 			 c.noted_n, (unsigned long long)c.notes_dropped);

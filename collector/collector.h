@@ -128,6 +128,15 @@ struct coll_opts {
 	 */
 	bool include_self;
 	pid_t self_pid;
+	/*
+	 * --capture-dir: instead of one capture, a file per window of
+	 * capture_rotate_s seconds (from the run's start) in capture_dir, each
+	 * replayable alone, the oldest removed beyond capture_bytes (0: 1 GiB):
+	 * capdir.h.
+	 */
+	const char *capture_dir;
+	uint32_t capture_rotate_s;
+	uint64_t capture_bytes;
 };
 
 /*

@@ -11,10 +11,12 @@
 #include "collector.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
+#include "lowprof/parse.h"
 #include "lowprof/user.h"
 
 static const char usage[] =
-	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD,FD | --ring PATH | --capture FILE)\n"
+	"Usage: lowprof-collector [OPTIONS] (--ring-fd FD,FD | --ring PATH | --capture FILE |\n"
+	"                         --capture-dir DIR)\n"
 	"\n"
 	"The privileged half of lowprof: samples on-CPU stacks (and, with --off-cpu,\n"
 	"where threads block and for how long) with BPF and writes\n"
@@ -31,6 +33,8 @@ static const char usage[] =
 	"  lowprof-symbolizer --ring /run/lowprof.sock -o out\n"
 	"or to record now and symbolize later (lowprof replay FILE), with no ring:\n"
 	"  lowprof-collector --capture /var/tmp/run.lpcap -d 30\n"
+	"or on hosts that only collect, a capture per minute for a batch job elsewhere:\n"
+	"  lowprof-collector --capture-dir /var/lib/lowprof/captures --capture-rotate 60\n"
 	"\n"
 	"Options:\n"
 	"  -F, --freq HZ          samples per second per CPU (default 99, max 10000)\n"
@@ -77,6 +81,21 @@ static const char usage[] =
 	"      --capture-fd FD    the same into an inherited file (lowprof record)\n"
 	"      --capture-compress zstd|none  compress capture blocks with zstd where it\n"
 	"                         saves an eighth or more (default zstd)\n"
+	"      --capture-dir DIR  instead of one capture, one per window of\n"
+	"                         --capture-rotate seconds from the start, each\n"
+	"                         replayable alone (it starts with the metadata, kernel\n"
+	"                         symbols and known mappings, and ends with an end\n"
+	"                         record): DIR/capture-TIME-SEQ.lpcap, TIME the window's\n"
+	"                         start (UTC), SEQ counting windows (after the highest\n"
+	"                         there). A window's file is written as\n"
+	"                         .capture-TIME-SEQ.lpcap.tmp and renamed when\n"
+	"                         complete; with no ring the collector runs alone.\n"
+	"                         DIR (made 0700 if missing; no symlink\n"
+	"                         in its path) must be root's or ours and writable by\n"
+	"                         no one else unless sticky; files are 0600\n"
+	"      --capture-rotate SECS  the windows' length (default 60; 1 to 86400)\n"
+	"      --capture-bytes SIZE  the directory's budget, e.g. 512M (default 1G): the\n"
+	"                         oldest files are removed beyond it (never the newest)\n"
 	"      --drain-ms MS      size the BPF ring buffer for MS of the largest samples\n"
 	"                         (twice over, at most 16 MiB; default 100). It is\n"
 	"                         drained when half full (the BPF programs wake the\n"
@@ -139,6 +158,9 @@ static const struct option longopts[] = {
 	{"capture", required_argument, NULL, 'c'},
 	{"capture-fd", required_argument, NULL, 'C'},
 	{"capture-compress", required_argument, NULL, 'Z'},
+	{"capture-dir", required_argument, NULL, 'w'},
+	{"capture-rotate", required_argument, NULL, 'W'},
+	{"capture-bytes", required_argument, NULL, 'Y'},
 	{"stack-bytes", required_argument, NULL, 'B'},
 	{"off-cpu", no_argument, NULL, 'o'},
 	{"off-cpu-mode", required_argument, NULL, 'M'},
@@ -304,6 +326,18 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 			return bad_value(key, arg);
 		o->capture_fd = (int)v;
 		break;
+	case 'w':
+		o->capture_dir = arg;
+		break;
+	case 'W':
+		if (parse_uint(arg, 86400, &v) || v == 0)
+			return bad_value(key, arg);
+		o->capture_rotate_s = (uint32_t)v;
+		break;
+	case 'Y':
+		if (lp_parse_size(arg, &o->capture_bytes) || o->capture_bytes < 1024)
+			return bad_value(key, arg);
+		break;
 	case 'Z':
 		if (!strcmp(arg, "zstd"))
 			o->capture_compress = true;
@@ -420,10 +454,16 @@ static int check_args(struct args *a)
 		       "--off-cpu-mode time");
 		return 2;
 	}
-	if (o->capture_path && o->capture_fd >= 0) {
-		lp_err("give one of --capture FILE or --capture-fd FD");
+	if ((o->capture_path != NULL) + (o->capture_fd >= 0) + (o->capture_dir != NULL) > 1) {
+		lp_err("give one of --capture FILE, --capture-fd FD or --capture-dir DIR");
 		return 2;
 	}
+	if ((o->capture_rotate_s || o->capture_bytes) && !o->capture_dir) {
+		lp_err("--capture-rotate and --capture-bytes need --capture-dir DIR");
+		return 2;
+	}
+	if (o->capture_dir && !o->capture_rotate_s)
+		o->capture_rotate_s = 60;
 	if (o->nring_fds && o->ring_path) {
 		lp_err("give one of --ring PATH or --ring-fd DATA,CONS (see --help)");
 		return 2;
@@ -437,10 +477,10 @@ static int check_args(struct args *a)
 		       o->nring_fds);
 		return 2;
 	}
-	if (!o->nring_fds && !o->ring_path && !o->capture_path && o->capture_fd < 0) {
-		lp_err("nowhere to write: give --ring PATH, --ring-fd DATA,CONS or --capture FILE "
-		       "(see "
-		       "--help)");
+	if (!o->nring_fds && !o->ring_path && !o->capture_path && o->capture_fd < 0 &&
+	    !o->capture_dir) {
+		lp_err("nowhere to write: give --ring PATH, --ring-fd DATA,CONS, --capture FILE or "
+		       "--capture-dir DIR (see --help)");
 		return 2;
 	}
 	return ARGS_OK;

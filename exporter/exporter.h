@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "lowprof/spoolname.h"
 
@@ -44,9 +45,13 @@ struct exp_win {
 	uint64_t seq;
 	int64_t start_s;
 	uint64_t size;
+	uint32_t shard, nshards; /* nshards 1: not a shard's (lowprof/spoolname.h) */
 };
 
-/* Windows in delivery order: by number, then kind. <0, 0 or >0. */
+/*
+ * Windows in delivery order: by number, then kind, then shard (a file
+ * without one first). <0, 0 or >0.
+ */
 int exp_win_cmp(const struct exp_win *a, const struct exp_win *b);
 
 /*
@@ -151,6 +156,40 @@ void exp_metrics__serve(struct exp_metrics *m, const struct pollfd *pfds, unsign
  * own (lowprof_exporter_*).
  */
 bool exp_metrics_line_ok(const char *l, size_t len);
+
+/* ---- the symbolizers' metrics files (symbmetrics.c) ----------------------------- */
+
+/* One metrics file of the spool: "metrics.prom" or a shard's "metrics-sKofN.prom". */
+struct exp_symb_page {
+	char *text; /* its first 64 KiB */
+	size_t len;
+	struct timespec mtime;
+	uint32_t shard, nshards; /* nshards 1: no shard's */
+};
+
+/* the files read for one /metrics page (one per shard of one run, and a stale one) */
+#define EXP_SYMB_PAGES (LP_MAX_SHARDS + 1)
+
+/*
+ * Reads the spool's metrics files into pages (at most cap), ordered by
+ * shard (no shard's first): how many. Free them with exp_symb_free.
+ */
+size_t exp_symb_read(int spool, struct exp_symb_page *pages, size_t cap);
+void exp_symb_free(struct exp_symb_page *pages, size_t n);
+
+/*
+ * The lines of pages[0..n) the exporter passes on (exp_metrics_line_ok),
+ * written to buf (at most cap bytes; a line whole or not at all): those of
+ * the lowprof_process_resident_bytes family only with resident, the others
+ * without. A shard's samples without a shard label get shard="KofN" (first). One file:
+ * its lines as they come; several: each family once (the first file's
+ * HELP and TYPE), then every file's samples of it. Returns the length.
+ */
+size_t exp_symb_lines(const struct exp_symb_page *pages, size_t n, char *buf, size_t cap,
+		      bool resident);
+
+/* The lowprof_symbolizer_metrics_age_seconds family of pages[0..n) (none: nothing). */
+size_t exp_symb_age(const struct exp_symb_page *pages, size_t n, char *buf, size_t cap);
 
 /* ---- sandbox (sandbox.c) ------------------------------------------------------ */
 

@@ -24,6 +24,10 @@ int exp_win_cmp(const struct exp_win *a, const struct exp_win *b)
 		return a->seq < b->seq ? -1 : 1;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
+	if (a->nshards != b->nshards)
+		return a->nshards < b->nshards ? -1 : 1;
+	if (a->shard != b->shard)
+		return a->shard < b->shard ? -1 : 1;
 	return strcmp(a->name, b->name);
 }
 
@@ -58,9 +62,10 @@ int exp_queue_scan(int dirfd, struct exp_win **out, size_t *n, uint64_t *bytes)
 		return -errno;
 	while ((e = readdir(d))) {
 		struct exp_win w = {0};
+		struct lp_spool_name pn;
 		struct stat st;
 
-		if (lp_spool_parse_name(e->d_name, &w.kind, &w.start_s, &w.seq) ||
+		if (lp_spool_parse(e->d_name, &pn) ||
 		    fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
 		if (*n == cap) {
@@ -75,6 +80,11 @@ int exp_queue_scan(int dirfd, struct exp_win **out, size_t *n, uint64_t *bytes)
 			cap = c;
 		}
 		memcpy(w.name, e->d_name, strlen(e->d_name) + 1);
+		w.kind = pn.kind;
+		w.seq = pn.seq;
+		w.start_s = pn.start_s;
+		w.shard = pn.shard;
+		w.nshards = pn.nshards;
 		w.size = (uint64_t)st.st_size;
 		*bytes += w.size;
 		v[(*n)++] = w;

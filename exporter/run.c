@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * The exporter's loop (exporter.h). Each destination keeps a cursor: the
- * last window (in delivery order: number, then kind) it is done with,
- * because the destination accepted it (2xx), refused it for good (4xx but
- * 429), or it could not be read. A destination sends the first window past
- * its cursor, one at a time, so windows arrive in order, none twice in one
- * run. A failed try (no answer, 429, 5xx) is tried again after a backoff
+ * The exporter's loop (exporter.h). Each destination keeps a cursor per
+ * stream of files (the run's, or one shard's: lowprof/spoolname.h): the
+ * last window of it (in delivery order: number, then kind, then shard) it
+ * is done with, because the destination accepted it (2xx), refused it for
+ * good (4xx but 429), or it could not be read. A destination sends the
+ * first window past its cursor, one at a time, so windows arrive in order,
+ * none twice in one run. Shards write apart: one may add window N after
+ * another's N+1 was sent, and its own cursor still sends it. A failed try
+ * (no answer, 429, 5xx) is tried again after a backoff
  * that doubles up to --max-backoff, with jitter, or after the answer's
  * Retry-After. A window leaves the spool once every destination is past
  * it: removed, or moved to rejected/ if one refused it. Nothing is kept but
@@ -51,9 +54,10 @@ struct dest {
 	char *url;
 	char **headers;
 	int slot;
-	bool has_cursor;
-	struct exp_win cursor; /* the last window it is done with */
-	bool have_win;	       /* win is encoded in body, being tried */
+	/* per stream (lp_spool_stream): the last window it is done with */
+	bool has_cursor[LP_SPOOL_STREAMS];
+	struct exp_win cursor[LP_SPOOL_STREAMS];
+	bool have_win; /* win is encoded in body, being tried */
 	struct exp_win win;
 	uint8_t *body;
 	size_t body_len;
@@ -63,6 +67,14 @@ struct dest {
 	char causes[MAX_CAUSES][48]; /* failures already reported */
 	int ncauses;
 	bool failing;
+};
+
+/* What the exporter follows of each stream of files. */
+struct stream {
+	uint64_t top_seq[LP_SPOOL_KINDS]; /* the highest window number seen, per kind */
+	bool seen[LP_SPOOL_KINDS];
+	struct exp_win counted; /* samples are counted once per window: the last one */
+	bool has_counted;
 };
 
 struct state {
@@ -78,10 +90,7 @@ struct state {
 	size_t nq;
 	uint64_t spool_bytes;
 	uint64_t removed, set_aside, dropped, samples[LP_SPOOL_KINDS];
-	uint64_t top_seq[LP_SPOOL_KINDS]; /* the highest window number seen, per kind */
-	bool seen[LP_SPOOL_KINDS];
-	struct exp_win counted; /* samples are counted once per window: the last one */
-	bool has_counted;
+	struct stream *st; /* [LP_SPOOL_STREAMS] */
 	/* the window read last, kept for the other destinations until it is retired */
 	struct lpw_read *cache;
 	struct exp_win cache_w;
@@ -103,16 +112,23 @@ static int64_t now_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Whether w is at or before cursor c. */
+static unsigned stream_of(const struct exp_win *w)
+{
+	return lp_spool_stream(w->shard, w->nshards);
+}
+
+/* Whether w is at or before d's cursor of its stream. */
 static bool done_with(const struct dest *d, const struct exp_win *w)
 {
-	return d->has_cursor && exp_win_cmp(w, &d->cursor) <= 0;
+	unsigned k = stream_of(w);
+
+	return d->has_cursor[k] && exp_win_cmp(w, &d->cursor[k]) <= 0;
 }
 
 static void advance(struct dest *d, const struct exp_win *w)
 {
-	d->cursor = *w;
-	d->has_cursor = true;
+	d->cursor[stream_of(w)] = *w;
+	d->has_cursor[stream_of(w)] = true;
 	free(d->body);
 	d->body = NULL;
 	d->body_len = 0;
@@ -174,10 +190,14 @@ static int read_window(struct state *s, const struct dest *d, const struct exp_w
 	s->cache = r;
 	s->cache_w = *w;
 	*p = lpw_read__profile(r);
-	if (!s->has_counted || exp_win_cmp(w, &s->counted) > 0) {
-		s->samples[w->kind] += (uint64_t)window_samples(*p);
-		s->counted = *w;
-		s->has_counted = true;
+	{
+		struct stream *st = &s->st[stream_of(w)];
+
+		if (!st->has_counted || exp_win_cmp(w, &st->counted) > 0) {
+			s->samples[w->kind] += (uint64_t)window_samples(*p);
+			st->counted = *w;
+			st->has_counted = true;
+		}
 	}
 	return 0;
 }
@@ -219,6 +239,8 @@ static int encode(struct state *s, struct dest *d, const struct exp_win *w)
  * Rescans the spool. Windows that vanished undelivered went to the budget,
  * and so did those it took between two scans: their numbers are missing
  * (the symbolizer numbers a kind's windows without a gap, across restarts).
+ * A shard's numbers are times (symbolizer/spool.h): they jump over the
+ * time between two runs, so only the first count is kept for them.
  */
 static void rescan(struct state *s)
 {
@@ -243,13 +265,14 @@ static void rescan(struct state *s)
 		s->dropped += undelivered;
 	}
 	for (size_t j = 0; j < n; j++) {
+		struct stream *st = &s->st[stream_of(&v[j])];
 		int k = v[j].kind;
 
-		if (s->seen[k] && v[j].seq > s->top_seq[k] + 1)
-			s->dropped += v[j].seq - s->top_seq[k] - 1;
-		if (!s->seen[k] || v[j].seq > s->top_seq[k])
-			s->top_seq[k] = v[j].seq;
-		s->seen[k] = true;
+		if (st->seen[k] && v[j].seq > st->top_seq[k] + 1 && v[j].nshards <= 1)
+			s->dropped += v[j].seq - st->top_seq[k] - 1;
+		if (!st->seen[k] || v[j].seq > st->top_seq[k])
+			st->top_seq[k] = v[j].seq;
+		st->seen[k] = true;
 	}
 	free(s->q);
 	s->q = v;
@@ -426,59 +449,6 @@ static bool all_delivered(const struct state *s)
 			n += (size_t)w_;                                                           \
 	} while (0)
 
-/* The symbolizer's metrics, SPOOL/metrics.prom (replaced with each window), read once per page. */
-struct symb_page {
-	char text[64 << 10];
-	size_t len;
-	bool have;
-	struct timespec mtime;
-};
-
-static void symbolizer_read(struct state *s, struct symb_page *f)
-{
-	int fd = openat(s->spool, "metrics.prom", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	struct stat st;
-	ssize_t r;
-
-	f->len = 0;
-	f->have = false;
-	if (fd < 0)
-		return;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
-		while (f->len < sizeof(f->text) &&
-		       (r = read(fd, f->text + f->len, sizeof(f->text) - f->len)) > 0)
-			f->len += (size_t)r;
-		f->have = true;
-		f->mtime = st.st_mtim;
-	}
-	close(fd);
-}
-
-/*
- * The symbolizer's lines, checked one by one, into buf: the
- * lowprof_process_resident_bytes samples only with resident (they join the
- * exporter's own family), the rest without.
- */
-static size_t symbolizer_lines(const struct symb_page *f, char *buf, size_t cap, bool resident)
-{
-	size_t n = 0;
-
-	for (size_t at = 0; at < f->len;) {
-		const char *l = f->text + at, *nl = memchr(l, '\n', f->len - at);
-		size_t ll = nl ? (size_t)(nl - l) : f->len - at;
-		bool res = (ll > 31 && !memcmp(l, "lowprof_process_resident_bytes{", 31)) ||
-			   (ll > 38 && !memcmp(l + 7, "lowprof_process_resident_bytes ", 31));
-
-		if (res == resident && exp_metrics_line_ok(l, ll) && n + ll + 1 < cap) {
-			memcpy(buf + n, l, ll);
-			buf[n + ll] = '\n';
-			n += ll + 1;
-		}
-		at += ll + 1;
-	}
-	return n;
-}
-
 /* The counters each destination keeps, one metric family each. */
 static const struct dest_family {
 	const char *name, *help;
@@ -502,14 +472,14 @@ static const struct dest_family {
 
 static size_t metrics_text(char *buf, size_t cap, void *arg)
 {
-	static struct symb_page symb;
+	struct exp_symb_page symb[EXP_SYMB_PAGES];
 	struct state *s = arg;
-	size_t n = 0;
+	size_t n = 0, ns;
 	uint64_t rss = 0;
 
 	if (s->statm >= 0)
 		lp_statm_resident(s->statm, &rss);
-	symbolizer_read(s, &symb);
+	ns = exp_symb_read(s->spool, symb, EXP_SYMB_PAGES);
 	for (size_t f = 0; f < sizeof(dest_families) / sizeof(dest_families[0]); f++) {
 		const struct dest_family *m = &dest_families[f];
 
@@ -555,23 +525,14 @@ static size_t metrics_text(char *buf, size_t cap, void *arg)
 	for (int k = 0; k < LP_SPOOL_KINDS; k++)
 		P("lowprof_samples_total{kind=\"%s\"} %" PRIu64 "\n", lp_spool_kinds[k],
 		  s->samples[k]);
-	if (symb.have) {
-		struct timespec now;
-
-		clock_gettime(CLOCK_REALTIME, &now);
-		P("# HELP lowprof_symbolizer_metrics_age_seconds Since the symbolizer last wrote "
-		  "its metrics (with each window).\n"
-		  "# TYPE lowprof_symbolizer_metrics_age_seconds gauge\n"
-		  "lowprof_symbolizer_metrics_age_seconds %.3f\n",
-		  (double)(now.tv_sec - symb.mtime.tv_sec) +
-			  (double)(now.tv_nsec - symb.mtime.tv_nsec) / 1e9);
-	}
-	n += symbolizer_lines(&symb, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, false);
+	n += exp_symb_age(symb, ns, buf + (n < cap ? n : cap), n < cap ? cap - n : 0);
+	n += exp_symb_lines(symb, ns, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, false);
 	P("# HELP lowprof_process_resident_bytes Resident memory of a lowprof process.\n"
 	  "# TYPE lowprof_process_resident_bytes gauge\n"
 	  "lowprof_process_resident_bytes{process=\"exporter\"} %" PRIu64 "\n",
 	  rss);
-	n += symbolizer_lines(&symb, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, true);
+	n += exp_symb_lines(symb, ns, buf + (n < cap ? n : cap), n < cap ? cap - n : 0, true);
+	exp_symb_free(symb, ns);
 	return n < cap ? n : cap;
 }
 
@@ -674,6 +635,7 @@ static void cleanup(struct state *s)
 	exp_http__free(s->http);
 	exp_metrics__free(s->metrics);
 	free(s->q);
+	free(s->st);
 	if (s->spool >= 0)
 		close(s->spool);
 	if (s->rej >= 0)
@@ -723,6 +685,9 @@ static int setup(struct state *s)
 		return err;
 	}
 	s->statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	s->st = calloc(LP_SPOOL_STREAMS, sizeof(*s->st));
+	if (!s->st)
+		return -ENOMEM;
 	if (gethostname(s->host, sizeof(s->host) - 1))
 		snprintf(s->host, sizeof(s->host), "unknown");
 	s->id.host_name = s->host;

@@ -11,6 +11,7 @@
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
+#include "lowprof/shard.h"
 #include "lowprof/user.h"
 #include "symbolizer.h"
 
@@ -78,6 +79,14 @@ static const char usage[] =
 	"      --output-fds A,B,C write pprof, folded and HTML to these inherited fds\n"
 	"                         instead of -o (lowprof record); with --off-cpu six:\n"
 	"                         A,B,C,D,E,F, D-F for the off-CPU profile\n"
+	"      --shard K/N        aggregate only the samples of the processes of shard\n"
+	"                         K of N (0 <= K < N <= 16; lowprof record\n"
+	"                         --symbolizers, lowprof replay -j): every other\n"
+	"                         record is read whole, so the shards' profiles\n"
+	"                         merged are those of one symbolizer\n"
+	"      --partial-fds C,O,S instead of outputs, write the on-CPU and off-CPU\n"
+	"                         pprof profiles and the summary of this --shard to\n"
+	"                         these inherited fds, for lowprof to merge\n"
 	"      --off-cpu          the collector records off-CPU samples: write them\n"
 	"                         as a second profile (otherwise they are ignored)\n"
 	"  -u, --user USER        user to run as when started as root (default\n"
@@ -167,6 +176,7 @@ struct args {
 	size_t ndebug;
 	bool no_cache;
 	int fds[6], nfds;
+	int partial[3], npartial;
 	enum lp_log_level level;
 	const char *prog;
 };
@@ -243,6 +253,13 @@ static int parse_io_opt(int opt, const char *arg, struct args *a)
 			return 0;
 		lp_err("--mem-budget %s: give a size of at least 16M", arg);
 		return 2;
+	case 'J':
+		if (lp_parse_fds(arg, a->partial, 3)) {
+			lp_err("--partial-fds takes three fds: CPU,OFFCPU,SUMMARY");
+			return 2;
+		}
+		a->npartial = 3;
+		return 0;
 	default: /* 'O' */
 		a->nfds = parse_fds(arg, a->fds);
 		if (a->nfds >= 0)
@@ -251,6 +268,27 @@ static int parse_io_opt(int opt, const char *arg, struct args *a)
 		       "--off-cpu six, the off-CPU ones after those");
 		return 2;
 	}
+}
+
+/* --shard K/N: 0, or 2 (said why) */
+static int parse_shard(const char *arg, struct symb_opts *o)
+{
+	const char *slash = strchr(arg, '/');
+	char k[16];
+	uint64_t kv, nv;
+
+	if (slash && (size_t)(slash - arg) < sizeof(k)) {
+		memcpy(k, arg, (size_t)(slash - arg));
+		k[slash - arg] = '\0';
+		if (!lp_parse_uint(k, LP_MAX_SHARDS, &kv) &&
+		    !lp_parse_uint(slash + 1, LP_MAX_SHARDS, &nv) && nv >= 1 && kv < nv) {
+			o->shard = (uint32_t)kv;
+			o->nshards = (uint32_t)nv;
+			return 0;
+		}
+	}
+	lp_err("--shard %s: give K/N with 0 <= K < N <= %d", arg, LP_MAX_SHARDS);
+	return 2;
 }
 
 /* One option: 0, 1 for --help (printed), or 2 (said why). */
@@ -271,7 +309,10 @@ static int parse_opt(int opt, const char *arg, struct args *a)
 	case 'w':
 	case 'B':
 	case 'm':
+	case 'J':
 		return parse_io_opt(opt, arg, a);
+	case 's':
+		return parse_shard(arg, o);
 	case 'p':
 		o->progress = true;
 		return 0;
@@ -337,7 +378,8 @@ static int check_io(struct args *a)
 		       "--capture-fd FD (see --help)");
 		return 2;
 	}
-	if (o->spool_dir && (o->out_dir || a->nfds || o->capture_path || o->capture_fd >= 0)) {
+	if (o->spool_dir &&
+	    (o->out_dir || a->nfds || a->npartial || o->capture_path || o->capture_fd >= 0)) {
 		lp_err("--spool writes windows of a ring: not with -o, --output-fds or a capture");
 		return 2;
 	}
@@ -352,8 +394,24 @@ static int check_io(struct args *a)
 		lp_err("--window, --spool-bytes and --mem-budget go with --spool");
 		return 2;
 	}
+	if (a->npartial) {
+		if (o->out_dir || a->nfds || o->nshards < 2) {
+			lp_err("--partial-fds goes with --shard K/N (N of 2 or more), not with -o "
+			       "or "
+			       "--output-fds");
+			return 2;
+		}
+		o->partial = true;
+		o->out_fds[0] = a->partial[0];
+		o->offcpu_fds[0] = a->partial[1];
+		o->summary_fd = a->partial[2];
+		if (o->capture_path || o->capture_fd >= 0)
+			o->off_cpu = true;
+		return 0;
+	}
 	if (!o->out_dir == !a->nfds) {
-		lp_err("give exactly one of -o DIR, --output-fds or --spool (see --help)");
+		lp_err("give exactly one of -o DIR, --output-fds, --partial-fds or --spool (see "
+		       "--help)");
 		return 2;
 	}
 	if (o->capture_path || o->capture_fd >= 0) {
@@ -406,6 +464,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"no-cache", no_argument, NULL, 'X'},
 		{"debug-dir", required_argument, NULL, 'G'},
 		{"off-cpu", no_argument, NULL, 'F'},
+		{"shard", required_argument, NULL, 's'},
+		{"partial-fds", required_argument, NULL, 'J'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -434,6 +494,7 @@ int main(int argc, char **argv)
 				.capture_fd = -1,
 				.out_fds = {-1, -1, -1},
 				.offcpu_fds = {-1, -1, -1},
+				.summary_fd = STDOUT_FILENO,
 				.user = LP_USER_DEFAULT,
 			},
 		.level = LP_LOG_INFO,

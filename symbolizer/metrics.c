@@ -17,6 +17,8 @@
 struct page {
 	char buf[PAGE];
 	size_t n;
+	/* every sample's first label ("shard=\"1of2\"") and its separator, or "" */
+	const char *label, *sep;
 };
 
 __attribute__((format(printf, 2, 3))) static void put(struct page *p, const char *fmt, ...)
@@ -31,14 +33,19 @@ __attribute__((format(printf, 2, 3))) static void put(struct page *p, const char
 		p->n = p->n + (size_t)w < PAGE ? p->n + (size_t)w : PAGE - 1;
 }
 
+/* "{label}" after a sample's name, or nothing */
+#define LABELS(p) (p)->label[0] ? "{" : "", (p)->label, (p)->label[0] ? "}" : ""
+
 static void counter(struct page *p, const char *name, const char *help, uint64_t v)
 {
-	put(p, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", name, help, name, name, v);
+	put(p, "# HELP %s %s\n# TYPE %s counter\n%s%s%s%s %" PRIu64 "\n", name, help, name, name,
+	    LABELS(p), v);
 }
 
 static void gauge(struct page *p, const char *name, const char *help, double v)
 {
-	put(p, "# HELP %s %s\n# TYPE %s gauge\n%s %.6g\n", name, help, name, name, v);
+	put(p, "# HELP %s %s\n# TYPE %s gauge\n%s%s%s%s %.6g\n", name, help, name, name, LABELS(p),
+	    v);
 }
 
 int symb_metrics_write(int fd, const struct symb_metrics_in *in)
@@ -62,6 +69,8 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 
 	p.n = 0;
 	p.buf[0] = '\0';
+	p.label = in->shard_label ? in->shard_label : "";
+	p.sep = p.label[0] ? "," : "";
 	counter(&p, "lowprof_symbolizer_samples_total", "On-CPU samples aggregated.",
 		in->t->samples);
 	counter(&p, "lowprof_symbolizer_offcpu_samples_total", "Off-CPU samples aggregated.",
@@ -71,7 +80,8 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 	put(&p, "# HELP lowprof_lost_total Samples and records lost, by cause.\n"
 		"# TYPE lowprof_lost_total counter\n");
 	for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++)
-		put(&p, "lowprof_lost_total{cause=\"%s\"} %" PRIu64 "\n", lost[i].cause, lost[i].v);
+		put(&p, "lowprof_lost_total{%s%scause=\"%s\"} %" PRIu64 "\n", p.label, p.sep,
+		    lost[i].cause, lost[i].v);
 	counter(&p, "lowprof_collector_restarts_total",
 		"Collectors started again under this symbolizer.", in->t->restarts);
 	counter(&p, "lowprof_spool_windows_written_total", "Window files written into the spool.",
@@ -91,8 +101,8 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 		"Loaded tables dropped for the memory budget.", os->evicted);
 	gauge(&p, "lowprof_symbolizer_processes", "Processes the symbolizer knows.", c->procs);
 	if (in->statm_fd >= 0 && !lp_statm_resident(in->statm_fd, &rss))
-		put(&p, "lowprof_process_resident_bytes{process=\"symbolizer\"} %" PRIu64 "\n",
-		    rss);
+		put(&p, "lowprof_process_resident_bytes{%s%sprocess=\"symbolizer\"} %" PRIu64 "\n",
+		    p.label, p.sep, rss);
 	/* the collector's: statm is readable by anyone (no ptrace check); gone: nothing */
 	if (in->collector_pid > 0) {
 		char path[32];
@@ -102,8 +112,9 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 		sfd = open(path, O_RDONLY | O_CLOEXEC);
 		if (sfd >= 0 && !lp_statm_resident(sfd, &rss))
 			put(&p,
-			    "lowprof_process_resident_bytes{process=\"collector\"} %" PRIu64 "\n",
-			    rss);
+			    "lowprof_process_resident_bytes{%s%sprocess=\"collector\"} %" PRIu64
+			    "\n",
+			    p.label, p.sep, rss);
 		if (sfd >= 0)
 			close(sfd);
 	}

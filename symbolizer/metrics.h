@@ -26,6 +26,12 @@ struct symb_metrics_in {
 	double window_lag_s;		     /* how late the last window was written */
 	int statm_fd;			     /* /proc/self/statm (open before the sandbox), or -1 */
 	pid_t collector_pid;		     /* its /proc/PID/statm is read too; 0: none */
+	/*
+	 * A shard's label, first on every sample ("shard=\"1of2\"":
+	 * symb_spool__shard_label), so that shards' files summed count each
+	 * sample once; NULL or "": none.
+	 */
+	const char *shard_label;
 };
 
 /* The page, appended to fd: 0 or -errno. */

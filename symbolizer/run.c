@@ -475,10 +475,11 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 		return NULL;
 	}
 	p = symb_built_profile(b);
-	/* '|': each writer runs even when another failed */
-	if ((lpw_write_pprof(p, fds[0]) | lpw_write_folded(p, fds[1]) |
-	     lpw_write_flamegraph(p, fds[2])) &&
-	    !*rc)
+	/* '|': each writer runs even when another failed; a shard's partial outputs: pprof only */
+	err = fds[0] >= 0 ? lpw_write_pprof(p, fds[0]) : 0;
+	err |= fds[1] >= 0 ? lpw_write_folded(p, fds[1]) : 0;
+	err |= fds[2] >= 0 ? lpw_write_flamegraph(p, fds[2]) : 0;
+	if (err && !*rc)
 		*rc = -EIO;
 	return b;
 }
@@ -498,11 +499,13 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 	if (off_cpu)
 		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, &rc);
 	if (!o->quiet_summary) {
-		symb_print_summary(s, cpu, offcpu, off_cpu, STDOUT_FILENO);
+		int sfd = o->summary_fd;
+
+		symb_print_summary(s, cpu, offcpu, off_cpu, sfd);
 		if (rd)
-			print_capture(rd, o->capture_path, STDOUT_FILENO);
+			print_capture(rd, o->capture_path, sfd);
 		if (o->resumed)
-			dprintf(STDOUT_FILENO,
+			dprintf(sfd,
 				"  resumed         this symbolizer was started again during the "
 				"run: "
 				"the profile covers %.2f s from %.2f s into it (%llu records "
@@ -689,6 +692,7 @@ static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
 			.window_lag_s = (double)(clock_ns(CLOCK_MONOTONIC) - now) / 1e9,
 			.statm_fd = w->statm_fd,
 			.collector_pid = w->collector_pid,
+			.shard_label = symb_spool__shard_label(w->spool),
 		};
 
 		w->totals.samples += c->samples;
@@ -737,9 +741,14 @@ static int feed_window(struct symb_state *s, struct windows *w, const void *data
 /* A service run's first window starts now. */
 static void windows_start(struct windows *w, struct symb_state *s)
 {
-	w->seq = symb_spool__next_seq(w->spool);
-	w->start_mono = clock_ns(CLOCK_MONOTONIC);
-	w->start_real = (int64_t)clock_ns(CLOCK_REALTIME);
+	struct symb_spool_window first;
+
+	/* with shards, cut on the real clock's window boundaries (spool.h) */
+	symb_spool__first_window(w->spool, w->window_ns, clock_ns(CLOCK_MONOTONIC),
+				 (int64_t)clock_ns(CLOCK_REALTIME), &first);
+	w->seq = first.seq;
+	w->start_mono = first.start_mono;
+	w->start_real = first.start_real;
 	symb_state__set_window_end(s, w->start_mono + w->window_ns);
 }
 
@@ -878,6 +887,8 @@ static struct symb_state *new_state(const struct symb_opts *o, bool off_cpu, boo
 
 	if (!s)
 		lp_err("symbolizer state: %m");
+	else
+		symb_state__set_shard(s, o->shard, o->nshards, replay);
 	return s;
 }
 
@@ -936,8 +947,8 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 			"collector's metadata are skipped");
 	*s = new_state(o, off_cpu, false, o->resumed || resumed, cache, att->files_fd);
 	/* the spool's writer makes files: it is started outside the sandbox */
-	if (!*s || (o->spool_dir &&
-		    symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox, &w->spool)))
+	if (!*s || (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox,
+						     o->shard, o->nshards, &w->spool)))
 		return -1;
 	/* the metrics file's resident memory: statm read through a descriptor of its own */
 	if (o->spool_dir)

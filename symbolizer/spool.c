@@ -22,12 +22,13 @@
 
 #include "lowprof/files.h"
 #include "lowprof/log.h"
+#include "lowprof/spoolname.h"
 #include "sandbox.h"
 #include "spool.h"
 
 #define SPOOL_MAGIC 0x6c70736cu /* "lpsl" */
-/* a name: "offcpu-" + 16 for the time + "-" + 20 digits + ".pb.gz" */
-#define SPOOL_NAME_MAX 64
+/* a name: "offcpu-" + 16 for the time + "-" + 20 digits + ".s16of16" + ".pb.gz" */
+#define SPOOL_NAME_MAX 72
 /* files a budget pass looks at; a spool of more is trimmed over passes */
 #define SPOOL_MAX_SCAN 65536
 
@@ -61,6 +62,8 @@ struct symb_spool {
 	int memfd; /* shared with the writer */
 	pid_t writer;
 	uint64_t next_seq; /* after the spool's highest */
+	uint32_t shard, nshards;
+	char label[32]; /* symb_spool__shard_label */
 	struct symb_spool_stats n;
 };
 
@@ -72,20 +75,30 @@ struct spool_file {
 	uint64_t size;
 };
 
-/* "cpu-20261125T215000Z-000012.pb.gz" for kind 0, window 12 of that time */
-static void spool_name(char *out, uint32_t kind, uint64_t seq, int64_t start_real_ns)
+/*
+ * "cpu-20261125T215000Z-000012.pb.gz" for kind 0, window 12 of that time;
+ * shard 0 of 2 adds ".s1of2" before ".pb.gz" and names its metrics file
+ * "metrics-s1of2.prom" (lowprof/spoolname.h).
+ */
+static void spool_name(char *out, uint32_t kind, uint64_t seq, int64_t start_real_ns,
+		       uint32_t shard, uint32_t nshards)
 {
 	time_t t = (time_t)(start_real_ns > 0 ? start_real_ns / 1000000000 : 0);
-	char when[32] = "19700101T000000Z";
+	char when[32] = "19700101T000000Z", sh[16] = "";
 	struct tm tm;
 
+	if (nshards > 1)
+		snprintf(sh, sizeof(sh), LP_SPOOL_SHARD_FMT, shard + 1, nshards);
 	if (kind == KIND_METRICS) {
-		snprintf(out, SPOOL_NAME_MAX, "%s", SYMB_SPOOL_METRICS);
+		if (nshards > 1)
+			snprintf(out, SPOOL_NAME_MAX, "metrics-%s.prom", sh + 1);
+		else
+			snprintf(out, SPOOL_NAME_MAX, "%s", SYMB_SPOOL_METRICS);
 		return;
 	}
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(out, SPOOL_NAME_MAX, "%s-%s-%06" PRIu64 ".pb.gz", kinds[kind], when, seq);
+	snprintf(out, SPOOL_NAME_MAX, "%s-%s-%06" PRIu64 "%s.pb.gz", kinds[kind], when, seq, sh);
 }
 
 /* The time part of a spool file's name, or NULL when name is not one. */
@@ -121,8 +134,14 @@ static int copy_out(int memfd, int fd, uint64_t len)
 	return fdatasync(fd) ? -errno : 0;
 }
 
+/* The shard whose files a writer makes (0 of 1: the whole run). */
+struct spool_shard {
+	uint32_t shard, nshards;
+};
+
 /* Writes the window m describes to its name, through a temporary one. */
-static int write_window(int dirfd, int memfd, const struct spool_msg *m, char *name)
+static int write_window(int dirfd, int memfd, const struct spool_msg *m,
+			const struct spool_shard *sh, char *name)
 {
 	char tmp[SPOOL_NAME_MAX + 8];
 	struct stat st;
@@ -130,7 +149,7 @@ static int write_window(int dirfd, int memfd, const struct spool_msg *m, char *n
 
 	if (fstat(memfd, &st) || (uint64_t)st.st_size < m->len || m->len > SYMB_SPOOL_MAX_FILE)
 		return -EINVAL;
-	spool_name(name, m->kind, m->seq, m->start_real_ns);
+	spool_name(name, m->kind, m->seq, m->start_real_ns, sh->shard, sh->nshards);
 	snprintf(tmp, sizeof(tmp), ".tmp-%s", name);
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -195,7 +214,12 @@ static struct spool_file *scan(int dirfd, size_t *n, uint64_t *total, bool clean
 	return v;
 }
 
-/* Removes the oldest files while the spool holds more than max; never keep. */
+/*
+ * Removes the oldest files while the spool holds more than max; never keep.
+ * The budget is the spool's: every shard's writer counts every window file
+ * and removes the oldest overall, whoever wrote it. One another writer
+ * removed first is gone from the total, not counted here.
+ */
 static void trim(int dirfd, uint64_t max, const char *keep, struct spool_ack *a)
 {
 	uint64_t total;
@@ -203,8 +227,13 @@ static void trim(int dirfd, uint64_t max, const char *keep, struct spool_ack *a)
 	struct spool_file *v = scan(dirfd, &n, &total, false);
 
 	for (size_t i = 0; v && i < n && total > max; i++) {
-		if (!strcmp(v[i].name, keep) || unlinkat(dirfd, v[i].name, 0))
+		if (!strcmp(v[i].name, keep))
 			continue;
+		if (unlinkat(dirfd, v[i].name, 0)) {
+			if (errno == ENOENT)
+				total -= v[i].size;
+			continue;
+		}
 		total -= v[i].size;
 		a->removed++;
 		a->removed_bytes += v[i].size;
@@ -232,7 +261,8 @@ static void close_others(int keep0, int keep1, int keep2)
 	close_range(from, ~0u, 0);
 }
 
-static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t parent, bool sandbox)
+static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t parent, bool sandbox,
+			const struct spool_shard *sh)
 {
 	struct spool_hello hello = {0};
 	struct spool_file *v;
@@ -273,7 +303,7 @@ static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t pare
 		if (r != sizeof(m) || m.magic != SPOOL_MAGIC ||
 		    (m.kind >= sizeof(kinds) / sizeof(kinds[0]) && m.kind != KIND_METRICS))
 			_exit(1);
-		a.err = write_window(dirfd, memfd, &m, name);
+		a.err = write_window(dirfd, memfd, &m, sh, name);
 		if (!a.err && m.kind != KIND_METRICS)
 			trim(dirfd, max, name, &a);
 		if (send(sock, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
@@ -309,8 +339,10 @@ static int open_dir(const char *dir)
 	return fd;
 }
 
-int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, struct symb_spool **out)
+int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, uint32_t shard,
+		     uint32_t nshards, struct symb_spool **out)
 {
+	const struct spool_shard sh = {nshards > 1 ? shard : 0, nshards > 1 ? nshards : 1};
 	struct symb_spool *sp = calloc(1, sizeof(*sp));
 	int sv[2] = {-1, -1}, dirfd = -1, err = 0;
 	struct spool_hello hello;
@@ -340,7 +372,7 @@ int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, struct s
 	if (sp->writer == 0) {
 		close(sv[0]);
 		writer_main(sv[1], sp->memfd, dirfd,
-			    max_bytes ? max_bytes : SYMB_SPOOL_DEFAULT_BYTES, self, sandbox);
+			    max_bytes ? max_bytes : SYMB_SPOOL_DEFAULT_BYTES, self, sandbox, &sh);
 	}
 	close(sv[1]);
 	close(dirfd);
@@ -353,6 +385,11 @@ int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, struct s
 		return -EIO;
 	}
 	sp->next_seq = hello.next_seq;
+	sp->shard = sh.shard;
+	sp->nshards = sh.nshards;
+	if (sh.nshards > 1)
+		snprintf(sp->label, sizeof(sp->label), "shard=\"%uof%u\"", sh.shard + 1,
+			 sh.nshards);
 	*out = sp;
 	return 0;
 fail:
@@ -370,6 +407,26 @@ fail:
 uint64_t symb_spool__next_seq(const struct symb_spool *sp)
 {
 	return sp->next_seq;
+}
+
+void symb_spool__first_window(struct symb_spool *sp, uint64_t window_ns, uint64_t now_mono,
+			      int64_t now_real, struct symb_spool_window *w)
+{
+	uint64_t into;
+
+	w->seq = sp->next_seq;
+	w->start_mono = now_mono;
+	w->start_real = now_real;
+	if (sp->nshards <= 1 || !window_ns || now_real <= 0)
+		return;
+	/* the window of the real clock's time now: the same for every shard */
+	into = (uint64_t)now_real % window_ns;
+	if (into > now_mono)
+		into = 0; /* booted within a window: not aligned (never with W < uptime) */
+	w->seq = (uint64_t)now_real / window_ns;
+	w->start_real = now_real - (int64_t)into;
+	w->start_mono = now_mono - into;
+	sp->next_seq = w->seq;
 }
 
 int symb_spool__fd(const struct symb_spool *sp)
@@ -450,6 +507,11 @@ int symb_spool__put_metrics(struct symb_spool *sp)
 	if (err)
 		lp_debug("spool: the metrics file not written: %s", strerror(-err));
 	return err;
+}
+
+const char *symb_spool__shard_label(const struct symb_spool *sp)
+{
+	return sp->label;
 }
 
 const struct symb_spool_stats *symb_spool__stats(const struct symb_spool *sp)

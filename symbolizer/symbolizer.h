@@ -66,6 +66,13 @@ struct symb_opts {
 	 * only as shard 0; every other record it takes whole.
 	 */
 	uint32_t shard, nshards;
+	/*
+	 * A shard of lowprof record or replay (--partial-fds): instead of the
+	 * outputs, its pprof profiles to out_fds[0] and offcpu_fds[0] and its
+	 * summary to summary_fd, for lowprof to merge with the other shards'.
+	 */
+	bool partial;
+	int summary_fd;
 };
 
 #define SYMB_DEFAULT_MEM_BUDGET (256ull << 20)

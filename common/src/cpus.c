@@ -104,3 +104,12 @@ uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_r
 		want = LP_SHM_RING_BUDGET;
 	return lp_roundup_pow2(want);
 }
+
+uint64_t lp_shm_ring_share(uint64_t total, uint32_t n)
+{
+	uint64_t each = n > 1 ? total / n : total, p = LP_SHM_RING_MIN;
+
+	while (p * 2 <= each)
+		p *= 2;
+	return n > 1 ? p : total;
+}

@@ -47,10 +47,36 @@ static int64_t name_time(const char *s)
 	return (int64_t)t;
 }
 
-int lp_spool_parse_name(const char *name, int *kind, int64_t *start_s, uint64_t *seq)
+/*
+ * "sKofN" at s[0..len) (the shard part after its '.' or '-'): K and N as
+ * LP_SPOOL_SHARD_FMT prints them (1 <= K <= N, 2 <= N <= LP_MAX_SHARDS, no
+ * leading zero). 0 or -EINVAL.
+ */
+static int parse_shard(const char *s, size_t len, uint32_t *shard, uint32_t *nshards)
+{
+	const char *of = len > 1 ? memchr(s + 1, 'o', len - 1) : NULL;
+	size_t kd, nd;
+	int64_t k, n;
+
+	if (len < 5 || s[0] != 's' || !of || (size_t)(of - s) + 2 >= len || of[1] != 'f')
+		return -EINVAL;
+	kd = (size_t)(of - (s + 1));
+	nd = len - (size_t)(of + 2 - s);
+	if (kd < 1 || kd > 2 || nd < 1 || nd > 2 || s[1] == '0' || of[2] == '0')
+		return -EINVAL;
+	k = digits(s + 1, (int)kd);
+	n = digits(of + 2, (int)nd);
+	if (k < 1 || n < 2 || n > LP_MAX_SHARDS || k > n)
+		return -EINVAL;
+	*shard = (uint32_t)k - 1;
+	*nshards = (uint32_t)n;
+	return 0;
+}
+
+int lp_spool_parse(const char *name, struct lp_spool_name *out)
 {
 	size_t len = strlen(name), nd;
-	const char *p = NULL;
+	const char *p = NULL, *end, *dot;
 	int64_t t;
 
 	if (len > LP_SPOOL_NAME_MAX)
@@ -60,19 +86,53 @@ int lp_spool_parse_name(const char *name, int *kind, int64_t *start_s, uint64_t 
 
 		if (!strncmp(name, lp_spool_kinds[k], l) && name[l] == '-') {
 			p = name + l + 1;
-			*kind = k;
+			out->kind = k;
 		}
 	}
-	/* TIME "-" SEQ ".pb.gz": SEQ has 6 digits or more (spool.c's %06) */
+	/* TIME "-" SEQ [SHARD] ".pb.gz": SEQ has 6 digits or more (spool.c's %06) */
 	if (!p || (size_t)(name + len - p) < 16 + 1 + 6 + 6 || strcmp(name + len - 6, ".pb.gz"))
 		return -EINVAL;
+	end = name + len - 6;
 	t = name_time(p);
-	nd = (size_t)(name + len - 6 - (p + 17));
-	/* as %06 prints: no leading zero beyond six digits */
-	if (t < 0 || p[16] != '-' || nd > 18 || digits(p + 17, (int)nd) < 0 ||
-	    (nd > 6 && p[17] == '0'))
+	dot = memchr(p + 17, '.', (size_t)(end - (p + 17)) + 1);
+	out->shard = 0;
+	out->nshards = 1;
+	if (t < 0 || p[16] != '-' || !dot ||
+	    (dot < end &&
+	     parse_shard(dot + 1, (size_t)(end - dot - 1), &out->shard, &out->nshards)))
 		return -EINVAL;
-	*start_s = t;
-	*seq = (uint64_t)digits(p + 17, (int)nd);
+	nd = (size_t)(dot - (p + 17));
+	/* as %06 prints: no leading zero beyond six digits */
+	if (nd < 6 || nd > 18 || digits(p + 17, (int)nd) < 0 || (nd > 6 && p[17] == '0'))
+		return -EINVAL;
+	out->start_s = t;
+	out->seq = (uint64_t)digits(p + 17, (int)nd);
 	return 0;
+}
+
+int lp_spool_parse_name(const char *name, int *kind, int64_t *start_s, uint64_t *seq)
+{
+	struct lp_spool_name n;
+	int err = lp_spool_parse(name, &n);
+
+	if (err)
+		return err;
+	*kind = n.kind;
+	*start_s = n.start_s;
+	*seq = n.seq;
+	return 0;
+}
+
+int lp_spool_parse_metrics(const char *name, uint32_t *shard, uint32_t *nshards)
+{
+	size_t len = strlen(name);
+
+	*shard = 0;
+	*nshards = 1;
+	if (!strcmp(name, "metrics.prom"))
+		return 0;
+	if (len < 8 + 5 + 5 || len > LP_SPOOL_NAME_MAX || strncmp(name, "metrics-", 8) ||
+	    strcmp(name + len - 5, ".prom"))
+		return -EINVAL;
+	return parse_shard(name + 8, len - 8 - 5, shard, nshards);
 }

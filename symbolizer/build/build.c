@@ -16,6 +16,7 @@
 
 #include "build.h"
 #include "build_int.h"
+#include "lowprof/shard.h"
 #include "debuginfo.h"
 #include "lowprof/hash.h"
 #include "lowprof/text.h"
@@ -40,8 +41,8 @@ struct symb_built {
 	struct lpw_stack *stacks;
 	uint32_t *locs; /* all stacks' location lists */
 	char **names;	/* owned strings, one per location */
-	const char *comments[5];
-	char *comment_buf[5];
+	const char *comments[6];
+	char *comment_buf[6];
 	char title[320];
 	uint32_t kernel_mapping;
 	uint32_t jit_mapping;  /* "[jit]": the frames JIT perf maps name */
@@ -396,15 +397,7 @@ static const struct symb_agg **kind_aggs(const struct symb_state *s, enum symb_k
 
 const char *symb_fmt_ns(char *buf, size_t cap, uint64_t ns)
 {
-	if (ns >= 1000000000ull)
-		snprintf(buf, cap, "%.2f s", ns / 1e9);
-	else if (ns >= 1000000)
-		snprintf(buf, cap, "%.2f ms", ns / 1e6);
-	else if (ns >= 1000)
-		snprintf(buf, cap, "%.2f us", ns / 1e3);
-	else
-		snprintf(buf, cap, "%" PRIu64 " ns", ns);
-	return buf;
+	return lpw_fmt_ns(buf, cap, ns);
 }
 
 const char *symb_offcpu_settings(const struct symb_meta *meta, char *buf, size_t cap)
@@ -442,6 +435,7 @@ static void describe(const struct symb_state *s, struct symb_built *b, enum symb
 	const struct symb_counters *c = symb_state__counters(s);
 	const char *host = m->hostname[0] ? m->hostname : "host";
 	const struct lps_loss *l = w ? &w->loss : &c->loss;
+	uint32_t nshards, shard = symb_state__shard(s, &nshards);
 	char set[160];
 
 	b->p.value_types[0] = (struct lpw_value_type){"samples", "count"};
@@ -487,12 +481,16 @@ static void describe(const struct symb_state *s, struct symb_built *b, enum symb
 		b->comments[b->p.ncomments++] = b->comment_buf[2];
 	if (w && asprintf(&b->comment_buf[3], "lowprof window %" PRIu64, w->seq) >= 0)
 		b->comments[b->p.ncomments++] = b->comment_buf[3];
-	if (c->restarts &&
+	/* the shards of one run all see its collector's restarts: shard 0 says them */
+	if (c->restarts && !shard &&
 	    asprintf(&b->comment_buf[4],
 		     "lowprof: the collector started again %" PRIu64
 		     " times in this profile: what it did not sample meanwhile is missing",
 		     c->restarts) >= 0)
 		b->comments[b->p.ncomments++] = b->comment_buf[4];
+	/* pprof has no title: a shard's, for lowprof to give the merged profile */
+	if (nshards && !w && asprintf(&b->comment_buf[5], "%s%s", LP_SHARD_TITLE, b->title) >= 0)
+		b->comments[b->p.ncomments++] = b->comment_buf[5];
 	b->p.title = b->title;
 	b->p.comments = b->comments;
 }

@@ -120,6 +120,7 @@ struct symb_counters {
 	uint64_t unwind_fp_frames; /* frames found through frame pointers */
 	uint64_t skipped_resume;   /* records read before the meta of a resumed stream */
 	uint64_t restarts;	   /* meta records after the first: a collector started again */
+	uint64_t other_shard;	   /* records of other shards' processes, skipped */
 	/* what the tables hold */
 	uint32_t procs;	      /* processes (slots are kept) */
 	uint32_t maps;	      /* live mappings of all processes */
@@ -197,6 +198,18 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len);
  */
 void symb_state__set_files_fd(struct symb_state *s, int files_fd);
 void symb_state__wait_meta(struct symb_state *s);
+
+/*
+ * Shard shard of nshards: samples, perf maps and jitdumps of other shards'
+ * processes are skipped (counted in other_shard); every other record is
+ * taken whole. Shards other than 0 keep only the loss counters that are
+ * their ring's own (shared ring drops, invalid ring positions), so the
+ * shards' counters summed are the run's; from a capture (one stream of the
+ * whole run's counters) they keep none.
+ */
+void symb_state__set_shard(struct symb_state *s, uint32_t shard, uint32_t nshards, bool capture);
+/* The shard set: its number, and *nshards (0: the whole stream). */
+uint32_t symb_state__shard(const struct symb_state *s, uint32_t *nshards);
 
 /* Replay: a buildid record, before the stream (symb_objects__note_build_id). */
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b);

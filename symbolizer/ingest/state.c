@@ -14,6 +14,7 @@
 #include "ingest.h"
 #include "lowprof/grow.h"
 #include "lowprof/hash.h"
+#include "lowprof/shard.h"
 #include "lowprof/log.h"
 #include "lowprof/opts.h"
 #include "jitdump.h"
@@ -51,6 +52,9 @@ struct symb_agg_slot {
 struct symb_state {
 	bool off_cpu;
 	bool wait_meta;
+	/* symb_state__set_shard: shard of nshards (0: all); loss kept: see there */
+	uint32_t shard, nshards;
+	bool shard_capture;
 	uint64_t seed;	     /* of every hash a stream can steer (no flooding) */
 	uint64_t window_end; /* samples from then are the next window's; 0: none */
 	uint64_t mem_budget; /* symb_objects__trim's, between windows */
@@ -165,6 +169,45 @@ void symb_state__set_files_fd(struct symb_state *s, int files_fd)
 void symb_state__wait_meta(struct symb_state *s)
 {
 	s->wait_meta = true;
+}
+
+void symb_state__set_shard(struct symb_state *s, uint32_t shard, uint32_t nshards, bool capture)
+{
+	s->shard = nshards > 1 ? shard : 0;
+	s->nshards = nshards > 1 ? nshards : 0;
+	s->shard_capture = capture;
+}
+
+uint32_t symb_state__shard(const struct symb_state *s, uint32_t *nshards)
+{
+	*nshards = s->nshards;
+	return s->shard;
+}
+
+/* Whether pid's samples and JIT records are another shard's. */
+static bool other_shard(struct symb_state *s, uint32_t pid)
+{
+	if (!s->nshards || lp_shard_of(pid, s->nshards) == s->shard)
+		return false;
+	s->n.other_shard++;
+	return true;
+}
+
+/* A loss record: of a shard other than 0, only what is its own (ingest.h). */
+static void feed_loss(struct symb_state *s, const struct lps_loss *l)
+{
+	s->n.have_loss = true;
+	if (!s->nshards || !s->shard) {
+		s->n.loss = *l;
+		return;
+	}
+	memset(&s->n.loss, 0, sizeof(s->n.loss));
+	if (s->shard_capture)
+		return;
+	s->n.loss.time_ns = l->time_ns;
+	s->n.loss.shm_dropped = l->shm_dropped;
+	s->n.loss.shm_dropped_bytes = l->shm_dropped_bytes;
+	s->n.loss.bad_consumer_pos = l->bad_consumer_pos;
 }
 
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b)
@@ -1326,6 +1369,8 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 			s->n.records--; /* fed again in the next window */
 			return SYMB_FEED_NEXT_WINDOW;
 		}
+		if (other_shard(s, r.sample.pid))
+			break;
 		err = feed_sample(s, &r.sample);
 		break;
 	case LPS_MAPS:
@@ -1368,17 +1413,18 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 		err = feed_proc(s, &r.proc);
 		break;
 	case LPS_PERFMAP:
-		err = feed_perfmap(s, &r.perfmap);
+		if (!other_shard(s, r.perfmap.pid))
+			err = feed_perfmap(s, &r.perfmap);
 		break;
 	case LPS_JITDUMP:
-		err = feed_jitdump(s, &r.jitdump);
+		if (!other_shard(s, r.jitdump.pid))
+			err = feed_jitdump(s, &r.jitdump);
 		break;
 	case LPS_VDSO:
 		err = feed_vdso(s, &r.vdso);
 		break;
 	case LPS_LOSS:
-		s->n.loss = r.loss;
-		s->n.have_loss = true;
+		feed_loss(s, &r.loss);
 		break;
 	case LPS_END:
 		s->meta.end_ns = r.end.time_ns;

@@ -67,8 +67,19 @@ void symb_objects__store_lines(struct symb_objects *s)
 		if (!o->dwarf)
 			continue;
 		s->n.dwarf_started += symb_dwarf__opened(o->dwarf);
-		if (!s->cache || !o->key || !symb_dwarf__lines_changed(o->dwarf) ||
-		    symb_dwarf__encode_lines(o->dwarf, &blob, &len))
+		if (!s->cache || !o->key || !symb_dwarf__lines_changed(o->dwarf))
+			continue;
+		/*
+		 * what another symbolizer stored meanwhile (the shards of one
+		 * run look up other addresses of the same binaries) joins ours,
+		 * so that neither run's results replace the other's
+		 */
+		if (!symb_cache__get(s->cache, o->key, SYMB_CACHE_LINES,
+				     SYMB_DWARF_LINES_BLOB_VERSION, &blob, &len)) {
+			symb_dwarf__load_lines(o->dwarf, blob, len);
+			free(blob);
+		}
+		if (symb_dwarf__encode_lines(o->dwarf, &blob, &len))
 			continue;
 		if (symb_cache__put(s->cache, o->key, SYMB_CACHE_LINES,
 				    SYMB_DWARF_LINES_BLOB_VERSION, blob, len) == 0)

@@ -24,23 +24,7 @@ for t in protoc go python3 openssl curl; do
 	command -v "$t" >/dev/null || { echo "FAIL: $t is missing (deploy/install-deps.sh --test)"; exit 1; }
 done
 
-# receiver NAME [ARGS...]: a receiver keeping requests in $TMP/NAME; its port in PORT
-receiver() {
-	local name=$1; shift
-	start_bg python3 "$HERE/receiver.py" --out "$TMP/$name" --port-file "$TMP/$name.port" "$@"
-	for _ in $(seq 50); do [[ -s $TMP/$name.port ]] && break; sleep 0.1; done
-	PORT=$(cat "$TMP/$name.port")
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# windows NAME: the window numbers of the Pyroscope deliveries kept, in arrival order
-push_windows() {
-	local b
-	for b in "$TMP/$1"/[0-9]*.body; do
-		[[ -e $b ]] || continue
-		python3 "$HERE/pushsplit.py" "$b" "${b%.body}" >/dev/null
-		go tool pprof -comments "${b%.body}-0.pb.gz" 2>/dev/null | sed -n 's/^lowprof window //p'
-	done
-}
+source "$HERE/receivers.sh"
 in_order_once() { # in_order_once N LIST: LIST is 0..N-1 in order
 	[[ "$(tr '\n' ' ' <<<"$2")" == "$(seq -s ' ' 0 $(($1 - 1))) " ]]
 }

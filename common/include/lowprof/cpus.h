@@ -44,4 +44,11 @@ uint64_t lp_roundup_pow2(uint64_t v);
 #define LP_SHM_RING_MAX	   (1ull << 32) /* = LP_RING_MAX_DATA */
 uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_record);
 
+/*
+ * The size of each of n rings (--symbolizers) sharing a budget of total
+ * bytes (lp_shm_ring_size's): total / n rounded down to a power of two,
+ * not below LP_SHM_RING_MIN.
+ */
+uint64_t lp_shm_ring_share(uint64_t total, uint32_t n);
+
 #endif /* LOWPROF_CPUS_H */

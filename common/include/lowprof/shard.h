@@ -29,6 +29,12 @@ static inline uint32_t lp_shard_of(uint32_t tgid, uint32_t n)
 	return (uint32_t)(((uint64_t)(uint32_t)(tgid * 0x9e3779b1u) * n) >> 32);
 }
 
+/*
+ * A shard's profile (pprof has no title) carries its title in a comment
+ * that starts so; lowprof takes it off when it merges the shards.
+ */
+#define LP_SHARD_TITLE "lowprof shard title: "
+
 /* Whether records of schema kind `record` go to one shard (by pid), not to all. */
 static inline bool lp_shard_by_pid(uint32_t record)
 {

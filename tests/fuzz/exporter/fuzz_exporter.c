@@ -59,6 +59,48 @@ static void encoders(const uint8_t *data, size_t size)
 	close(fd);
 }
 
+/*
+ * The symbolizers' metrics files: the input as one shard's file, then cut
+ * in two as two shards'. Whatever comes in, what goes out is whole lines
+ * within the buffer, no byte a line may not have, every sample labelled.
+ */
+static void check_symb_out(const char *out, size_t n, size_t cap)
+{
+	if (n > cap || (n && out[n - 1] != '\n'))
+		abort();
+	for (size_t at = 0; at < n;) {
+		const char *l = out + at, *nl = memchr(l, '\n', n - at);
+		size_t ll = (size_t)(nl - l);
+
+		/* a shard label: the file's own (anywhere), else put first */
+		if (memchr(l, '\r', ll) || memchr(l, '\0', ll) ||
+		    (l[0] != '#' && !memmem(l, ll, "{shard=\"", 8) &&
+		     !memmem(l, ll, ",shard=\"", 8)))
+			abort();
+		at += ll + 1;
+	}
+}
+
+static void symb_pages(const uint8_t *data, size_t size)
+{
+	static char out[1 << 17];
+	struct exp_symb_page p[2] = {
+		{.text = (char *)data, .len = size, .shard = 0, .nshards = 2},
+		{.text = (char *)data + size / 2, .len = size - size / 2, .shard = 1, .nshards = 2},
+	};
+	const size_t caps[] = {sizeof(out), 64};
+
+	p[0].len = size / 2;
+	for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+		for (int res = 0; res < 2; res++) {
+			check_symb_out(out, exp_symb_lines(p, 2, out, caps[c], res), caps[c]);
+			p[0].len = size;
+			check_symb_out(out, exp_symb_lines(p, 1, out, caps[c], res), caps[c]);
+			p[0].len = size / 2;
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool quiet;
@@ -72,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!text)
 		return 0;
 	encoders(data, size);
+	symb_pages(data, size);
 	memcpy(text, data, size);
 	text[size] = '\0';
 	if (!exp_headers_parse(text, "fuzz", &h)) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * cli/spoolfiles.c's parsers on arbitrary bytes (up to the first NUL): as a
- * window file's name and as a comment line. Both must give back exactly
- * what they accepted: the name rebuilt as symbolizer/spool.c names files,
+ * window file's name (a shard's too), as a metrics file's name and as a
+ * comment line. Each must give back exactly what it accepted: the name rebuilt as symbolizer/spool.c names files,
  * the line with its numbers put back; anything else aborts.
  */
 #include <inttypes.h>
@@ -13,23 +13,38 @@
 #include <time.h>
 
 #include "cli_int.h"
+#include "lowprof/spoolname.h"
 #include "lowprof/writers.h"
 
 static void check_name(const char *s)
 {
 	struct cli_win_file f;
-	char when[32], name[96];
+	char when[32], name[96], sh[16] = "";
+	uint32_t k, n;
 	time_t t;
 	struct tm tm;
 
+	/* a metrics file's name: rebuilt as spool.c names it */
+	if (!lp_spool_parse_metrics(s, &k, &n)) {
+		if (n > 1)
+			snprintf(name, sizeof(name), "metrics-s%uof%u.prom", k + 1, n);
+		else
+			snprintf(name, sizeof(name), "metrics.prom");
+		if (k >= n || n > LP_MAX_SHARDS || strcmp(name, s))
+			abort();
+	}
 	if (cli_win_parse_name(s, &f))
 		return;
+	if (f.nshards > 1)
+		snprintf(sh, sizeof(sh), LP_SPOOL_SHARD_FMT, f.shard + 1, f.nshards);
+	if (f.nshards < 1 || f.nshards > LP_MAX_SHARDS || f.shard >= f.nshards)
+		abort();
 	t = (time_t)f.start_s;
 	if (f.kind < 0 || f.kind >= CLI_WIN_KINDS || !gmtime_r(&t, &tm) ||
 	    !strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm))
 		abort();
-	snprintf(name, sizeof(name), "%s-%s-%06" PRIu64 ".pb.gz", cli_win_kinds[f.kind], when,
-		 f.seq);
+	snprintf(name, sizeof(name), "%s-%s-%06" PRIu64 "%s.pb.gz", cli_win_kinds[f.kind], when,
+		 f.seq, sh);
 	if (strcmp(name, s) || strcmp(f.name, s))
 		abort();
 }

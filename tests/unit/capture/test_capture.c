@@ -600,17 +600,30 @@ static void test_record_limits(void **state)
 	recs_free(&r);
 }
 
+/* cap holds every record of r, whole and clean; frees both. */
+static void assert_whole(struct cap *cap, struct recs *r)
+{
+	struct readout o;
+	struct layout l;
+	bool *want;
+
+	layout_of(cap, &l);
+	want = want_new(r, true);
+	read_both(cap->buf, cap->len, r, want, 10, &o);
+	assert_clean(&o, cap, &l);
+	free(want);
+	free(cap->buf);
+	recs_free(r);
+}
+
 /* Reservations: committed shorter than reserved, empty, or longer (refused). */
 static void test_reserve_commit(void **state)
 {
 	static const uint32_t lens[] = {10, 0, 3};
 	struct coll_capture *c;
-	struct readout o;
-	struct layout l;
 	struct recs r;
 	struct cap cap;
 	uint8_t *p;
-	bool *want;
 	int fd = new_memfd();
 
 	recs_make(&r, 1, 0, 0, lens, 3);
@@ -636,13 +649,47 @@ static void test_reserve_commit(void **state)
 	assert_int_equal(cap.st.record_bytes, 3 * LPC_REC_LEN_SIZE + 13);
 	assert_int_equal(cap.st.blocks, 1);
 
-	layout_of(&cap, &l);
-	want = want_new(&r, true);
-	read_both(cap.buf, cap.len, &r, want, 10, &o);
-	assert_clean(&o, &cap, &l);
-	free(want);
-	free(cap.buf);
-	recs_free(&r);
+	assert_whole(&cap, &r);
+}
+
+/*
+ * finish_start and finish_poll (a rotated capture): the same whole file as
+ * finish, the call itself never waiting for the disk with io_uring.
+ */
+static void test_finish_async(void **state)
+{
+	struct coll_capture *c;
+	struct recs r;
+	struct cap cap;
+	int fd = new_memfd(), err = -1, done = 0;
+
+	(void)state;
+	recs_make(&r, 11, 3 * (size_t)COLL_CAPTURE_BLOCK, 4 * KiB, NULL, 0);
+	assert_int_equal(coll_capture__new(fd, true, &c), 0);
+	assert_int_equal(coll_capture__finish_poll(c, false, &err), -EINVAL);
+	for (uint32_t i = 0; i < r.n; i++) {
+		put(c, &r, i, false);
+		settle(fd, c);
+	}
+	assert_int_equal(coll_capture__finish_start(c), 0);
+	assert_int_equal(coll_capture__finish_start(c), 0); /* once is enough */
+	for (int i = 0; i < 5000 && !done; i++) {
+		done = coll_capture__finish_poll(c, false, &err);
+		if (!done)
+			usleep(1000);
+	}
+	if (!done)
+		done = coll_capture__finish_poll(c, true, &err);
+	assert_int_equal(done, 1);
+	assert_int_equal(err, 0);
+	coll_capture__stats(c, &cap.st);
+	coll_capture__free(c);
+	slurp(fd, &cap);
+	close(fd);
+	assert_int_equal(cap.st.records, r.n);
+	assert_int_equal(cap.st.dropped_records, 0);
+	assert_int_equal(cap.st.file_bytes, cap.len);
+	assert_whole(&cap, &r);
 }
 
 /* A block is written when its first record is COLL_CAPTURE_AGE_NS old, and not before. */
@@ -1397,6 +1444,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_record_limits),
 		cmocka_unit_test(test_reserve_commit),
 		cmocka_unit_test(test_tick),
+		cmocka_unit_test(test_finish_async),
 		cmocka_unit_test(test_truncated_zstd),
 		cmocka_unit_test(test_truncated_plain),
 		cmocka_unit_test(test_corrupt_payload_zstd),

@@ -288,6 +288,163 @@ static void test_queue(void **state)
 	close(dfd);
 }
 
+/* ---- shards' files ------------------------------------------------------------ */
+
+static void test_spool_names(void **state)
+{
+	static const char *const bad[] = {
+		"cpu-20261126T000000Z-000000.s0of2.pb.gz",  /* shards count from 1 */
+		"cpu-20261126T000000Z-000000.s3of2.pb.gz",  /* beyond N */
+		"cpu-20261126T000000Z-000000.s1of1.pb.gz",  /* one shard: no shard part */
+		"cpu-20261126T000000Z-000000.s1of17.pb.gz", /* beyond LP_MAX_SHARDS */
+		"cpu-20261126T000000Z-000000.s01of2.pb.gz", /* a leading zero */
+		"cpu-20261126T000000Z-000000.s1of02.pb.gz",
+		"cpu-20261126T000000Z-000000.s1o2.pb.gz",
+		"cpu-20261126T000000Z-000000.sof2.pb.gz",
+		"cpu-20261126T000000Z-000000.s1of.pb.gz",
+		"cpu-20261126T000000Z-000000..pb.gz",
+		"cpu-20261126T000000Z-000000.s1of2.s1of2.pb.gz",
+		"cpu-20261126T000000Z-00000.s1of2.pb.gz", /* five digits */
+		"cpu-20261126T000000Z-.s1of2.pb.gz",
+		"cpu-20261126T000000Z-000000s1of2.pb.gz",
+	};
+	struct lp_spool_name n;
+	uint32_t k, nk;
+
+	assert_int_equal(lp_spool_parse("cpu-20261126T000010Z-000001.pb.gz", &n), 0);
+	assert_int_equal(n.seq, 1);
+	assert_int_equal(n.nshards, 1);
+	assert_int_equal(n.shard, 0);
+	assert_int_equal(lp_spool_parse("offcpu-20261126T000010Z-176414358.s2of3.pb.gz", &n), 0);
+	assert_int_equal(n.kind, 1);
+	assert_int_equal(n.seq, 176414358);
+	assert_int_equal(n.start_s, 1795651210);
+	assert_int_equal(n.shard, 1);
+	assert_int_equal(n.nshards, 3);
+	assert_int_equal(lp_spool_parse("cpu-20261126T000010Z-000001.s16of16.pb.gz", &n), 0);
+	assert_int_equal(n.shard, 15);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(lp_spool_parse(bad[i], &n), -EINVAL);
+	/* the streams: dense, one per (shard, nshards), none shared */
+	assert_int_equal(lp_spool_stream(0, 1), 0);
+	assert_int_equal(lp_spool_stream(0, 2), 1);
+	assert_int_equal(lp_spool_stream(1, 2), 2);
+	assert_int_equal(lp_spool_stream(0, 3), 3);
+	assert_int_equal(lp_spool_stream(15, 16), LP_SPOOL_STREAMS - 1);
+	/* metrics files */
+	assert_int_equal(lp_spool_parse_metrics("metrics.prom", &k, &nk), 0);
+	assert_int_equal(nk, 1);
+	assert_int_equal(lp_spool_parse_metrics("metrics-s2of4.prom", &k, &nk), 0);
+	assert_int_equal(k, 1);
+	assert_int_equal(nk, 4);
+	assert_int_equal(lp_spool_parse_metrics("metrics-s5of4.prom", &k, &nk), -EINVAL);
+	assert_int_equal(lp_spool_parse_metrics("metrics.s1of2.prom", &k, &nk), -EINVAL);
+	assert_int_equal(lp_spool_parse_metrics("metrics-s1of2.prom.tmp", &k, &nk), -EINVAL);
+	assert_int_equal(lp_spool_parse_metrics(".tmp-metrics-s1of2.prom", &k, &nk), -EINVAL);
+}
+
+/* Delivery order with shards: number, then kind, then shard (no shard's first). */
+static void test_queue_shards(void **state)
+{
+	static const char *const names[] = {
+		"cpu-20261126T000010Z-000001.s2of2.pb.gz",
+		"offcpu-20261126T000010Z-000001.s1of2.pb.gz",
+		"cpu-20261126T000010Z-000001.s1of2.pb.gz",
+		"cpu-20261126T000000Z-000000.s2of2.pb.gz",
+		"cpu-20261126T000010Z-000001.pb.gz",
+		"cpu-20261126T000020Z-000002.s1of2.pb.gz",
+		"cpu-20261126T000010Z-000001.s1of3.pb.gz",
+		"metrics-s1of2.prom",
+		"cpu-20261126T000010Z-000001.s3of2.pb.gz",
+	};
+	static const char *const order[] = {
+		"cpu-20261126T000000Z-000000.s2of2.pb.gz",
+		"cpu-20261126T000010Z-000001.pb.gz",
+		"cpu-20261126T000010Z-000001.s1of2.pb.gz",
+		"cpu-20261126T000010Z-000001.s2of2.pb.gz",
+		"cpu-20261126T000010Z-000001.s1of3.pb.gz",
+		"offcpu-20261126T000010Z-000001.s1of2.pb.gz",
+		"cpu-20261126T000020Z-000002.s1of2.pb.gz",
+	};
+	struct exp_win *v;
+	uint64_t bytes;
+	size_t n;
+	int dfd;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		file(names[i], "xyz", 0600);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(exp_queue_scan(dfd, &v, &n, &bytes), 0);
+	assert_int_equal(n, sizeof(order) / sizeof(order[0]));
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(v[i].name, order[i]);
+	assert_int_equal(v[3].shard, 1);
+	assert_int_equal(v[3].nshards, 2);
+	assert_int_equal(v[1].nshards, 1);
+	free(v);
+	close(dfd);
+}
+
+/*
+ * The metrics files of two shards: one family each, labelled, nothing lost;
+ * the second labelled by its symbolizer already (not twice), the first not.
+ */
+static void test_symb_metrics(void **state)
+{
+	static const char one[] = "# HELP lowprof_symbolizer_samples_total On-CPU samples.\n"
+				  "# TYPE lowprof_symbolizer_samples_total counter\n"
+				  "lowprof_symbolizer_samples_total 10\n"
+				  "lowprof_lost_total{cause=\"ring\"} 3\n"
+				  "lowprof_process_resident_bytes{process=\"symbolizer\"} 100\n";
+	static const char two[] = "# HELP lowprof_symbolizer_samples_total On-CPU samples.\n"
+				  "# TYPE lowprof_symbolizer_samples_total counter\n"
+				  "lowprof_symbolizer_samples_total{shard=\"2of2\"} 32\n"
+				  "lowprof_lost_total{shard=\"2of2\",cause=\"ring\"} 0\n"
+				  "evil 1\n"
+				  "lowprof_process_resident_bytes{process=\"symbolizer\"} 200\n";
+	static const char want[] = "# HELP lowprof_symbolizer_samples_total On-CPU samples.\n"
+				   "# TYPE lowprof_symbolizer_samples_total counter\n"
+				   "lowprof_symbolizer_samples_total{shard=\"1of2\"} 10\n"
+				   "lowprof_symbolizer_samples_total{shard=\"2of2\"} 32\n"
+				   "lowprof_lost_total{shard=\"1of2\",cause=\"ring\"} 3\n"
+				   "lowprof_lost_total{shard=\"2of2\",cause=\"ring\"} 0\n";
+	static const char want_res[] =
+		"lowprof_process_resident_bytes{shard=\"1of2\",process=\"symbolizer\"} 100\n"
+		"lowprof_process_resident_bytes{shard=\"2of2\",process=\"symbolizer\"} 200\n";
+	struct exp_symb_page p[EXP_SYMB_PAGES];
+	char buf[4096];
+	size_t n, len;
+	int dfd;
+
+	file("metrics-s2of2.prom", two, 0600);
+	file("metrics-s1of2.prom", one, 0600);
+	file("metrics-s1of2.prom.x", one, 0600);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	n = exp_symb_read(dfd, p, EXP_SYMB_PAGES);
+	assert_int_equal(n, 2);
+	assert_int_equal(p[0].shard, 0);
+	len = exp_symb_lines(p, n, buf, sizeof(buf), false);
+	buf[len] = '\0';
+	assert_string_equal(buf, want);
+	len = exp_symb_lines(p, n, buf, sizeof(buf), true);
+	buf[len] = '\0';
+	assert_string_equal(buf, want_res);
+	len = exp_symb_age(p, n, buf, sizeof(buf));
+	buf[len] = '\0';
+	assert_non_null(strstr(buf, "\nlowprof_symbolizer_metrics_age_seconds{shard=\"2of2\"} "));
+	/* one file: its lines as they are, but the resident family's */
+	len = exp_symb_lines(p, 1, buf, sizeof(buf), false);
+	buf[len] = '\0';
+	assert_non_null(strstr(buf, "total{shard=\"1of2\"} 10\nlowprof_lost_total{shard="));
+	/* a line that does not fit is left out whole */
+	len = exp_symb_lines(p, n, buf, 140, false);
+	assert_true(len < 140 && buf[len - 1] == '\n');
+	exp_symb_free(p, n);
+	close(dfd);
+}
+
 /* ---- the symbolizer's metrics lines ----------------------------------------- */
 
 static bool ok(const char *l)
@@ -326,6 +483,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_headers, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(test_queue, make_dir, remove_dir),
 		cmocka_unit_test(test_metrics_lines),
+		cmocka_unit_test(test_spool_names),
+		cmocka_unit_test_setup_teardown(test_queue_shards, make_dir, remove_dir),
+		cmocka_unit_test_setup_teardown(test_symb_metrics, make_dir, remove_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

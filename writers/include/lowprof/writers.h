@@ -143,4 +143,17 @@ int lpw_write_folded(const struct lpw_profile *p, int fd);
  */
 int lpw_write_flamegraph(const struct lpw_profile *p, int fd);
 
+/*
+ * The summaries' tables (top.c), to fd: the ten functions with the most
+ * samples of their own and in total (percent of the profile's samples),
+ * and, of an off-CPU profile, the five stacks blocked longest (by process,
+ * innermost user frames and the kernel function they blocked in). Nothing
+ * when the profile is NULL or empty.
+ */
+void lpw_print_top_functions(const struct lpw_profile *p, int fd);
+void lpw_print_top_blocking(const struct lpw_profile *p, int fd);
+
+/* ns as "1.23 s", "4.56 ms", "7.89 us" or "12 ns", in buf */
+const char *lpw_fmt_ns(char *buf, size_t cap, uint64_t ns);
+
 #endif /* LOWPROF_WRITERS_H */
