@@ -108,7 +108,14 @@ static int merge_kind(const struct cli_shards *s, int i, struct cli_merge *m)
 	return merged;
 }
 
-/* Distinct pids with samples in p and q (either may be NULL). */
+static int cmp_pid(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Distinct pids with samples in p and q (either may be NULL); sorted, not n^2: 20k stacks. */
 static size_t count_pids(const struct lpw_profile *p, const struct lpw_profile *q)
 {
 	const struct lpw_profile *v[2] = {p, q};
@@ -123,13 +130,9 @@ static size_t count_pids(const struct lpw_profile *p, const struct lpw_profile *
 	for (int j = 0; j < 2; j++)
 		for (size_t i = 0; v[j] && i < v[j]->nstacks; i++)
 			pids[n++] = v[j]->stacks[i].pid;
-	for (size_t i = 0; i < n; i++) {
-		size_t k = 0;
-
-		while (k < i && pids[k] != pids[i])
-			k++;
-		seen += k == i;
-	}
+	qsort(pids, n, sizeof(*pids), cmp_pid);
+	for (size_t i = 0; i < n; i++)
+		seen += !i || pids[i] != pids[i - 1];
 	free(pids);
 	return seen;
 }

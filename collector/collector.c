@@ -311,7 +311,7 @@ static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t 
 	if (c->cap && (k >= 0 || !c->only))
 		err = coll_capture__write(c->cap, buf, (uint32_t)len);
 	if (c->cap_only)
-		return err; /* the end of a window's file (rotate_capture), its state */
+		return err; /* a new capture file's start: the rings have it */
 	if (k >= 0)
 		return write_ring(c, &c->sh[k], buf, len, wait_ms);
 	for (uint32_t i = 0; i < c->nsh; i++)
@@ -330,9 +330,9 @@ static int write_enc(struct coll *c, struct lps_enc *e, uint32_t wait_ms)
 }
 
 /*
- * The loss counters of the run so far (the capture's: since its file's,
- * subtracted in send_loss): every ring's shm counters summed into the
- * whole run's.
+ * The loss counters of the run so far: every ring's shm counters summed
+ * into the whole run's (the capture's record; with --capture-dir, less
+ * what earlier windows' files counted: send_loss).
  */
 static void loss_counts(struct coll *c, struct lps_loss *out)
 {
@@ -378,10 +378,10 @@ static void loss_counts(struct coll *c, struct lps_loss *out)
 _Static_assert(sizeof(struct lps_loss) % sizeof(uint64_t) == 0, "lps_loss: counters only");
 
 /*
- * The loss records: the whole run's into the capture, each ring's own
- * (coll_loss_split) into each ring. With --capture-dir a window's file
- * gets those of its window (since its start: c->loss_base), so that each
- * file's replay, and a merge of them, counts each loss once.
+ * The loss records: the whole run's into the capture (with --capture-dir,
+ * a window's file gets those of its window, since its start: c->loss_base,
+ * so that each file's replay, and a merge of them, counts each loss once),
+ * and each ring's own into it (coll_loss_split).
  */
 static void send_loss(struct coll *c)
 {
@@ -2059,41 +2059,35 @@ static void install_signals(void)
 
 /*
  * New symbolizers on the rings in mask (bits; SIGUSR1 from lowprof record,
- * or one that connected to --ring PATH). They know nothing of the run:
- * send those rings the metadata, the kernel symbols and the mappings of
- * every process seen again; they skip what they read before the
- * metadata. Not into the capture, which has them, nor into the other
- * rings. What the JIT files of the rings' processes hold goes again from
- * offset 0, the way of those records (its ring, and the capture, where a
- * chunk at 0 starts the file over); what the others' grew by is taken
- * first, as usual.
- *
- * capture_only (mask ignored): a new capture file (--capture-dir) needs
- * them, the rings do not: the metadata, kernel symbols and vDSO go to the
- * file alone; mappings and perf maps (from offset 0, which starts them
- * over) to the rings as well, so that the collector's idea of what the
- * rings know stays true.
+ * or one that connected to --ring PATH), or with capture_only a new
+ * capture file (--capture-dir). They know nothing of the run: send the
+ * metadata, the kernel symbols and the mappings of every process seen
+ * again; a symbolizer skips what it reads before the metadata. For rings:
+ * not into the capture, which has them, nor into the other rings; what the
+ * JIT files of the rings' processes hold goes again from offset 0, the way
+ * of those records (its ring, and the capture, where a chunk at 0 starts
+ * the file over). For a capture file: the metadata, kernel symbols and
+ * vDSO go to the file alone; mappings and perf maps (from offset 0) to
+ * every ring as well, so that the collector's idea of what the rings know
+ * stays true.
  */
 static void resend_state(struct coll *c, uint32_t mask, bool capture_only)
 {
 	uint32_t *pids;
 	uint32_t n = 0;
 
-	if (capture_only) {
-		mask = ~0u; /* every process's perf map from offset 0 */
-		c->cap_only = true;
-	} else {
-		mask &= c->nsh >= 32 ? ~0u : (1u << c->nsh) - 1;
-		if (!mask)
-			return;
+	mask &= c->nsh >= 32 ? ~0u : (1u << c->nsh) - 1;
+	if (!mask && !capture_only)
+		return;
+	if (!capture_only)
 		send_perfmaps(c);
-		for (uint32_t k = 0; k < c->nsh; k++)
-			if (mask & (1u << k))
-				c->sh[k].stalled = false; /* a new consumer: worth waiting again */
-		c->only = mask;
-	}
+	for (uint32_t k = 0; k < c->nsh; k++)
+		if (mask & (1u << k))
+			c->sh[k].stalled = false; /* a new consumer: worth waiting for again */
 	if (c->cgroups)
 		coll_cgroups__resend_all(c->cgroups);
+	c->only = mask;
+	c->cap_only = capture_only;
 	send_meta(c);
 	send_ksyms(c);
 	c->cap_only = false;
@@ -2110,7 +2104,8 @@ static void resend_state(struct coll *c, uint32_t mask, bool capture_only)
 		if (!p->used)
 			continue;
 		pids[n++] = p->pid;
-		if (mask & (1u << lp_shard_of(p->pid, c->nsh ? c->nsh : 1)))
+		/* a new capture file: every process's (and with no ring, nsh is 0) */
+		if (capture_only || (mask & (1u << lp_shard_of(p->pid, c->nsh))))
 			coll_perfmap_forget(p); /* sent again, whole */
 	}
 	for (uint32_t i = 0; i < n; i++)

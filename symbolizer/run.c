@@ -936,6 +936,7 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 {
 	struct symb_connector *conn = NULL;
 	bool resumed;
+	int r;
 
 	if (attach_ring(o, &att->mem, &att->size, &att->ring, &att->files_fd, NULL, &resumed,
 			&w->collector_pid, &att->shard))
@@ -946,9 +947,13 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 		lp_info("ring: resuming a run in progress; records before the "
 			"collector's metadata are skipped");
 	*s = new_state(o, off_cpu, false, o->resumed || resumed, cache, att->files_fd);
+	/* the ring's shard: --shard's, or the one --ring PATH's collector handed over */
+	if (*s)
+		symb_state__set_shard(*s, att->shard.shard, att->shard.nshards, false);
 	/* the spool's writer makes files: it is started outside the sandbox */
-	if (!*s || (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox,
-						     o->shard, o->nshards, &w->spool)))
+	if (!*s ||
+	    (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox,
+					      att->shard.shard, att->shard.nshards, &w->spool)))
 		return -1;
 	/* the metrics file's resident memory: statm read through a descriptor of its own */
 	if (o->spool_dir)
@@ -970,8 +975,14 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 		windows_start(w, *s);
 	for (;;) {
 		*err = consume(att->ring, *s, w->spool ? w : NULL, att->files_fd);
-		if (*err || stop_signal || !conn || reattach(o, conn, att, *s, w))
+		if (*err || stop_signal || !conn)
 			break;
+		r = reattach(o, conn, att, *s, w);
+		if (r) {
+			if (r == -ECHRNG)
+				*err = r; /* a failure: lowprof run starts this one again */
+			break;
+		}
 	}
 	symb_connector__stop(conn);
 	return 0;
@@ -987,6 +998,7 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 static int reattach(const struct symb_opts *o, struct symb_connector *conn, struct ring_att *att,
 		    struct symb_state *s, struct windows *w)
 {
+	struct symb_shard was = att->shard;
 	int fds[3], err;
 	bool resumed;
 
@@ -1022,6 +1034,13 @@ static int reattach(const struct symb_opts *o, struct symb_connector *conn, stru
 			return -1;
 		}
 		att->files_fd = fds[2];
+		if (att->shard.shard != was.shard || att->shard.nshards != was.nshards) {
+			/* its windows are named by its shard: a new process takes the new one */
+			lp_err("ring: the new collector handed over shard %u of %u, not %u of %u; "
+			       "ending, so that this shard's symbolizer starts again",
+			       att->shard.shard, att->shard.nshards, was.shard, was.nshards);
+			return -ECHRNG;
+		}
 		symb_state__set_files_fd(s, fds[2]);
 		if (resumed)
 			symb_state__wait_meta(s);

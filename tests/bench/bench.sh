@@ -1005,6 +1005,13 @@ replay() {
 	timed "$key" "$build/lowprof-symbolizer" --capture "${replay_cap:-$cap}" -o "$tmp/replay.$key" -u lowprof --no-summary "$@" &&
 		[[ -s "$tmp/replay.$key/cpu.folded" ]]
 }
+# replay_jobs KEY N DB: lowprof replay -j N of the capture on cache DB, as a
+# user runs it (the CLI and its symbolizers; with N > 1 each reads the whole capture)
+replay_jobs() {
+	rm -rf "$tmp/replay.$1"
+	timed "$1" "$LP" replay "$cap" -o "$tmp/replay.$1" -j "$2" --cache "$3" &&
+		[[ -s "$tmp/replay.$1/cpu.folded" ]]
+}
 # keep KIND KEY: adds a finished run's CPU and wall seconds to KIND's lists
 # (KIND.last: this run's CPU seconds)
 keep() {
@@ -1039,6 +1046,8 @@ symb_round() { # ROUND
 	rm -f "$db" "$db-wal" "$db-shm" "$db-journal" # cachedir: lowprof's, so lowprof can create it
 	kept replay cold --cache "$db"
 	kept replay warm --cache "$db"
+	kept replay_jobs jobs1 1 "$db"
+	kept replay_jobs jobs2 2 "$db"
 	[[ -n "${S[half_samples]:-}" ]] && replay_cap=$halfcap kept replay warmhalf --cache "$db"
 	kept replay nocache --no-cache
 	busy_s b0
@@ -1121,7 +1130,7 @@ symb_rows() {
 		add_row "$sec" "recording" "not measured (recording failed, see logs/symb-record.log)" "" "" ""
 		return
 	fi
-	local rounds_txt="median of $symb_rounds rounds; each round: cold, warm, no cache, two at once, then perf report and perf script, then perf report on the dwarf recording"
+	local rounds_txt="median of $symb_rounds rounds; each round: cold, warm, lowprof replay -j 1 and -j 2, no cache, two at once, then perf report and perf script, then perf report on the dwarf recording"
 	add_row "$sec" "samples recorded" "lowprof $n ($(fmt %.1f "${S[cap_mib]}") MiB capture, ${S[procs]:-?} processes, ${S[dropped]:-?} records dropped by the capture writer); perf -g ${pn:-not run}$([[ -n "$pn" ]] && echo " (${S[perf_lost]:-0} lost)"); perf dwarf ${pdn:-not run}$([[ -n "$pdn" ]] && echo " ($(fmt %.0f "${S[perfd_mib]}") MiB, ${S[perfd_lost]:-0} lost)")" "" "" \
 		"one ${symb_secs} s whole-host recording at 999 Hz on $ncpus CPUs of this workload, started 1 s before, each program in a loop: ${mix_names[*]} (bench_work -t 1; gzip -1, xz -1 -T1 and sha256sum of $(basename "${S[mix_lib]}"); LC_ALL=C sort of 500,000 generated lines; python3 running zlib, hashlib (libcrypto), json and sorted; find /usr/include | xargs cat), and whatever else ran on the host. lowprof record --capture FILE --no-symbolize -F 999, stopped by SIGINT once both perfs' sleeps had ended; perf record -F 999 -a -g -N -- sleep ${symb_secs} (frame-pointer call chains, walked when recorded) and perf record -F 999 -a --call-graph dwarf -N -m 8M -- sleep ${symb_secs} (8 KiB user stack copies, unwound with CFI when reported, as lowprof's are) both started when lowprof printed 'profiling'. lowprof's samples: capture-info's 'samples on-CPU' (the capture maps ${S[mappings]:-?} executable files); perf's: lines of perf script -F pid, lost: perf report --stats (LOST_SAMPLES)"
 	for kind in cold warm nocache; do
@@ -1159,6 +1168,17 @@ symb_rows() {
 			"two warm replays as above started together on the same capture and the same cache; 2 x $n samples / the wall time from starting both to the end of the later one, and / the sum of their user+sys; other processes = busy CPU time of the machine over that wall time (/proc/stat, 1/$clk_tck s ticks) less both replays' CPU: what this shared machine's other users took from the $ncpus CPUs; $rounds_txt"
 	else
 		add_row "$sec" "two lowprof replays at once, warm" "not measured (see logs/symb-dual*.log)" "" "" ""
+	fi
+	# shellcheck disable=SC2086
+	lw=$(median ${S[jobs1.wall]:-}) rw=$(median ${S[jobs2.wall]:-})
+	if [[ -n "$lw" && -n "$rw" ]]; then
+		rc=$(calc "$lw / $rw")
+		# shellcheck disable=SC2086
+		add_row "$sec" "lowprof replay -j 2 / -j 1, warm" "$(fmt %.2f "$rc")x by wall (-j 1 $(fmt %.3f "$lw") s, -j 2 $(fmt %.3f "$rw") s; CPU $(fmt %.3f "$(median ${S[jobs1.cpu]})") s and $(fmt %.3f "$(median ${S[jobs2.cpu]})") s)" ">= 1.7x" \
+			"$(awk -v v="$rc" 'BEGIN {print (v >= 1.7 ? "PASS" : "MISS")}')" \
+			"lowprof replay FILE -o DIR -j N --cache (the round's warm cache), all outputs written, N = 1 and 2: the wall time of -j 1 / that of -j 2 (bash time; CPU: user+sys of lowprof and its children: with -j 2 two shard symbolizers, each reading the whole capture, and lowprof merging their profiles); $rounds_txt"
+	else
+		add_row "$sec" "lowprof replay -j 2 / -j 1, warm" "not measured (see logs/symb-jobs*.log)" "" "" ""
 	fi
 	if [[ -z "$pn" && -z "$pdn" ]]; then
 		add_row "$sec" "perf report / perf script" "not measured (perf missing or its recording failed)" "" "" ""

@@ -10,6 +10,9 @@
 #  - shard 1's symbolizer killed mid-run: it is started again on its ring
 #    (its summary says it resumed), shard 0's goes on untouched (never
 #    restarted, nothing lost), and the outputs still hold both chains
+#  - lowprof run --symbolizers 2: each shard writes its own windows (named
+#    .s1of2 and .s2of2), each with its own workload's pid only, and
+#    lowprof merge of the spool has both chains
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -121,4 +124,29 @@ nb=$(chain_lines "$OUT2/cpu.folded" chain-nofp | awk '{s += $NF} END {print s + 
 check "both chains are in the outputs after the restart (chain-fp $na, chain-nofp $nb)" \
 	test "$na" -ge 100 -a "$nb" -ge 20
 check "no lowprof process of the runs is left" test -z "$(descendants "$REC")"
+
+# --- lowprof run --symbolizers 2: each shard's windows in the spool, both chains
+SP=$TMP/spool
+"$BIN/lowprof" run --symbolizers 2 --window 2 --spool "$SP" -d "$(scaled 5)" >"$TMP/run.log" 2>&1
+rc=$?
+check "run --symbolizers 2 exits 0 (got $rc)" test "$rc" = 0
+n1=$(ls "$SP" | grep -c '^cpu-.*\.s1of2\.pb\.gz$')
+n2=$(ls "$SP" | grep -c '^cpu-.*\.s2of2\.pb\.gz$')
+check "both shards wrote windows ($n1 and $n2)" test "$n1" -ge 2 -a "$n2" -ge 2
+"$BIN/lowprof" merge --folded "$TMP/run.folded" "$SP" >"$TMP/merge.log" 2>&1
+na=$(chain_lines "$TMP/run.folded" chain-fp | awk '{s += $NF} END {print s + 0}')
+nb=$(chain_lines "$TMP/run.folded" chain-nofp | awk '{s += $NF} END {print s + 0}')
+check "the shards' windows merged hold both chains (chain-fp $na, chain-nofp $nb)" \
+	test "$na" -ge 50 -a "$nb" -ge 50
+pids_in() { # pids_in SHARDNAME: the pid labels of its windows
+	for f in "$SP"/cpu-*."$1".pb.gz; do go tool pprof -raw "$f" 2>/dev/null; done |
+		grep -o 'pid:\[[0-9]*\]' | tr -dc '0-9\n' | sort -u
+}
+pids_in s1of2 >"$TMP/p1"
+pids_in s2of2 >"$TMP/p2"
+check "shard 1of2's windows have chain-fp ($A) and not chain-nofp ($B)" \
+	bash -c "grep -qx $A '$TMP/p1' && ! grep -qx $B '$TMP/p1'"
+check "shard 2of2's windows have chain-nofp ($B) and not chain-fp ($A)" \
+	bash -c "grep -qx $B '$TMP/p2' && ! grep -qx $A '$TMP/p2'"
+check "no process is in both shards' windows" test -z "$(comm -12 "$TMP/p1" "$TMP/p2")"
 finish
