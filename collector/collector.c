@@ -2104,7 +2104,8 @@ static void resend_state(struct coll *c, uint32_t mask, bool capture_only)
 		if (!p->used)
 			continue;
 		pids[n++] = p->pid;
-		if (mask & (1u << lp_shard_of(p->pid, c->nsh)))
+		/* a new capture file: every process's (and with no ring, nsh is 0) */
+		if (capture_only || (mask & (1u << lp_shard_of(p->pid, c->nsh))))
 			coll_perfmap_forget(p); /* sent again, whole */
 	}
 	for (uint32_t i = 0; i < n; i++)
