@@ -111,7 +111,7 @@ static const char record_usage[] =
 	"                          with a ring of its own and the samples of its share\n"
 	"                          of the processes (by pid); the outputs are merged\n"
 	"                          and are those of one symbolizer; for hosts where\n"
-	"                          one cannot keep up (many CPUs, many cold binaries)"
+	"                          one cannot keep up (many CPUs, many cold binaries)\n"
 	"  -v, --verbose           more messages\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -142,7 +142,7 @@ static const char run_usage[] =
 	"\n"
 	"Options (and record's -F, -p, --cgroup, -u, --stack-bytes, --cache,\n"
 	"--cache-size, --no-cache, --debug-dir, --off-cpu and --off-cpu-*,\n"
-	"--include-self (the exporter is lowprof's own too), --symbolizers, -v):\n"
+	"--include-self (the exporter is lowprof's own too), -v):\n"
 	"      --window SECONDS    the windows' length (default 10; 1 to 3600)\n"
 	"      --spool DIR         where windows go (default " LP_RUN_DEFAULT_SPOOL "),\n"
 	"                          made if missing: the symbolizer user's, 0700\n"
@@ -157,6 +157,11 @@ static const char run_usage[] =
 	"                          hidden .tmp name when complete; made 0700 if missing,\n"
 	"                          root's (see lowprof-collector --help)\n"
 	"      --capture-bytes SIZE  its budget (default 1G): the oldest files go first\n"
+	"      --symbolizers N     N symbolizers (1 to 16), each on its share of the\n"
+	"                          processes: each writes its own windows,\n"
+	"                          cpu-TIME-SEQ.sKofN.pb.gz, numbered by the clock's\n"
+	"                          multiples of --window so that the shards agree\n"
+	"                          (lowprof merge and the exporter take them all)\n"
 	"  -d, --duration SECONDS  stop after SECONDS (default: until SIGTERM)\n"
 	"  -h, --help              this help\n"
 	"\n"
@@ -520,6 +525,11 @@ static int record_check_args(struct record_args *a)
 	struct lp_record_opts *o = &a->o;
 
 	o->debug_dirs = a->ndebug ? a->debug_dirs : NULL;
+	if (o->no_symbolize && o->nsymb > 1) {
+		lp_err("--symbolizers: with --no-symbolize there is no symbolizer (replay the "
+		       "capture with -j N instead)");
+		return 2;
+	}
 	if ((o->no_symbolize || o->capture_compress) && !o->capture_path) {
 		lp_err("--no-symbolize and --capture-compress need --capture FILE");
 		return 2;
