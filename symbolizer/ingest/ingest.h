@@ -202,10 +202,10 @@ void symb_state__wait_meta(struct symb_state *s);
 /*
  * Shard shard of nshards: samples, perf maps and jitdumps of other shards'
  * processes are skipped (counted in other_shard); every other record is
- * taken whole. Shards other than 0 keep only the loss counters that are
- * their ring's own (shared ring drops, invalid ring positions), so the
- * shards' counters summed are the run's; from a capture (one stream of the
- * whole run's counters) they keep none.
+ * taken whole. A ring's loss records are its shard's own (the collector
+ * splits the run's counters); a capture's are the whole run's, which shards
+ * other than 0 do not keep, so that the shards' counters summed are the
+ * run's.
  */
 void symb_state__set_shard(struct symb_state *s, uint32_t shard, uint32_t nshards, bool capture);
 /* The shard set: its number, and *nshards (0: the whole stream). */

@@ -193,21 +193,18 @@ static bool other_shard(struct symb_state *s, uint32_t pid)
 	return true;
 }
 
-/* A loss record: of a shard other than 0, only what is its own (ingest.h). */
+/*
+ * A loss record. A ring's is its own already (the collector splits them,
+ * collector/shards.c's coll_loss_split); a capture holds the whole run's,
+ * which are shard 0's: the other shards of a replay count none.
+ */
 static void feed_loss(struct symb_state *s, const struct lps_loss *l)
 {
 	s->n.have_loss = true;
-	if (!s->nshards || !s->shard) {
+	if (s->nshards && s->shard && s->shard_capture)
+		memset(&s->n.loss, 0, sizeof(s->n.loss));
+	else
 		s->n.loss = *l;
-		return;
-	}
-	memset(&s->n.loss, 0, sizeof(s->n.loss));
-	if (s->shard_capture)
-		return;
-	s->n.loss.time_ns = l->time_ns;
-	s->n.loss.shm_dropped = l->shm_dropped;
-	s->n.loss.shm_dropped_bytes = l->shm_dropped_bytes;
-	s->n.loss.bad_consumer_pos = l->bad_consumer_pos;
 }
 
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b)
