@@ -886,19 +886,12 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 	r->nsymb = o->nsymb > 1 ? o->nsymb : 1;
 	r->kids[0] = (struct cli_child){.name = "lowprof-collector", .out = {-1, -1}};
 	for (uint32_t k = 0; k < LP_MAX_SHARDS; k++) {
-		static char names[LP_MAX_SHARDS][48];
-
 		r->sh[k] = (struct rec_shard){
 			.ring_fds = {-1, -1}, .reader_fd = -1, .files = {-1, -1}};
 		snprintf(r->sh[k].shard, sizeof(r->sh[k].shard), "%u/%u", k, r->nsymb);
-		snprintf(names[k], sizeof(names[k]), "lowprof-symbolizer (shard %u of %u)", k,
-			 r->nsymb);
-		r->kids[1 + k] = (struct cli_child){
-			.name = r->nsymb > 1 ? names[k] : "lowprof-symbolizer", .out = {-1, -1}};
+		r->kids[1 + k] =
+			(struct cli_child){.name = cli_shards__name(k, r->nsymb), .out = {-1, -1}};
 	}
-	for (int k = 0; k < LP_MAX_SHARDS; k++)
-		for (int i = 0; i < CLI_SHARD_NFD; i++)
-			r->parts.fd[k][i] = -1;
 }
 
 /*

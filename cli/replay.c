@@ -171,45 +171,31 @@ static int start_symbolizers(struct replay_opts *o, const char *symb_path, struc
 {
 	char *argv[28 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 	static char shard[LP_MAX_SHARDS][16];
+	uint32_t n = o->jobs > 1 ? o->jobs : 1;
 
-	if (o->jobs <= 1) {
-		int fds[7];
-
-		fds[0] = open_capture(o->file);
-		if (fds[0] < 0)
-			return -1;
-		memcpy(fds + 1, out, 6 * sizeof(*out));
-		symbolizer_argv(o, (char *)symb_path, NULL, argv);
-		if (cli_spawn(&kids[1], symb_path, argv, fds, 7, true)) {
-			close(fds[0]);
-			return -1;
-		}
-		close(fds[0]);
-		return 0;
-	}
-	if (cli_shards__open(parts, o->jobs))
+	if (n > 1 && cli_shards__open(parts, n))
 		return -1;
-	for (uint32_t k = 0; k < o->jobs; k++) {
-		int fds[1 + CLI_SHARD_NFD];
+	for (uint32_t k = 0; k < n; k++) {
+		/* the capture, then the outputs, or a shard's memory files */
+		int fds[7], nfds = n > 1 ? 1 + CLI_SHARD_NFD : 7, err;
 
 		fds[0] = open_capture(o->file);
 		if (fds[0] < 0)
 			return -1;
-		memcpy(fds + 1, parts->fd[k], sizeof(parts->fd[k]));
-		snprintf(shard[k], sizeof(shard[k]), "%u/%u", k, o->jobs);
-		symbolizer_argv(o, (char *)symb_path, shard[k], argv);
-		if (cli_spawn(&kids[1 + k], symb_path, argv, fds, 1 + CLI_SHARD_NFD, true)) {
-			close(fds[0]);
-			return -1;
-		}
+		memcpy(fds + 1, n > 1 ? parts->fd[k] : out, (size_t)(nfds - 1) * sizeof(*fds));
+		snprintf(shard[k], sizeof(shard[k]), "%u/%u", k, n);
+		symbolizer_argv(o, (char *)symb_path, n > 1 ? shard[k] : NULL, argv);
+		err = cli_spawn(&kids[1 + k], symb_path, argv, fds, nfds, true);
 		close(fds[0]);
+		if (err)
+			return -1;
 	}
 	return 0;
 }
 
 static int run_replay(struct replay_opts *o)
 {
-	char symb_path[PATH_MAX], desc[64], names[LP_MAX_SHARDS][48];
+	char symb_path[PATH_MAX], desc[64];
 	struct cli_child kids[1 + LP_MAX_SHARDS] = {
 		{.name = "none", .done = true, .out = {-1, -1}}};
 	struct cli_supervision sv = {.kids = kids, .nsymb = o->jobs > 1 ? o->jobs : 1};
@@ -217,14 +203,9 @@ static int run_replay(struct replay_opts *o)
 	int fds[6] = {-1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1, dirfd = -1, cap;
 	bool offcpu = false, ok = true;
 
-	for (int k = 0; k < LP_MAX_SHARDS; k++) {
-		snprintf(names[k], sizeof(names[k]), "lowprof-symbolizer (shard %d of %u)", k,
-			 sv.nsymb);
-		kids[1 + k] = (struct cli_child){
-			.name = sv.nsymb > 1 ? names[k] : "lowprof-symbolizer", .out = {-1, -1}};
-		for (int i = 0; i < CLI_SHARD_NFD; i++)
-			parts.fd[k][i] = -1;
-	}
+	for (uint32_t k = 0; k < LP_MAX_SHARDS; k++)
+		kids[1 + k] =
+			(struct cli_child){.name = cli_shards__name(k, sv.nsymb), .out = {-1, -1}};
 	/* as root the symbolizer becomes --user: say now if there is none */
 	if (geteuid() == 0 && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return 1;

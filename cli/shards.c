@@ -30,17 +30,17 @@ int cli_shards__open(struct cli_shards *s, uint32_t n)
 		"lowprof-shard-cpu", "lowprof-shard-offcpu", "lowprof-shard-summary"};
 
 	memset(s, 0, sizeof(*s));
-	for (uint32_t k = 0; k < LP_MAX_SHARDS; k++)
-		for (int i = 0; i < CLI_SHARD_NFD; i++)
-			s->fd[k][i] = -1;
 	if (n < 2 || n > LP_MAX_SHARDS) {
 		lp_err("shards: %u is not between 2 and %d", n, LP_MAX_SHARDS);
 		return -1;
 	}
 	s->n = n;
 	for (uint32_t k = 0; k < n; k++)
+		for (int i = 0; i < CLI_SHARD_NFD; i++)
+			s->fd[k][i] = -1;
+	for (uint32_t k = 0; k < n; k++)
 		for (int i = 0; i < CLI_SHARD_NFD; i++) {
-			/* not CLOEXEC: the spawn moves them to the shard's fd numbers */
+			/* close-on-exec here: the spawn dup2s them to the shard's numbers */
 			s->fd[k][i] = memfd_create(names[i], MFD_CLOEXEC);
 			if (s->fd[k][i] < 0) {
 				lp_err("shards: a memory file for shard %u's outputs: %m", k);
@@ -53,12 +53,23 @@ int cli_shards__open(struct cli_shards *s, uint32_t n)
 
 void cli_shards__close(struct cli_shards *s)
 {
-	for (uint32_t k = 0; k < LP_MAX_SHARDS; k++)
+	for (uint32_t k = 0; k < s->n; k++)
 		for (int i = 0; i < CLI_SHARD_NFD; i++) {
 			if (s->fd[k][i] >= 0)
 				close(s->fd[k][i]);
 			s->fd[k][i] = -1;
 		}
+	s->n = 0;
+}
+
+const char *cli_shards__name(uint32_t k, uint32_t n)
+{
+	static char names[LP_MAX_SHARDS][48];
+
+	if (n <= 1 || k >= LP_MAX_SHARDS)
+		return "lowprof-symbolizer";
+	snprintf(names[k], sizeof(names[k]), "lowprof-symbolizer (shard %u of %u)", k, n);
+	return names[k];
 }
 
 /* A shard's summary, as it wrote it, to standard output. */

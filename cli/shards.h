@@ -16,6 +16,7 @@
 /* what each shard writes, in the order of its --partial-fds */
 enum { CLI_SHARD_CPU, CLI_SHARD_OFFCPU, CLI_SHARD_SUMMARY, CLI_SHARD_NFD };
 
+/* zeroed: none open (cli_shards__close does nothing) */
 struct cli_shards {
 	uint32_t n;
 	int fd[LP_MAX_SHARDS][CLI_SHARD_NFD]; /* memfds, close-on-exec; -1: none */
@@ -23,7 +24,15 @@ struct cli_shards {
 
 /* Memory files for n (2..LP_MAX_SHARDS) shards: 0, or -1 (said why). */
 int cli_shards__open(struct cli_shards *s, uint32_t n);
+/* Closes what is open; s is zeroed-like again. */
 void cli_shards__close(struct cli_shards *s);
+
+/*
+ * The name a symbolizer goes by in lowprof's messages: shard k of n's
+ * ("lowprof-symbolizer (shard 1 of 2)"), or with n <= 1 the program's.
+ * Valid until the next call for the same k.
+ */
+const char *cli_shards__name(uint32_t k, uint32_t n);
 
 /*
  * Once every shard has exited: prints their summaries in shard order
