@@ -12,6 +12,7 @@
 
 #include "capdir.h"
 #include "lowprof/files.h"
+#include "lowprof/spoolname.h"
 
 #define PREFIX	   "capture-"
 #define SUFFIX	   ".lpcap"
@@ -32,37 +33,15 @@ struct capfile {
 	uint64_t size;
 };
 
-static bool all_digits(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-	return true;
-}
-
 bool coll_capdir_parse_name(const char *name, uint64_t *seq)
 {
 	size_t n = strnlen(name, COLL_CAPDIR_NAME_MAX), pl = strlen(PREFIX), sl = strlen(SUFFIX);
-	const char *w = name + pl, *num;
-	size_t ndig;
-	uint64_t v = 0;
+	int64_t when;
 
-	/* capture-, 16 of time, '-', 6+ digits, .lpcap */
-	if (n >= COLL_CAPDIR_NAME_MAX || n < pl + WHEN_LEN + 1 + 6 + sl ||
-	    strncmp(name, PREFIX, pl) || strcmp(name + n - sl, SUFFIX))
-		return false;
-	if (!all_digits(w, 8) || w[8] != 'T' || !all_digits(w + 9, 6) || w[15] != 'Z' ||
-	    w[WHEN_LEN] != '-')
-		return false;
-	num = w + WHEN_LEN + 1;
-	ndig = (size_t)(name + n - sl - num);
-	/* as %06 prints: six digits, or more without a leading zero */
-	if (ndig < 6 || ndig > 19 || (ndig > 6 && num[0] == '0') || !all_digits(num, ndig))
-		return false;
-	for (size_t i = 0; i < ndig; i++)
-		v = v * 10 + (uint64_t)(num[i] - '0');
-	*seq = v;
-	return true;
+	/* capture-, TIME-SEQ, .lpcap */
+	return n < COLL_CAPDIR_NAME_MAX && n > pl + sl && !strncmp(name, PREFIX, pl) &&
+	       !strcmp(name + n - sl, SUFFIX) &&
+	       !lp_name_time_seq(name + pl, n - pl - sl, &when, seq);
 }
 
 /* A temporary file a window's writer makes: "." + a window's name + ".tmp". */

@@ -70,9 +70,9 @@ void coll_capdir__free(struct coll_capdir *d);
 
 /*
  * Whether name is a window's file: "capture-YYYYmmddTHHMMSSZ-NNNNNN.lpcap"
- * (digits where the letters are; the number as %06 prints it, at most 19
- * digits); *seq gets its number. Strict: anything else is false. It only
- * has to sort and recognize our files: the date is not checked to exist.
+ * (the time and number as a spool's window names have them,
+ * lp_name_time_seq: a date that exists, the number as %06 prints it, at
+ * most 18 digits); *seq gets its number. Strict: anything else is false.
  */
 bool coll_capdir_parse_name(const char *name, uint64_t *seq);
 

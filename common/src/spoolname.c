@@ -47,6 +47,20 @@ static int64_t name_time(const char *s)
 	return (int64_t)t;
 }
 
+int lp_name_time_seq(const char *s, size_t len, int64_t *start_s, uint64_t *seq)
+{
+	size_t nd = len > 17 ? len - 17 : 0;
+	int64_t t = len >= 17 ? name_time(s) : -1;
+
+	/* as %06 prints: six digits, or more without a leading zero */
+	if (t < 0 || s[16] != '-' || nd < 6 || nd > 18 || digits(s + 17, (int)nd) < 0 ||
+	    (nd > 6 && s[17] == '0'))
+		return -EINVAL;
+	*start_s = t;
+	*seq = (uint64_t)digits(s + 17, (int)nd);
+	return 0;
+}
+
 /*
  * "sKofN" at s[0..len) (the shard part after its '.' or '-'): K and N as
  * LP_SPOOL_SHARD_FMT prints them (1 <= K <= N, 2 <= N <= LP_MAX_SHARDS, no
@@ -75,9 +89,8 @@ static int parse_shard(const char *s, size_t len, uint32_t *shard, uint32_t *nsh
 
 int lp_spool_parse(const char *name, struct lp_spool_name *out)
 {
-	size_t len = strlen(name), nd;
+	size_t len = strlen(name);
 	const char *p = NULL, *end, *dot;
-	int64_t t;
 
 	if (len > LP_SPOOL_NAME_MAX)
 		return -EINVAL;
@@ -93,21 +106,13 @@ int lp_spool_parse(const char *name, struct lp_spool_name *out)
 	if (!p || (size_t)(name + len - p) < 16 + 1 + 6 + 6 || strcmp(name + len - 6, ".pb.gz"))
 		return -EINVAL;
 	end = name + len - 6;
-	t = name_time(p);
 	dot = memchr(p + 17, '.', (size_t)(end - (p + 17)) + 1);
 	out->shard = 0;
 	out->nshards = 1;
-	if (t < 0 || p[16] != '-' || !dot ||
-	    (dot < end &&
-	     parse_shard(dot + 1, (size_t)(end - dot - 1), &out->shard, &out->nshards)))
+	if (!dot || (dot < end &&
+		     parse_shard(dot + 1, (size_t)(end - dot - 1), &out->shard, &out->nshards)))
 		return -EINVAL;
-	nd = (size_t)(dot - (p + 17));
-	/* as %06 prints: no leading zero beyond six digits */
-	if (nd < 6 || nd > 18 || digits(p + 17, (int)nd) < 0 || (nd > 6 && p[17] == '0'))
-		return -EINVAL;
-	out->start_s = t;
-	out->seq = (uint64_t)digits(p + 17, (int)nd);
-	return 0;
+	return lp_name_time_seq(p, (size_t)(dot - p), &out->start_s, &out->seq);
 }
 
 int lp_spool_parse_name(const char *name, int *kind, int64_t *start_s, uint64_t *seq)

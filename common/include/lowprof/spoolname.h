@@ -11,6 +11,7 @@
 #ifndef LOWPROF_SPOOLNAME_H
 #define LOWPROF_SPOOLNAME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lowprof/shard.h"
@@ -21,6 +22,14 @@ extern const char *const lp_spool_kinds[LP_SPOOL_KINDS];
 
 /* The longest name a spool file has (without the terminator). */
 #define LP_SPOOL_NAME_MAX 63
+
+/*
+ * "YYYYmmddTHHMMSSZ-SEQ", exactly s[0..len): the time (seconds since the
+ * epoch, a date that exists) and the number (six digits or more, as %06
+ * prints, at most 18), as window files and rotated captures
+ * (collector/capdir.c) are named. 0 or -EINVAL.
+ */
+int lp_name_time_seq(const char *s, size_t len, int64_t *start_s, uint64_t *seq);
 
 /*
  * Parses a window file's name (not its path): its kind (index into

@@ -91,6 +91,10 @@ static void test_names(void **state)
 	assert_false(coll_capdir_parse_name("capture-20261125X215940Z-000000.lpcap", &seq));
 	assert_false(coll_capdir_parse_name("capture-20261125T215940Z-00000a.lpcap", &seq));
 	assert_false(coll_capdir_parse_name("cpu-20261125T215940Z-000000.pb.gz", &seq));
+	/* a date that does not exist, a number past 18 digits */
+	assert_false(coll_capdir_parse_name("capture-20260230T215940Z-000000.lpcap", &seq));
+	assert_false(
+		coll_capdir_parse_name("capture-20261125T215940Z-1234567890123456789.lpcap", &seq));
 	assert_false(coll_capdir_parse_name("", &seq));
 }
 
