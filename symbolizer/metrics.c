@@ -90,6 +90,12 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 		"Oldest window files removed for the spool's byte budget.", in->sp->removed);
 	counter(&p, "lowprof_spool_windows_failed_total", "Window files that could not be written.",
 		in->sp->failed);
+	counter(&p, "lowprof_symbolizer_records_total",
+		"Records read from the ring, of every kind.", c->records);
+	gauge(&p, "lowprof_symbolizer_lag_peak_seconds",
+	      "The most a sample read during the window was behind the clock: the collector's "
+	      "drain and this symbolizer's backlog.",
+	      c->lag_peak_ns / 1e9);
 	gauge(&p, "lowprof_symbolizer_window_lag_seconds",
 	      "How late after its end the last window was written.", in->window_lag_s);
 	counter(&p, "lowprof_symbolizer_cache_hits_total",

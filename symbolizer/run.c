@@ -794,6 +794,7 @@ static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w
 {
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0;
 
+	symb_state__measure_lag(s, true);
 	for (;;) {
 		const void *data;
 		uint32_t len;

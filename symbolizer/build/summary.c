@@ -228,6 +228,9 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu
 		"  samples lost    %" PRIu64 " (BPF ring full %" PRIu64
 		", shared ring full %" PRIu64 ")\n",
 		l->bpf_ringbuf_full + l->shm_dropped, l->bpf_ringbuf_full, l->shm_dropped);
+	if (c->lag_peak_ns)
+		dprintf(fd, "  lag             samples read at most %.3f s after they were taken\n",
+			c->lag_peak_ns / 1e9);
 	print_other_losses(s, &bs, fd);
 	print_fallbacks(s, fd);
 	if (c->unmapped_frames)

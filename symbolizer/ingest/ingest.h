@@ -121,6 +121,8 @@ struct symb_counters {
 	uint64_t skipped_resume;   /* records read before the meta of a resumed stream */
 	uint64_t restarts;	   /* meta records after the first: a collector started again */
 	uint64_t other_shard;	   /* records of other shards' processes, skipped */
+	/* a live run's lag (symb_state__note_lag): the most, in ns, in this window */
+	uint64_t lag_peak_ns;
 	/* what the tables hold */
 	uint32_t procs;	      /* processes (slots are kept) */
 	uint32_t maps;	      /* live mappings of all processes */
@@ -215,6 +217,14 @@ uint32_t symb_state__shard(const struct symb_state *s, uint32_t *nshards);
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b);
 
 const struct symb_counters *symb_state__counters(const struct symb_state *s);
+/*
+ * A live run: every 64th on-CPU sample is compared with the clock
+ * (CLOCK_MONOTONIC, the samples' clock) when it is read, and the counters
+ * keep the largest difference per window (lag_peak_ns): the collector's
+ * drain and this symbolizer's backlog together, so a shard that cannot
+ * keep up shows. Off (the default) for a capture.
+ */
+void symb_state__measure_lag(struct symb_state *s, bool on);
 const struct symb_meta *symb_state__meta(const struct symb_state *s);
 bool symb_state__off_cpu(const struct symb_state *s);
 

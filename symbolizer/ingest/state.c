@@ -52,6 +52,7 @@ struct symb_agg_slot {
 struct symb_state {
 	bool off_cpu;
 	bool wait_meta;
+	bool measure_lag; /* symb_state__measure_lag */
 	/* symb_state__set_shard: shard of nshards (0: all); loss kept: see there */
 	uint32_t shard, nshards;
 	bool shard_capture;
@@ -210,6 +211,23 @@ static void feed_loss(struct symb_state *s, const struct lps_loss *l)
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b)
 {
 	return symb_objects__note_build_id(s->objs, b);
+}
+
+void symb_state__measure_lag(struct symb_state *s, bool on)
+{
+	s->measure_lag = on;
+}
+
+/* symb_state__measure_lag: a sample read now, time_ns old */
+static void note_lag(struct symb_state *s, uint64_t time_ns)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (now > time_ns && now - time_ns > s->n.lag_peak_ns)
+		s->n.lag_peak_ns = now - time_ns;
 }
 
 const struct symb_counters *symb_state__counters(const struct symb_state *s)
@@ -1239,6 +1257,8 @@ static int feed_sample(struct symb_state *s, const struct lps_sample *smp)
 	} else {
 		s->n.samples++;
 		s->n.weight_ns += smp->weight;
+		if (s->measure_lag && !(s->n.samples & 63))
+			note_lag(s, smp->time_ns);
 	}
 	if (!s->meta.first_ns || smp->time_ns < s->meta.first_ns)
 		s->meta.first_ns = smp->time_ns;

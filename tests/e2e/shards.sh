@@ -64,6 +64,12 @@ s0=$(shard_samples "$TMP/rec.log" 0)
 s1=$(shard_samples "$TMP/rec.log" 1)
 check "both shards carry load (shard 0: ${s0:-?} samples, shard 1: ${s1:-?})" \
 	test "${s0:-0}" -ge 50 -a "${s1:-0}" -ge 50
+# each shard's lag: a sample read later than it was taken, within the run
+lags=$(awk '/^lowprof summary: shard / {k = $4} $1 == "lag" {printf "%s:%s ", k, $6}' "$TMP/rec.log")
+lag_ok=$(awk -v d="$(scaled 5)" '/^lowprof summary: shard / {k = $4} $1 == "lag" {n++; if ($6 <= 0 || $6 >= d) bad++}
+	END {print (n == 2 && !bad) ? "yes" : "no"}' "$TMP/rec.log")
+check "each shard's summary gives its lag, above 0 and below the run's length ($lags)" \
+	test "$lag_ok" = yes
 na=$(samples_of "$OUT/cpu.folded" chain-fp)
 nb=$(samples_of "$OUT/cpu.folded" chain-nofp)
 ca=$(chain_lines "$OUT/cpu.folded" chain-fp | awk '{s += $NF} END {print s + 0}')
