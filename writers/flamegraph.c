@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,9 +62,13 @@ struct fg_node {
 };
 
 /*
- * Nodes and names with their hash indexes. Both are sized once from an upper
- * bound (a node per frame of every stack, a name per location and comm), so
- * they never grow; the slots hold index + 1 (0 = empty), at most half full.
+ * Nodes and names with their hash indexes. The arrays are sized once from an
+ * upper bound (a node per frame of every stack, a name per location and
+ * comm), so they never move; the slots hold index + 1 (0 = empty), at most
+ * half full. The node index starts small and doubles: stacks share most of
+ * their frames, so the tree has far fewer nodes than the bound, and an index
+ * of the bound's size (4 MiB for 21k stacks) cost more in page faults and
+ * cache misses than the tree itself.
  */
 struct fg_tree {
 	struct fg_node *nodes;
@@ -76,6 +81,7 @@ struct fg_tree {
 	size_t name_mask;
 	uint32_t *loc_first;  /* index into frame_name of each location's first frame */
 	uint32_t *frame_name; /* name index of every location's frames, innermost first */
+	uint8_t *frame_kind;  /* and their kinds */
 };
 
 struct fg_child {
@@ -109,24 +115,62 @@ static uint32_t fg_name(struct fg_tree *t, const char *s)
 	return t->nnames - 1;
 }
 
-/* The child of parent with this name and kind, created (value 0) if new. */
-static uint32_t fg_child(struct fg_tree *t, uint32_t parent, uint32_t name, uint8_t kind)
+static size_t fg_node_hash(uint32_t parent, uint32_t name, uint8_t kind)
 {
 	uint64_t h = parent * 0x9e3779b97f4a7c15ull ^ name * 0xc2b2ae3d27d4eb4full ^ kind;
+
+	return (size_t)(h ^ h >> 29);
+}
+
+/* The node index at twice its size: 0 or -ENOMEM. */
+static int fg_node_slots_grow(struct fg_tree *t)
+{
+	size_t mask = t->node_mask * 2 + 1;
+	uint32_t *slots = calloc(mask + 1, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	/* node 0, the root, is nobody's child: not in the index */
+	for (uint32_t e = 1; e < t->nnodes; e++) {
+		const struct fg_node *n = &t->nodes[e];
+		size_t i = fg_node_hash(n->parent, n->name, n->kind) & mask;
+
+		while (slots[i])
+			i = (i + 1) & mask;
+		slots[i] = e + 1;
+	}
+	free(t->node_slots);
+	t->node_slots = slots;
+	t->node_mask = mask;
+	return 0;
+}
+
+/*
+ * The child of parent with this name and kind, created (value 0) if new;
+ * UINT32_MAX without memory for the index.
+ */
+static uint32_t fg_child(struct fg_tree *t, uint32_t parent, uint32_t name, uint8_t kind)
+{
 	struct fg_node *n;
 	size_t i;
 
-	for (i = (h ^ h >> 29) & t->node_mask; t->node_slots[i]; i = (i + 1) & t->node_mask) {
+	for (i = fg_node_hash(parent, name, kind) & t->node_mask; t->node_slots[i];
+	     i = (i + 1) & t->node_mask) {
 		uint32_t e = t->node_slots[i] - 1;
 
 		n = &t->nodes[e];
 		if (n->parent == parent && n->name == name && n->kind == kind)
 			return e;
 	}
+	if (2 * (t->nnodes + 1) > t->node_mask + 1) {
+		if (fg_node_slots_grow(t))
+			return UINT32_MAX;
+		for (i = fg_node_hash(parent, name, kind) & t->node_mask; t->node_slots[i];
+		     i = (i + 1) & t->node_mask)
+			;
+	}
 	n = &t->nodes[t->nnodes];
-	n->name = name;
-	n->kind = kind;
-	n->parent = parent;
+	*n = (struct fg_node){.name = name, .kind = kind, .parent = parent};
 	n->next = t->nodes[parent].first_child;
 	t->nodes[parent].first_child = t->nnodes;
 	t->nodes[parent].nchildren++;
@@ -166,11 +210,15 @@ static void fg_tree_free(struct fg_tree *t)
 	free(t->name_slots);
 	free(t->loc_first);
 	free(t->frame_name);
+	free(t->frame_kind);
 }
 
 /*
  * Builds the merged tree of p's stacks, counting values[folded_value].
- * Stacks with a value <= 0 are left out: they have no width to draw.
+ * Stacks with a value <= 0 are left out: they have no width to draw. Each
+ * location's frames are named and kinded once (loc_first, frame_name,
+ * frame_kind), so that the walk over the stacks reads those small arrays
+ * rather than the locations.
  */
 static int fg_tree_build(struct fg_tree *t, const struct lpw_profile *p)
 {
@@ -182,35 +230,50 @@ static int fg_tree_build(struct fg_tree *t, const struct lpw_profile *p)
 			return -EINVAL;
 		nframes += fg_nframes(&p->locations[i]);
 	}
+	max_names = 1 + nframes + p->nstacks;
+	if (nframes > UINT32_MAX / 4 || max_names > UINT32_MAX / 4)
+		return -E2BIG;
+	t->names = calloc(max_names, sizeof(*t->names));
+	t->name_slots = fg_slots(max_names, &t->name_mask);
+	t->loc_first = malloc((p->nlocations + 1) * sizeof(*t->loc_first));
+	t->frame_name = malloc((nframes ? nframes : 1) * sizeof(*t->frame_name));
+	t->frame_kind = malloc(nframes ? nframes : 1);
+	if (!t->names || !t->name_slots || !t->loc_first || !t->frame_name || !t->frame_kind)
+		return -ENOMEM;
+	t->nodes = NULL;
+	fg_name(t, "all");
+	for (i = 0, nframes = 0; i < p->nlocations; i++) {
+		const struct lpw_location *l = &p->locations[i];
+
+		t->loc_first[i] = nframes;
+		for (k = 0; k < fg_nframes(l); k++) {
+			t->frame_kind[nframes] = fg_frame_kind(l, k);
+			t->frame_name[nframes++] = fg_name(t, fg_frame_name(l, k));
+		}
+	}
+	t->loc_first[p->nlocations] = nframes;
 	for (i = 0; i < p->nstacks; i++) {
 		for (j = 0; j < p->stacks[i].nlocs; j++) {
-			if (p->stacks[i].locs[j] >= p->nlocations)
+			uint32_t loc = p->stacks[i].locs[j];
+
+			if (loc >= p->nlocations)
 				return -EINVAL;
-			max_nodes += fg_nframes(&p->locations[p->stacks[i].locs[j]]);
+			max_nodes += t->loc_first[loc + 1] - t->loc_first[loc];
 		}
 		max_nodes++;
 	}
-	max_names = 1 + nframes + p->nstacks;
-	if (max_nodes > UINT32_MAX / 4 || max_names > UINT32_MAX / 4)
+	if (max_nodes > UINT32_MAX / 4)
 		return -E2BIG;
-	t->nodes = calloc(max_nodes, sizeof(*t->nodes));
-	t->node_slots = fg_slots(max_nodes, &t->node_mask);
-	t->names = calloc(max_names, sizeof(*t->names));
-	t->name_slots = fg_slots(max_names, &t->name_mask);
-	t->loc_first = calloc(p->nlocations ? p->nlocations : 1, sizeof(*t->loc_first));
-	t->frame_name = calloc(nframes ? nframes : 1, sizeof(*t->frame_name));
-	if (!t->nodes || !t->node_slots || !t->names || !t->name_slots || !t->loc_first ||
-	    !t->frame_name)
+	/*
+	 * Not calloc: fg_child sets every field of a node it adds, and only
+	 * the nodes made are touched (the bound is far above their number).
+	 */
+	t->nodes = malloc(max_nodes * sizeof(*t->nodes));
+	t->node_slots = fg_slots(1024, &t->node_mask);
+	if (!t->nodes || !t->node_slots)
 		return -ENOMEM;
-
+	t->nodes[0] = (struct fg_node){.name = 0, .kind = FG_ROOT};
 	t->nnodes = 1;
-	t->nodes[0].name = fg_name(t, "all");
-	t->nodes[0].kind = FG_ROOT;
-	for (i = 0, nframes = 0; i < p->nlocations; i++) {
-		t->loc_first[i] = nframes;
-		for (k = 0; k < fg_nframes(&p->locations[i]); k++)
-			t->frame_name[nframes++] = fg_name(t, fg_frame_name(&p->locations[i], k));
-	}
 	for (i = 0; i < p->nstacks; i++) {
 		const struct lpw_stack *st = &p->stacks[i];
 		int64_t v = st->values[p->folded_value];
@@ -220,14 +283,17 @@ static int fg_tree_build(struct fg_tree *t, const struct lpw_profile *p)
 			continue;
 		t->nodes[0].value += v;
 		cur = fg_child(t, 0, fg_name(t, st->comm), FG_PROCESS);
+		if (cur == UINT32_MAX)
+			return -ENOMEM;
 		t->nodes[cur].value += v;
 		for (j = st->nlocs; j-- > 0;) {
-			const struct lpw_location *l = &p->locations[st->locs[j]];
-			const uint32_t *names = &t->frame_name[t->loc_first[st->locs[j]]];
+			uint32_t first = t->loc_first[st->locs[j]];
 
 			/* root first: the containing function, then what it inlined */
-			for (k = fg_nframes(l); k-- > 0;) {
-				cur = fg_child(t, cur, names[k], fg_frame_kind(l, k));
+			for (k = t->loc_first[st->locs[j] + 1]; k-- > first;) {
+				cur = fg_child(t, cur, t->frame_name[k], t->frame_kind[k]);
+				if (cur == UINT32_MAX)
+					return -ENOMEM;
 				t->nodes[cur].value += v;
 			}
 		}
@@ -507,6 +573,8 @@ int lpw_write_flamegraph(const struct lpw_profile *p, int fd)
 		lp_err("flamegraph: cannot open output: %s", strerror(-err));
 		goto err_out;
 	}
+	/* this thread alone writes f: no lock taken around each of its many small writes */
+	__fsetlocking(f, FSETLOCKING_BYCALLER);
 	/* stdio's default buffer (4 KiB) costs a write call per 4 KiB */
 	buf = malloc(FG_STDIO_BUF);
 	if (buf)

@@ -62,8 +62,8 @@ struct pp_build {
 	struct pp_index func_idx;
 
 	/* the repeated message fields, each already encoded with its tags */
-	struct pp_buf samples, mappings, locations, functions;
-	struct pp_buf msg, sub, sub2; /* the message; scratch for nested messages */
+	struct pp_buf mappings, locations, functions; /* samples go straight into msg */
+	struct pp_buf msg, sub, sub2;		      /* the message; scratch for nested messages */
 };
 
 static const char *nz(const char *s)
@@ -236,7 +236,6 @@ static void pp_build_free(struct pp_build *b)
 	free(b->str_idx.slots);
 	free(b->funcs);
 	free(b->func_idx.slots);
-	free(b->samples.p);
 	free(b->mappings.p);
 	free(b->locations.p);
 	free(b->functions.p);
@@ -403,7 +402,7 @@ static void pp_encode_samples(struct pp_build *b, const struct lpw_profile *p)
 			uint64_t *n = realloc(ids, st->nlocs * sizeof(*ids));
 
 			if (!n) {
-				b->samples.oom = true;
+				b->msg.oom = true;
 				break;
 			}
 			ids = n;
@@ -424,7 +423,7 @@ static void pp_encode_samples(struct pp_build *b, const struct lpw_profile *p)
 		pp_str_label(b, &cgroup_key, "cgroup", st->cgroup);
 		pp_str_label(b, &cid_key, "container.id", st->container_id);
 		pp_str_label(b, &pod_key, "k8s.pod.uid", st->pod_uid);
-		pb_msg(&b->samples, 2, &b->sub);
+		pb_msg(&b->msg, 2, &b->sub);
 	}
 	free(ids);
 }
@@ -468,10 +467,9 @@ static int pp_encode(struct pp_build *b, const struct lpw_profile *p)
 		comments[i] = (uint64_t)pp_str(b, p->comments[i]);
 	pp_encode_mappings(b, p);
 	pp_encode_locations(b, p);
-	pp_encode_samples(b, p);
-
+	/* the samples, the largest section, encoded in place: field 2 follows 1 */
 	pb_append(&b->msg, &head);
-	pb_append(&b->msg, &b->samples);
+	pp_encode_samples(b, p);
 	pb_append(&b->msg, &b->mappings);
 	pb_append(&b->msg, &b->locations);
 	pb_append(&b->msg, &b->functions);

@@ -70,8 +70,9 @@ struct elfsym_seg {
 struct symb_elf {
 	struct elfsym_range *ranges; /* sorted by lo, disjoint */
 	size_t nranges;
-	size_t nsyms; /* distinct function start addresses */
-	char *names;  /* NUL-terminated names, referenced by ranges */
+	size_t nsyms;  /* distinct function start addresses */
+	char *names;   /* NUL-terminated names, referenced by ranges */
+	uint8_t *blob; /* decoded from a blob it took: names point into it; NULL: names own */
 	struct elfsym_seg *segs;
 	size_t nsegs;
 	size_t build_id_len; /* 0: none */
@@ -768,7 +769,10 @@ void symb_elf__free(struct symb_elf *e)
 	if (!e)
 		return;
 	free(e->ranges);
-	free(e->names);
+	if (e->blob)
+		free(e->blob);
+	else
+		free(e->names);
 	free(e->segs);
 	free(e);
 }
@@ -1010,7 +1014,10 @@ static int elfsym_decode_ranges(struct symb_elf *e, struct elfsym_rd *rd, size_t
 	return 0;
 }
 
-/* The arena ends with a NUL, so every offset inside it starts a terminated name. */
+/*
+ * The arena ends with a NUL, so every offset inside it starts a terminated
+ * name. In a blob e took (e->blob) the names stay where they are.
+ */
 static int elfsym_decode_names(struct symb_elf *e, struct elfsym_rd *rd, size_t names_len)
 {
 	size_t i;
@@ -1019,10 +1026,14 @@ static int elfsym_decode_names(struct symb_elf *e, struct elfsym_rd *rd, size_t 
 		return 0;
 	if (rd->p[names_len - 1] != '\0')
 		return -EBADMSG;
-	e->names = malloc(names_len);
-	if (!e->names)
-		return -ENOMEM;
-	memcpy(e->names, rd->p, names_len);
+	if (e->blob) {
+		e->names = (char *)e->blob + (rd->p - e->blob);
+	} else {
+		e->names = malloc(names_len);
+		if (!e->names)
+			return -ENOMEM;
+		memcpy(e->names, rd->p, names_len);
+	}
 	rd->p += names_len;
 	for (i = 0; i < e->nranges; i++) {
 		if (e->names[e->ranges[i].name] == '\0')
@@ -1031,7 +1042,8 @@ static int elfsym_decode_names(struct symb_elf *e, struct elfsym_rd *rd, size_t 
 	return 0;
 }
 
-struct symb_elf *symb_elf__decode(const uint8_t *blob, size_t len)
+/* See symb_elf__decode; take: blob is malloc'd and becomes e's (freed on failure). */
+static struct symb_elf *elfsym_decode(const uint8_t *blob, size_t len, bool take)
 {
 	struct elfsym_rd rd = {blob, blob + len};
 	struct symb_elf *e = NULL;
@@ -1047,6 +1059,10 @@ struct symb_elf *symb_elf__decode(const uint8_t *blob, size_t len)
 	if (!e) {
 		err = -ENOMEM;
 		goto err_out;
+	}
+	if (take) {
+		e->blob = (uint8_t *)blob;
+		take = false; /* freed with e from here on */
 	}
 	/* Minimum encoded sizes: 3 bytes a segment, 4 a range, 1 a byte. */
 	if (!elfsym_get_count(&rd, 3, &e->nsegs) || !elfsym_get_count(&rd, 1, &e->build_id_len) ||
@@ -1077,6 +1093,18 @@ struct symb_elf *symb_elf__decode(const uint8_t *blob, size_t len)
 	return e;
 err_out:
 	symb_elf__free(e);
+	if (take)
+		free((uint8_t *)blob);
 	errno = -err;
 	return NULL;
+}
+
+struct symb_elf *symb_elf__decode(const uint8_t *blob, size_t len)
+{
+	return elfsym_decode(blob, len, false);
+}
+
+struct symb_elf *symb_elf__decode_take(uint8_t *blob, size_t len)
+{
+	return elfsym_decode(blob, len, true);
 }

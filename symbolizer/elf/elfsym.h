@@ -51,6 +51,11 @@ void symb_elf__free(struct symb_elf *e);
 #define SYMB_ELF_BLOB_VERSION 1
 int symb_elf__encode(const struct symb_elf *e, uint8_t **blob, size_t *len);
 struct symb_elf *symb_elf__decode(const uint8_t *blob, size_t len);
+/*
+ * The same from a malloc'd blob that becomes the object's, its names read
+ * where they are rather than copied; freed here when decoding fails.
+ */
+struct symb_elf *symb_elf__decode_take(uint8_t *blob, size_t len);
 
 /* Number of function symbols indexed. */
 size_t symb_elf__nsyms(const struct symb_elf *e);

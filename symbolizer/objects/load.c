@@ -504,8 +504,7 @@ static bool tables_from_cache(struct obj_load *ld)
 	if (symb_cache__get(s->cache, ld->key, SYMB_CACHE_SYMBOLS, SYMB_ELF_BLOB_VERSION, &blob,
 			    &len))
 		return false;
-	elf = symb_elf__decode(blob, len);
-	free(blob);
+	elf = symb_elf__decode_take(blob, len);
 	if (!elf || symb_cache__get(s->cache, ld->key, SYMB_CACHE_DELTAS, SYMB_DELTAS_BLOB_VERSION,
 				    &blob, &len)) {
 		symb_elf__free(elf);
@@ -610,8 +609,7 @@ static void load_symbols(struct symb_objects *s, struct symb_obj *o, const char 
 	if (key && s->cache &&
 	    symb_cache__get(s->cache, key, SYMB_CACHE_SYMBOLS, SYMB_ELF_BLOB_VERSION, &blob,
 			    &len) == 0) {
-		o->elf = symb_elf__decode(blob, len);
-		free(blob);
+		o->elf = symb_elf__decode_take(blob, len);
 		if (o->elf) {
 			s->n.cache_hits++;
 			return;

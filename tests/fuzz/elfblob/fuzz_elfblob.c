@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for symb_elf__decode: any byte string is a candidate
+ * libFuzzer target for symb_elf__decode and symb_elf__decode_take (the
+ * input, through a copy it takes): any byte string is a candidate
  * cache row. A blob that decodes must keep the lookup contract (non-empty
  * names, sym_off within the address, a range's owner resolving to itself
  * at its own start when that start is inside the range... checked as in
@@ -43,7 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len, len2, i, n;
 	uint64_t v, va, vb;
 
-	e = symb_elf__decode(data, size);
+	/* the input through decode_take (a copy it owns), its re-encoding through decode */
+	blob = malloc(size ? size : 1);
+	if (!blob)
+		return 0;
+	memcpy(blob, data, size);
+	e = symb_elf__decode_take(blob, size);
 	if (!e) {
 		if (errno != EBADMSG && errno != ENOMEM)
 			__builtin_trap();

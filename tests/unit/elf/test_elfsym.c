@@ -587,7 +587,12 @@ static void check_blob_roundtrip(const char *path, int dynamic, int has_id)
 	assert_int_equal(len2, len);
 	assert_memory_equal(again, blob, len);
 	free(again);
-	free(blob);
+	symb_elf__free(d);
+	/* the same from a blob decode_take owns (names read in place) */
+	d = symb_elf__decode_take(blob, len);
+	assert_non_null(d);
+	check_same(e, d, path);
+	check_symbols(d, dynamic);
 	symb_elf__free(d);
 	symb_elf__free(e);
 }
