@@ -97,7 +97,7 @@ static const char usage[] =
 	"      --capture-bytes SIZE  the directory's budget, e.g. 512M (default 1G): the\n"
 	"                         oldest files are removed beyond it (never the newest)\n"
 	"      --drain-ms MS      size the BPF ring buffer for MS of the largest samples\n"
-	"                         (twice over, at most 16 MiB; default 100). It is\n"
+	"                         (twice over, at most 8 MiB; default 100). It is\n"
 	"                         drained when half full (the BPF programs wake the\n"
 	"                         collector) and at least once a second (every MS if\n"
 	"                         that wakeup cannot be watched)\n"
