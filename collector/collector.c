@@ -1147,7 +1147,7 @@ static int open_ring(struct coll *c, struct coll_shard *sh, uint32_t k, uint64_t
 		return err;
 	}
 	/*
-	 * The ring is sized for seconds of the largest samples; a symbolizer
+	 * The ring is sized for two seconds of typical records; a symbolizer
 	 * that keeps up needs one drain's worth. Going back to the start once
 	 * it has read far enough keeps the ring's pages, resident in both
 	 * processes, to what is used. Until the programs run, an eighth: the
