@@ -208,6 +208,12 @@ static uint64_t now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The CPUs rings and tables are sized for: the online ones, or --size-cpus. */
+static uint32_t sizing_cpus(const struct coll *c)
+{
+	return c->o->size_cpus ? c->o->size_cpus : (uint32_t)c->ncpus;
+}
+
 /* Data size of each ring (they are all of one size); 0 without rings. */
 static uint64_t ring_data_size(const struct coll *c)
 {
@@ -1141,7 +1147,7 @@ static int open_ring(struct coll *c, struct coll_shard *sh, uint32_t k, uint64_t
 		return err;
 	}
 	/*
-	 * The ring is sized for seconds of the largest samples; a symbolizer
+	 * The ring is sized for two seconds of typical records; a symbolizer
 	 * that keeps up needs one drain's worth. Going back to the start once
 	 * it has read far enough keeps the ring's pages, resident in both
 	 * processes, to what is used. Until the programs run, an eighth: the
@@ -1163,8 +1169,8 @@ static int open_ring(struct coll *c, struct coll_shard *sh, uint32_t k, uint64_t
 static int open_rings(struct coll *c)
 {
 	const struct coll_opts *o = c->o;
-	uint64_t total =
-		lp_shm_ring_size(c->ncpus, o->freq_hz, coll_max_sample_record(o->stack_bytes));
+	uint64_t total = lp_shm_ring_size(sizing_cpus(c), o->freq_hz,
+					  coll_max_sample_record(o->stack_bytes));
 	uint64_t size;
 	int err;
 
@@ -1541,8 +1547,8 @@ static int load_skel(struct coll *c, bool raw)
 	c->skel->rodata->stack_bytes = o->stack_bytes;
 	c->skel->rodata->exclude_self = !o->include_self;
 	c->skel->rodata->self_uid = coll_self_uid(o);
-	c->bpf_ring_bytes =
-		coll_bpf_ring_size(c->ncpus, o->freq_hz, o->drain_ms, o->stack_bytes, o->off_cpu);
+	c->bpf_ring_bytes = coll_bpf_ring_size(sizing_cpus(c), o->freq_hz, o->drain_ms,
+					       o->stack_bytes, o->off_cpu);
 	c->skel->rodata->wake_bytes = c->bpf_ring_bytes / 2;
 	/* indexed by CPU id: highest online id + 1, never the possible CPUs */
 	bpf_map__set_max_entries(c->skel->maps.scratch, c->cpus[c->ncpus - 1] + 1);
@@ -1591,7 +1597,7 @@ static int load_offcpu_with(struct coll *c)
 	/* by CPU id: highest online id + 1, never the possible CPUs */
 	bpf_map__set_max_entries(off->maps.scratch, max_id);
 	bpf_map__set_max_entries(off->maps.counts, max_id);
-	bpf_map__set_max_entries(off->maps.pending, coll_offcpu_pending_size((uint32_t)c->ncpus));
+	bpf_map__set_max_entries(off->maps.pending, coll_offcpu_pending_size(sizing_cpus(c)));
 	err = coll_features__apply_offcpu(&c->feat, off, c->skel);
 	if (err) {
 		lp_err("bpf: sharing the ring, pid filter and stack tops with the off-CPU "

@@ -91,6 +91,7 @@ struct coll_opts {
 	uint64_t ring_size;    /* data size of each ring created (0: formula) */
 	uid_t ring_uid;	       /* the only uid (besides root) the ring is handed to */
 	uint32_t drain_ms;     /* BPF ring drain interval */
+	uint32_t size_cpus;    /* --size-cpus: CPUs the rings are sized for (0: online) */
 	uint32_t stack_bytes;  /* user stack copy per sample; 0: kernel FP walk */
 	bool exit_with_parent; /* SIGTERM ourselves when the parent dies */
 	pid_t parent;	       /* getppid() at start */

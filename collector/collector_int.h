@@ -231,13 +231,15 @@ void coll_self_walk(int map_fd, const struct coll_opts *o);
  * The BPF ring's budget. The programs wake the collector when the ring is
  * half full, so the ring only has to hold what arrives while the collector
  * gets to run; its size sets how often that happens, not whether records
- * are lost. Its data pages are mapped twice into the collector, all of them
- * resident: 16 MiB is 32 MiB of RSS. At the budget half the ring is ~45 ms
- * of worst-case records on 2 CPUs at 4999 Hz (~0.5 s of typical ones, whose
- * stack copies stop at the top of the stack); 64 CPUs at 999 Hz would have
- * had 256 MiB.
+ * are lost. Its pages are allocated by the kernel at creation and mapped
+ * twice into the collector (RSS counts them twice, PSS once). At the
+ * budget half the ring is ~23 ms of worst-case records on 2 CPUs at
+ * 4999 Hz and ~0.2 s of this host's whole-host ones (~20 MB/s), ~35 ms of
+ * worst-case and ~0.3 s of typical ones on 64 CPUs at 99 Hz; 64 CPUs at
+ * 999 Hz would have had 256 MiB. 8 MiB keeps 64 CPUs at 99 Hz within
+ * 64 MB in all (README, Sizing).
  */
-#define COLL_BPF_RING_BUDGET (16u << 20)
+#define COLL_BPF_RING_BUDGET (8u << 20)
 
 /*
  * Size of the BPF ring buffer (bytes):

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "lowprof/cpus.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
@@ -97,10 +98,13 @@ static const char usage[] =
 	"      --capture-bytes SIZE  the directory's budget, e.g. 512M (default 1G): the\n"
 	"                         oldest files are removed beyond it (never the newest)\n"
 	"      --drain-ms MS      size the BPF ring buffer for MS of the largest samples\n"
-	"                         (twice over, at most 16 MiB; default 100). It is\n"
+	"                         (twice over, at most 8 MiB; default 100). It is\n"
 	"                         drained when half full (the BPF programs wake the\n"
 	"                         collector) and at least once a second (every MS if\n"
 	"                         that wakeup cannot be watched)\n"
+	"      --size-cpus N      size the BPF ring, the shared ring and the off-CPU\n"
+	"                         table as if N CPUs were online (benchmarks: the\n"
+	"                         memory of a bigger host; sampling is unchanged)\n"
 	"      --stack-bytes N    user stack bytes copied per sample, from the stack\n"
 	"                         pointer up, for unwinding code without frame pointers\n"
 	"                         (default 16384, max 65536, multiple of 8; 0: frame-\n"
@@ -155,6 +159,7 @@ static const struct option longopts[] = {
 	{"shards", required_argument, NULL, 'N'},
 	{"files-fd", required_argument, NULL, 'f'},
 	{"drain-ms", required_argument, NULL, 'D'},
+	{"size-cpus", required_argument, NULL, 'U'},
 	{"capture", required_argument, NULL, 'c'},
 	{"capture-fd", required_argument, NULL, 'C'},
 	{"capture-compress", required_argument, NULL, 'Z'},
@@ -350,6 +355,11 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 		if (parse_uint(arg, 10000, &v) || v == 0)
 			return bad_value(key, arg);
 		o->drain_ms = (uint32_t)v;
+		break;
+	case 'U':
+		if (parse_uint(arg, LP_MAX_CPUS, &v) || v == 0)
+			return bad_value(key, arg);
+		o->size_cpus = (uint32_t)v;
 		break;
 	default:
 		return parse_off_cpu_opt(key, arg, a);

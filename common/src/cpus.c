@@ -96,7 +96,8 @@ uint64_t lp_roundup_pow2(uint64_t v)
 
 uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_record)
 {
-	uint64_t want = (uint64_t)online_cpus * freq_hz * max_record * 2;
+	uint64_t want = (uint64_t)online_cpus * freq_hz * LP_SHM_RING_LAG_S * max_record /
+			LP_SHM_RING_RECORD_DIV;
 
 	if (want < LP_SHM_RING_MIN)
 		want = LP_SHM_RING_MIN;

@@ -14,7 +14,7 @@
 # is measured) and DIR/bench.json (the same rows, method included); DIR
 # defaults to build/bench/. A full run takes about 10-13 minutes, --quick
 # (fewer, shorter runs; a smoke run) about 2. --sections runs only the
-# sections listed, e.g. 3 or 1,2b (of 1,2,2b,3,4,5; 2, 4 and 5 share runs).
+# sections listed, e.g. 3 or 1,2b (of 1,2,2b,3,4,4b,5; 2, 4 and 5 share runs).
 #
 #   1. Overhead: a fixed CPU-bound workload (bench_work.c: one thread per
 #      online CPU, a fixed number of work units down a known call chain,
@@ -43,6 +43,9 @@
 #   4. Memory: collector and symbolizer RSS (steady, peak), BPF map and ring
 #      memory, and how they grow with online CPUs and frequency (the sizing
 #      formulas of the README, checked against what the kernel reports here).
+#   4b. Many cores: the collector's drain per record and records a second
+#      (bench_drain: a BPF producer into the real collector), and memory
+#      with the rings sized for 2, 64 and 256 CPUs at their record rates.
 #   5. Loss: samples lost at 99, 999 and 4999 Hz.
 #
 # Goals (reported against, not asserted): whole-pipeline cost at 99 Hz
@@ -50,7 +53,10 @@
 # perf record -g at the same rate; replaying a capture with a warm cache
 # >= 1,000,000 samples per CPU-second and >= 10x perf report's rate on the
 # same workload; collector steady RSS < 8 MB, peak < 16 MB; zero loss at
-# 999 Hz.
+# 999 Hz; collector and symbolizer RSS together <= 64 MB at 64 CPUs and
+# 99 Hz (shared pages once); the drain >= 1M records per collector
+# CPU-second, < 10% of a core at 64 CPUs x 999 Hz. Memory goals compare
+# MiB (the figures' unit) against the number of MB.
 #
 # Needs root, the built binaries (cmake --build build), gcc, jq, and for the
 # peer rows perf (linux-perf) and bpftrace; a missing peer's rows say so.
@@ -68,7 +74,7 @@ root=$(cd "$here/../.." && pwd)
 build="$root/build"
 out=""
 quick=0
-all_sections=1,2,2b,3,4,5
+all_sections=1,2,2b,3,4,4b,5
 sections=$all_sections
 
 usage() {
@@ -1223,21 +1229,24 @@ symb_rows() {
 pow2() { awk -v v="$1" 'BEGIN {p = 1; while (p < v) p *= 2; printf "%.0f", p}' </dev/null; }
 stack_bytes=16384
 drain_ms=100
-# collector/collector.c coll_bpf_ring_size: max_record = sizeof(lp_ev_offcpu)
-# (2,112) + stack bytes + 8, x2, clamped to [64 KiB, 16 MiB] (the budget)
+# collector/sizing.c coll_bpf_ring_size: max_record = sizeof(lp_ev_offcpu)
+# (2,112) + stack bytes + 8, x2, clamped to [64 KiB, 8 MiB] (the budget)
 bpf_ring_formula() { # CPUS HZ [offcpu]
 	local rate=$2
 	[[ -n "${3:-}" ]] && rate=$((rate + 1000))
 	pow2 "$(awk -v n="$1" -v r="$rate" -v d=$drain_ms -v m=$((2112 + stack_bytes + 8)) \
-		'BEGIN {w = n * r * d * m * 2 / 1000; if (w < 65536) w = 65536; if (w > 16777216) w = 16777216; printf "%.0f", w}')"
+		'BEGIN {w = n * r * d * m * 2 / 1000; if (w < 65536) w = 65536; if (w > 8388608) w = 8388608; printf "%.0f", w}')"
 }
-# common/src/cpus.c lp_shm_ring_size with coll_max_sample_record = 128 +
-# 2 x 127 x 8 + stack bytes (the README says 4 KiB + stack bytes), clamped to
-# [4 MiB, 64 MiB] (the budget); the memfd is that plus a 4 KiB header page
+# common/src/cpus.c lp_shm_ring_size: two seconds of records an eighth of
+# max_record (LPS_SAMPLE_RECORD_MAX = 128 + 2 x 127 x 8 + stack bytes),
+# clamped to [4 MiB, 64 MiB] (the budget); the memfd is that plus a 4 KiB
+# header page
 shm_ring_formula() { # CPUS HZ
 	pow2 "$(awk -v n="$1" -v r="$2" -v m=$((128 + 2032 + stack_bytes)) \
-		'BEGIN {w = n * r * m * 2; if (w < 4194304) w = 4194304; if (w > 67108864) w = 67108864; printf "%.0f", w}')"
+		'BEGIN {w = int(n * r * 2 * m / 8); if (w < 4194304) w = 4194304; if (w > 67108864) w = 67108864; printf "%.0f", w}')"
 }
+# collector.c SIDEBAND_BYTES_PER_CPU: a perf buffer of 64 KiB and its header page per CPU
+sideband_per_cpu=$((65536 + 4096))
 mib() { fmt %.1f "$(calc "$1 / 1048576")"; }
 kb2mb() { fmt %.1f "$(calc "$1 / 1024")"; }
 below_mb() { awk -v v="$1" -v m="$2" 'BEGIN {print (v / 1024 < m ? "PASS" : "MISS")}'; } # KB MB: a memory goal's status
@@ -1291,9 +1300,9 @@ memory_rows() {
 		add_row "$sec" "BPF memory at $hz Hz" "${M[$hz.bpfmem]:-?} MiB (summary); $(mib "$bpfsum") MiB (fdinfo memlock)" "" "" \
 			"the summary's 'BPF memory' line (maps and programs' memlock as the collector counts it) and the sum of memlock over the collector's map and program fds in /proc/PID/fdinfo (bpftool names them)"
 		add_row "$sec" "BPF ring at $hz Hz" "$(mib "$ring_kernel") MiB kernel, $(mib "$ring_f") MiB formula: $( [[ "$ring_kernel" == "$ring_f" ]] && echo match || echo DIFFER)" "" "" \
-			"kernel: max_entries of the collector's BPF_MAP_TYPE_RINGBUF (fdinfo); formula: roundup_pow2(clamp(cpus x Hz x drain_ms/1000 x (2112 + stack_bytes + 8) x 2, 64 KiB, 16 MiB)) (README Sizing)"
+			"kernel: max_entries of the collector's BPF_MAP_TYPE_RINGBUF (fdinfo); formula: roundup_pow2(clamp(cpus x Hz x drain_ms/1000 x (2112 + stack_bytes + 8) x 2, 64 KiB, 8 MiB)) (README Sizing)"
 		add_row "$sec" "shared ring at $hz Hz" "$(mib "$(calc "${M[$hz.memfd]:-0} - 4096")") MiB kernel (+4 KiB header), $(mib "$shm_f") MiB formula: $( [[ "$(calc "${M[$hz.memfd]:-0} - 4096")" == "$shm_f" ]] && echo match || echo DIFFER)" "" "" \
-			"kernel: size of the collector's memfd:lowprof-ring (stat of /proc/PID/fd) minus the ring's 4 KiB header; formula: roundup_pow2(clamp(cpus x Hz x max_record x 2, 4 MiB, 64 MiB)), max_record = 2,160 + stack_bytes in the code (the README says 4 KiB + stack_bytes)"
+			"kernel: size of the collector's memfd:lowprof-ring (stat of /proc/PID/fd) minus the ring's 4 KiB header; formula: roundup_pow2(clamp(cpus x Hz x 2 s x max_record / 8, 4 MiB, 64 MiB)), max_record = 2,160 + stack_bytes (README Sizing)"
 	done
 	if [[ -n "${BTF[minimal]:-}" && -n "${BTF[full]:-}" ]]; then
 		local bmin bfull
@@ -1318,16 +1327,106 @@ memory_rows() {
 	other=$(calc "$bpfsum99 - $ring99 - $scr_val * $ncpus")
 	hwm_base=$(calc "(${M[99.B.coll_rss]} - ${M[99.B.coll_bpfring]} - ${M[99.B.coll_shmring]}) * 1024")
 	symb_base=$(calc "(${M[99.B.symb_rss]} - ${M[99.B.symb_shmring]}) * 1024")
-	local cpus hz2 br sr bm cr
-	for cpus in 1 2 8 64; do
+	local cpus hz2 br sr bm cr sr_rss sb tot st goal
+	for cpus in 2 64 256; do
 		for hz2 in 99 999; do
 			br=$(bpf_ring_formula "$cpus" "$hz2")
 			sr=$(shm_ring_formula "$cpus" "$hz2")
 			bm=$(calc "$br + $scr_val * $cpus + $other")
-			cr=$(calc "$hwm_base + 2 * $br + $sr + 4096")
-			add_row "$sec" "growth: $cpus CPUs, $hz2 Hz" "BPF ring $(mib "$br"), shared ring $(mib "$sr"), BPF memory ~$(mib "$bm"), collector RSS up to ~$(mib "$cr"), symbolizer RSS >= ~$(mib "$(calc "$symb_base + $sr")") MiB" "" "" \
-				"from the sizing formulas (rows above); BPF memory = ring + $scr_val B scratch per CPU + the $(mib "$other") MiB that does not scale (measured here at 99 Hz); collector RSS once both rings are fully touched = its RSS here less both rings' resident pages ($(mib "$hwm_base") MiB) + the shared ring + twice the BPF ring (its data pages are mapped twice, so a wrapping record reads contiguously); symbolizer = its RSS here less the ring + the shared ring (its tables grow with the binaries profiled, not with CPUs)"
+			sb=$(calc "($cpus - $ncpus) * $sideband_per_cpu")
+			cr=$(calc "$hwm_base + 2 * $br + $sr + 4096 + $sb")
+			sr_rss=$(calc "$symb_base + $sr")
+			# the same pages once: the BPF ring's two mappings, the shared ring in both
+			tot=$(calc "$hwm_base + $br + $sr + 4096 + $sb + $symb_base")
+			add_row "$sec" "sizing: $cpus CPUs, $hz2 Hz" "BPF ring $(mib "$br"), shared ring $(mib "$sr"), BPF memory ~$(mib "$bm"); RSS at most: collector ~$(mib "$cr"), symbolizer ~$(mib "$sr_rss"), both ~$(mib "$tot") MiB with shared pages once" "" "" \
+				"from the sizing formulas (rows above), the rings fully touched (the worst case: a symbolizer that lags the whole ring; one that keeps up touches ~2 s of the write rate, see 4b); BPF memory (kernel, not in RSS but for the ring's mapping) = ring + $scr_val B scratch per CPU + the $(mib "$other") MiB that does not scale (measured here at 99 Hz); collector RSS = its RSS here less both rings' resident pages ($(mib "$hwm_base") MiB) + the shared ring + twice the BPF ring (RSS counts its double mapping twice) + 68 KiB of side-band perf buffer per CPU beyond these $ncpus; symbolizer = its RSS here less the ring ($(mib "$symb_base") MiB: its tables grow with the binaries profiled, not with CPUs) + the shared ring; both = the two with the shared ring and the BPF ring counted once (the same pages: what PSS sums to)"
+			if [[ $cpus == 64 && $hz2 == 99 ]]; then
+				st=$(awk -v v="$tot" 'BEGIN {print (v / 1048576 <= 64 ? "PASS" : "MISS")}')
+				add_row "$sec" "total RSS at 64 CPUs, 99 Hz (sizing formulas)" "$(mib "$tot") MiB: rings $(mib "$(calc "$br + $sr + $sb")"), collector $(mib "$hwm_base"), symbolizer $(mib "$symb_base")" "<= 64 MB" "$st" \
+					"the row above's 'both': collector and symbolizer RSS with the pages they share counted once, the rings fully touched; the symbolizer's part is what it took here at 99 Hz whole host (its tables follow the binaries on the host, not its CPUs). Section 4b measures the same at the records rate of 64 CPUs"
+			fi
 		done
+	done
+}
+
+# ---- 4b. many cores: the drain's throughput, memory at a bigger host's rate --
+#
+# bench_drain (tests/bench/bench_drain.c) starts the real lowprof-collector
+# on a shared ring and feeds its BPF ring buffer synthetic sample records
+# (~2.1 KB, whole-host sizes) from a BPF_PROG_TYPE_SYSCALL program, while a
+# thread reads the shared ring as the symbolizer does. Throughput: as fast
+# as the two rings take them, the collector sized for 999 Hz (an 8 MiB BPF
+# ring); memory: CPUS x 99 records a second with the rings sized for CPUS
+# (--size-cpus), the collector's Rss and the shared ring's resident pages
+# at the end.
+
+declare -A SC
+scale_secs=3
+scale_mem_secs=6
+scale_rounds=3
+((quick)) && scale_secs=2 scale_mem_secs=4 scale_rounds=1
+
+drain_val() { sed -n "s/^$2=//p" "$1" | tail -n 1; } # LOG KEY
+
+section_scale() {
+	local drain="$build/tests/bench/bench_drain" r n f
+	[[ -x $drain ]] || { log "4b. $drain missing: no drain rows"; return 0; }
+	for ((r = 1; r <= scale_rounds; r++)); do
+		wait_ci
+		log "4b. round $r: drain throughput for $scale_secs s"
+		f="$logs/drain-$r.log"
+		"$drain" -s "$scale_secs" -F 999 --collector "$build/lowprof-collector" >"$f" 2>&1 || continue
+		SC[rate]+="$(drain_val "$f" records_per_collector_cpu_s) "
+		SC[ns]+="$(drain_val "$f" collector_ns_per_record) "
+		SC[wall]+="$(drain_val "$f" records_per_wall_s) "
+		SC[lost]+="$(drain_val "$f" records_bpf_ring_full)/$(drain_val "$f" shared_ring_dropped) "
+		SC[bytes]=$(drain_val "$f" bytes_per_record)
+	done
+	for n in 2 64 256; do
+		wait_ci
+		log "4b. memory: $((n * 99)) records/s, rings sized for $n CPUs at 99 Hz, $scale_mem_secs s"
+		"$drain" -s "$scale_mem_secs" -r $((n * 99)) -c "$n" -F 99 --collector "$build/lowprof-collector" \
+			>"$logs/drain-mem-$n.log" 2>&1 || true
+	done
+}
+
+scale_rows() {
+	local sec="4b. many cores" rate ns st goal share n f rss br sr res dr sb symb_base="" tot
+	if [[ -n "${SC[rate]:-}" ]]; then
+		# shellcheck disable=SC2086
+		rate=$(median ${SC[rate]})
+		# shellcheck disable=SC2086
+		ns=$(median ${SC[ns]})
+		st=$(awk -v v="$rate" 'BEGIN {print (v >= 1000000 ? "PASS" : "MISS")}')
+		add_row "$sec" "collector drain, records per collector CPU-second" "$(fmt "%'.0f" "$rate") ($(fmt %.0f "$ns") ns a record; $(fmt "%'.0f" "$(median ${SC[wall]})") records/s by wall with producer, collector and reader on $ncpus CPUs; lost BPF ring/shared ring: ${SC[lost]% })" ">= 1,000,000" "$st" \
+			"bench_drain -F 999 (logs/drain-N.log), median of $scale_rounds runs of $scale_secs s: records of ${SC[bytes]:-?} bytes on average from a BPF_PROG_TYPE_SYSCALL program (bpf_prog_test_run, bpf_ringbuf_output into the collector's BPF ring, its wakeup policy) through the real collector's drain into the shared ring, read by a thread as the symbolizer reads; records delivered / the collector's CPU time (schedstat) over the run. The producer holds back while 3/4 of the BPF ring is in flight, so neither ring drops (a dropped record costs the drain less)"
+		share=$(calc "64 * 999 * $ns / 1e9 * 100")
+		st=$(awk -v v="$share" 'BEGIN {print (v < 10 ? "PASS" : "MISS")}')
+		add_row "$sec" "collector's share of one core at 64 CPUs x 999 Hz" "$(fmt %.1f "$share")%" "< 10%" "$st" \
+			"63,936 records a second x the drain's CPU per record (row above); the drain only: reading /proc/PID/maps for new processes and the other side work are not in it"
+	else
+		add_row "$sec" "collector drain" "not measured (bench_drain missing or failed)" "" "" ""
+	fi
+	[[ -n "${M[99.B.symb_rss]:-}" ]] && symb_base=$(calc "(${M[99.B.symb_rss]} - ${M[99.B.symb_shmring]}) * 1024")
+	for n in 2 64 256; do
+		f="$logs/drain-mem-$n.log"
+		rss=$(drain_val "$f" collector_rss_kb 2>/dev/null)
+		[[ -n "$rss" ]] || { add_row "$sec" "memory at $n CPUs, 99 Hz" "not measured (bench_drain failed)" "" "" ""; continue; }
+		br=$(drain_val "$f" bpf_ring_bytes)
+		sr=$(drain_val "$f" shared_ring_bytes)
+		res=$(drain_val "$f" shared_ring_resident_bytes)
+		dr="$(drain_val "$f" records_bpf_ring_full)/$(drain_val "$f" shared_ring_dropped)"
+		sb=$(calc "($n - $ncpus) * $sideband_per_cpu")
+		if [[ -n "$symb_base" ]]; then
+			# the BPF ring's second mapping and the shared ring (in the symbolizer too) once
+			tot=$(calc "$rss * 1024 - $br + $sb + $symb_base")
+			st="" goal=""
+			[[ $n == 64 ]] && goal="<= 64 MB" && st=$(awk -v v="$tot" 'BEGIN {print (v / 1048576 <= 64 ? "PASS" : "MISS")}')
+		else
+			tot="" st="" goal=""
+		fi
+		add_row "$sec" "memory at $n CPUs x 99 Hz, measured" "collector RSS $(kb2mb "$rss") MiB (PSS $(kb2mb "$(drain_val "$f" collector_pss_kb)")), BPF ring $(mib "$br"), shared ring $(mib "$sr") of which resident $(mib "$res"); total with the symbolizer $( [[ -n $tot ]] && echo "$(mib "$tot") MiB" || echo "n/a (section 4 not run)"); lost $dr" "$goal" "$st" \
+			"bench_drain -r $((n * 99)) -c $n -F 99 for $scale_mem_secs s (logs/drain-mem-$n.log): the collector sized for $n CPUs (--size-cpus) fed $n x 99 records a second; its Rss/Pss (smaps_rollup) and the shared ring's resident pages (mincore) at the end. Total = the collector's Rss less the BPF ring once (RSS counts its two mappings) + 68 KiB of side-band buffer per CPU beyond $ncpus + the symbolizer's RSS at 99 Hz here less the shared ring (section 4; the ring is the same pages as the collector's)"
 	done
 }
 
@@ -1393,6 +1492,7 @@ log "$ncpus CPUs, $( ((quick)) && echo quick || echo full) run$([[ $sections == 
 want 1 && section_overhead
 { want 2 || want 4 || want 5; } && section_cost
 want 4 && section_btf_peak
+want 4b && section_scale
 want 2b && section_offcpu
 want 3 && section_symb
 want 1 && overhead_rows
@@ -1400,5 +1500,6 @@ want 2 && cost_rows
 want 2b && offcpu_rows
 want 3 && symb_rows
 want 4 && memory_rows
+want 4b && scale_rows
 want 5 && loss_rows
 write_outputs

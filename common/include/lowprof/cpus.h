@@ -28,20 +28,29 @@ uint64_t lp_roundup_pow2(uint64_t v);
 
 /*
  * Data size of the shared-memory ring between collector and symbolizer:
- *   roundup_pow2(clamp(online_cpus * freq_hz * max_record * 2,
+ *   roundup_pow2(clamp(online_cpus * freq_hz * LP_SHM_RING_LAG_S *
+ *                      max_record / LP_SHM_RING_RECORD_DIV,
  *                      LP_SHM_RING_MIN, LP_SHM_RING_BUDGET))
- * i.e. two seconds of worst-case samples, so a symbolizer that stalls for up
- * to ~2 s loses nothing, never less than 4 MiB, which absorbs the kernel
- * symbol snapshot sent at start, and never more than the 64 MiB budget:
- * both processes touch every page of it, so it is resident in each, and a
- * formula that gives 4 GiB to 64 CPUs at 999 Hz is no default. At the
- * budget it holds less than 2 s of worst-case samples, but several seconds
- * of typical ones (a stack copy stops at the top of the stack). An explicit
- * size (lowprof-collector --ring-size) may go up to LP_SHM_RING_MAX.
+ * i.e. two seconds of records of an eighth of the largest size (2.3 KiB
+ * with the default 16 KiB stack copy; whole-host records here average
+ * ~2 KB, as a stack copy stops at the top of the stack), so a symbolizer
+ * that lags ~2 s behind loses nothing: the collector drains the BPF ring
+ * once a second at low rates, so up to a second arrives at once, and the
+ * symbolizer needs time to read it. Never less than 4 MiB, which absorbs
+ * the kernel symbol snapshot sent at start, and never more than the 64 MiB
+ * budget. Worst-case records (every frame, the whole copy) fill it 8x
+ * faster; what does not fit is dropped and counted. The ring is one set of
+ * pages shared by both processes: its resident part counts once in their
+ * total (and follows the write rate: the collector's early wrap). 64 CPUs
+ * at 99 Hz: 32 MiB (two seconds of worst-case records would be 235 MB).
+ * An explicit size (lowprof-collector --ring-size) may go up to
+ * LP_SHM_RING_MAX.
  */
-#define LP_SHM_RING_MIN	   (4u << 20)
-#define LP_SHM_RING_BUDGET (64u << 20)
-#define LP_SHM_RING_MAX	   (1ull << 32) /* = LP_RING_MAX_DATA */
+#define LP_SHM_RING_MIN	       (4u << 20)
+#define LP_SHM_RING_BUDGET     (64u << 20)
+#define LP_SHM_RING_MAX	       (1ull << 32) /* = LP_RING_MAX_DATA */
+#define LP_SHM_RING_LAG_S      2
+#define LP_SHM_RING_RECORD_DIV 8
 uint64_t lp_shm_ring_size(uint32_t online_cpus, uint32_t freq_hz, uint32_t max_record);
 
 /*

@@ -141,14 +141,24 @@ static void test_shm_ring_size(void **state)
 	assert_int_equal(lp_shm_ring_size(LP_MAX_CPUS, 10000, 1u << 20), LP_SHM_RING_BUDGET);
 	assert_int_equal(lp_shm_ring_size(1, 99, 4096), LP_SHM_RING_MIN);
 	assert_int_equal(lp_shm_ring_size(2, 99, 4096), LP_SHM_RING_MIN);
-	/* 2 * 1000 * 4096 * 2 = 16384000 -> 2^24 */
-	assert_int_equal(lp_shm_ring_size(2, 1000, 4096), 1ull << 24);
-	/* exactly a power of two stays as is: 4 * 1024 * 4096 * 2 = 2^25 */
-	assert_int_equal(lp_shm_ring_size(4, 1024, 4096), 1ull << 25);
-	/* 16 * 1000 * 4096 * 2 = 131072000: over the budget */
-	assert_int_equal(lp_shm_ring_size(16, 1000, 4096), LP_SHM_RING_BUDGET);
+	/* 2 s of records an eighth of the largest: 16 * 1000 * 2 * 4096 / 8 = 16384000 -> 2^24 */
+	assert_int_equal(lp_shm_ring_size(16, 1000, 4096), 1ull << 24);
+	/* exactly a power of two stays as is: 32 * 1024 * 2 * 4096 / 8 = 2^25 */
+	assert_int_equal(lp_shm_ring_size(32, 1024, 4096), 1ull << 25);
+	/* 128 * 1000 * 2 * 4096 / 8 = 131072000: over the budget */
+	assert_int_equal(lp_shm_ring_size(128, 1000, 4096), LP_SHM_RING_BUDGET);
 	/* the largest configuration the collector allows (freq <= 10000): capped */
 	assert_int_equal(lp_shm_ring_size(LP_MAX_CPUS, 10000, 4096), LP_SHM_RING_BUDGET);
+	/*
+	 * The default 16 KiB copy (records of at most 18,544 bytes): 2 CPUs
+	 * at 99 / 999 / 4999 Hz, 64 CPUs at 99 Hz (the memory goal: 32 MiB),
+	 * 256 at 99 Hz (the budget)
+	 */
+	assert_int_equal(lp_shm_ring_size(2, 99, 18544), LP_SHM_RING_MIN);
+	assert_int_equal(lp_shm_ring_size(2, 999, 18544), 16u << 20);
+	assert_int_equal(lp_shm_ring_size(2, 4999, 18544), 64u << 20);
+	assert_int_equal(lp_shm_ring_size(64, 99, 18544), 32u << 20);
+	assert_int_equal(lp_shm_ring_size(256, 99, 18544), LP_SHM_RING_BUDGET);
 
 	for (size_t f = 0; f < sizeof(freqs) / sizeof(freqs[0]); f++) {
 		prev_cpu = 0;
@@ -157,7 +167,7 @@ static void test_shm_ring_size(void **state)
 
 			assert_true(sz >= LP_SHM_RING_MIN);
 			assert_true(is_pow2(sz));
-			uint64_t want = (uint64_t)n * freqs[f] * 4096 * 2;
+			uint64_t want = (uint64_t)n * freqs[f] * 2 * 4096 / 8;
 
 			assert_true(sz >= (want < LP_SHM_RING_BUDGET ? want : LP_SHM_RING_BUDGET));
 			assert_true(sz <= LP_SHM_RING_BUDGET);
@@ -179,7 +189,7 @@ static void test_bpf_ring_size(void **state)
 	/* the largest on-CPU or off-CPU record with 16 KiB copies, its 8-byte header */
 	const uint64_t rec = 2112 + 16384 + 8;
 
-	assert_int_equal(COLL_BPF_RING_BUDGET, 16u << 20);
+	assert_int_equal(COLL_BPF_RING_BUDGET, 8u << 20);
 	assert_true(is_pow2(COLL_BPF_RING_BUDGET));
 	assert_int_equal(coll_bpf_ring_size(0, 0, 0, 0, false), 64u << 10);
 	assert_int_equal(coll_bpf_ring_size(1, 1, 100, 0, false), 64u << 10);
@@ -188,6 +198,8 @@ static void test_bpf_ring_size(void **state)
 	assert_int_equal(coll_bpf_ring_size(2, 999, 100, 16384, false), 8u << 20);
 	/* 2 x 4999: 37 MB before the budget (64 MiB once rounded up) */
 	assert_int_equal(coll_bpf_ring_size(2, 4999, 100, 16384, false), COLL_BPF_RING_BUDGET);
+	/* 64 CPUs at 99 Hz (the memory goal): 23 MB before the budget */
+	assert_int_equal(coll_bpf_ring_size(64, 99, 100, 16384, false), COLL_BPF_RING_BUDGET);
 	assert_int_equal(coll_bpf_ring_size(64, 999, 100, 16384, false), COLL_BPF_RING_BUDGET);
 	assert_int_equal(coll_bpf_ring_size(LP_MAX_CPUS, 10000, 60000, COLL_MAX_STACK_BYTES, true),
 			 COLL_BPF_RING_BUDGET);
