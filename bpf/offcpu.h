@@ -69,6 +69,9 @@ struct lp_offcpu_pending {
 	__u64 kstack[LP_BPF_MAX_FRAMES];
 };
 
+/* buckets of offcpu.bpf.c's pend_hint (a power of two: tid % it is a mask) */
+#define LP_OFFCPU_HINTS 1024
+
 /* Per CPU-id scratch: a record is built here (see profile.bpf.c's scratch). */
 struct lp_offcpu_scratch {
 	struct lp_ev_offcpu e;
@@ -93,7 +96,8 @@ struct lp_offcpu_counts {
 	__u64 ustack_errors;  /* user FP walk failed (stack_bytes == 0) */
 	__u64 storage_errors; /* task storage could not be created: block not measured */
 	__u64 ustack_fp;      /* no stack top known: the frame-pointer walk instead of a copy */
-	__u64 pad[6];
+	__u64 rng; /* not a count: the CPU's sampling random state (offcpu.bpf.c lp_rand) */
+	__u64 pad[5];
 };
 
 #endif /* LOWPROF_BPF_OFFCPU_H */
