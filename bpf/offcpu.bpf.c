@@ -116,14 +116,17 @@ struct {
 } pending SEC(".maps");
 
 /*
- * How many sampled blocks wait in pending, by thread id bucket (tid %
- * LP_OFFCPU_HINTS): sys_exit runs at every system call exit of every
- * thread on the host, and returns at once when its thread's bucket is
- * empty, without looking up the task's storage (one array load instead of
- * ~50 ns). Raised where ts->pending is set, lowered where it is cleared, so
- * a bucket is never 0 while one of its threads has a pending block; a
- * count left behind (a task whose 5.10 hash entry gave way while pending)
- * only sends that bucket's threads down the full path.
+ * How many sampled blocks wait in pending, by bucket of their task's
+ * saved user registers' address (task_pt_regs: fixed for a task's life,
+ * and the first argument of sys_exit, so that sys_exit finds its bucket
+ * without any helper call). sys_exit runs at every system call exit of
+ * every thread on the host and returns at once when the bucket is empty,
+ * without looking up the task's storage (one array load instead of ~50
+ * ns here, where every kernel return is mitigated). Raised where
+ * ts->pending is set, lowered (by ts->hint) where it is cleared, so a
+ * bucket is never 0 while one of its tasks has a pending block; a count
+ * left behind (a task whose 5.10 hash entry gave way while pending) only
+ * sends that bucket's tasks down the full path.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -132,13 +135,34 @@ struct {
 	__type(value, __u32);
 } pend_hint SEC(".maps");
 
-static __always_inline void hint_add(__u32 tid, __s32 v)
+/* the bucket of the task whose registers are saved at regs */
+static __always_inline __u32 hint_bucket(__u64 regs)
 {
-	__u32 b = tid % LP_OFFCPU_HINTS;
+	return (__u32)((regs >> 12) * 0x9E3779B97F4A7C15ull >> 32) % LP_OFFCPU_HINTS;
+}
+
+/* task_pt_regs(task), as sys_exit's first argument gives it for current; 0 if unknown */
+static __always_inline __u64 task_regs_addr(struct task_struct *task)
+{
+	void *stack, *regs;
+	__u64 a = 0;
+
+	if (have_task_pt_regs) {
+		/* its address as a number (the verifier forbids hashing the pointer) */
+		regs = (void *)bpf_task_pt_regs(task);
+		bpf_probe_read_kernel(&a, sizeof(a), &regs);
+		return a;
+	}
+	stack = BPF_CORE_READ(task, stack);
+	return stack ? (__u64)stack + LP_THREAD_SIZE - sizeof(struct pt_regs) : 0;
+}
+
+static __always_inline void hint_add(__u32 b, __s32 v)
+{
 	__u32 *h = bpf_map_lookup_elem(&pend_hint, &b);
 
 	if (h)
-		__sync_fetch_and_add(h, v); /* atomic: threads of one bucket run on several CPUs */
+		__sync_fetch_and_add(h, v); /* atomic: tasks of one bucket run on several CPUs */
 }
 
 /*
@@ -195,7 +219,7 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 	bool same = false;
 
 	ts->pending = 0;
-	hint_add(tid, -1);
+	hint_add(ts->hint, -1);
 	p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return;
@@ -405,8 +429,10 @@ static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw
 		cnt->lost++;
 		return;
 	}
-	if (!ts->pending)
-		hint_add(tid, 1);
+	if (!ts->pending) {
+		ts->hint = hint_bucket(task_regs_addr(next));
+		hint_add(ts->hint, 1);
+	}
 	ts->pending = 1;
 }
 
@@ -443,17 +469,18 @@ int offcpu_switch(__u64 *ctx)
 SEC("raw_tp/sys_exit")
 int offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 b = (__u32)pid_tgid % LP_OFFCPU_HINTS, *h;
+	__u32 b = hint_bucket(ctx->args[0]), *h; /* args[0]: current's saved registers */
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_task *ts;
 	struct task_struct *task;
+	__u64 pid_tgid;
 	__u32 cpu;
 
-	/* the common case: nothing pending for this thread (nor its bucket) */
+	/* the common case: nothing pending for this task (nor its bucket) */
 	h = bpf_map_lookup_elem(&pend_hint, &b);
 	if (!h || !*h)
 		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
 	task = lp_current_task();
 	ts = task_state(task, (__u32)pid_tgid, false);
 	if (!ts || !ts->pending)

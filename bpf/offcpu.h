@@ -49,7 +49,7 @@ struct lp_ev_offcpu {
 struct lp_offcpu_task {
 	__u64 t_out;   /* switch-out time of the current voluntary block; 0: none */
 	__u32 pending; /* a sampled block waits in the pending map for its user stack */
-	__u32 pad;
+	__u32 hint;    /* while pending: the pend_hint bucket it is counted in */
 };
 
 /*
@@ -69,7 +69,7 @@ struct lp_offcpu_pending {
 	__u64 kstack[LP_BPF_MAX_FRAMES];
 };
 
-/* buckets of offcpu.bpf.c's pend_hint (a power of two: tid % it is a mask) */
+/* buckets of offcpu.bpf.c's pend_hint */
 #define LP_OFFCPU_HINTS 1024
 
 /* Per CPU-id scratch: a record is built here (see profile.bpf.c's scratch). */
