@@ -116,6 +116,56 @@ struct {
 } pending SEC(".maps");
 
 /*
+ * How many sampled blocks wait in pending, by bucket of their task's
+ * saved user registers' address (task_pt_regs: fixed for a task's life,
+ * and the first argument of sys_exit, so that sys_exit finds its bucket
+ * without any helper call). sys_exit runs at every system call exit of
+ * every thread on the host and returns at once when the bucket is empty,
+ * without looking up the task's storage (one array load instead of ~50
+ * ns here, where every kernel return is mitigated). Raised where
+ * ts->pending is set, lowered (by ts->hint) where it is cleared, so a
+ * bucket is never 0 while one of its tasks has a pending block; a count
+ * left behind (a task whose 5.10 hash entry gave way while pending) only
+ * sends that bucket's tasks down the full path.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LP_OFFCPU_HINTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} pend_hint SEC(".maps");
+
+/* the bucket of the task whose registers are saved at regs */
+static __always_inline __u32 hint_bucket(__u64 regs)
+{
+	return (__u32)((regs >> 12) * 0x9E3779B97F4A7C15ull >> 32) % LP_OFFCPU_HINTS;
+}
+
+/* task_pt_regs(task), as sys_exit's first argument gives it for current; 0 if unknown */
+static __always_inline __u64 task_regs_addr(struct task_struct *task)
+{
+	void *stack, *regs;
+	__u64 a = 0;
+
+	if (have_task_pt_regs) {
+		/* its address as a number (the verifier forbids hashing the pointer) */
+		regs = (void *)bpf_task_pt_regs(task);
+		bpf_probe_read_kernel(&a, sizeof(a), &regs);
+		return a;
+	}
+	stack = BPF_CORE_READ(task, stack);
+	return stack ? (__u64)stack + LP_THREAD_SIZE - sizeof(struct pt_regs) : 0;
+}
+
+static __always_inline void hint_add(__u32 b, __s32 v)
+{
+	__u32 *h = bpf_map_lookup_elem(&pend_hint, &b);
+
+	if (h)
+		__sync_fetch_and_add(h, v); /* atomic: tasks of one bucket run on several CPUs */
+}
+
+/*
  * Scratch per CPU id (highest online id + 1, set by the collector), a plain
  * array: per-CPU values are limited to 32 KiB and would be allocated for
  * every possible CPU. sched_switch and sys_exit cannot interrupt each other
@@ -169,6 +219,7 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 	bool same = false;
 
 	ts->pending = 0;
+	hint_add(ts->hint, -1);
 	p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return;
@@ -234,10 +285,30 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 		cnt->emitted++;
 }
 
-/* d ns off CPU: the sampling decision; returns the weight, 0 = not sampled */
-static __always_inline __u64 sample_weight(__u64 d)
+/*
+ * 32 random bits from the CPU's xorshift64* state, seeded from
+ * bpf_get_prandom_u32 on first use: a helper call costs ~40 ns at every
+ * sampled-or-not block on CPUs whose kernel returns are mitigated (SRSO),
+ * a few shifts on a counter this CPU owns do not. Good enough to draw
+ * samples (not a secret: a thread could time its blocks anyway).
+ */
+static __always_inline __u32 lp_rand(struct lp_offcpu_counts *cnt)
 {
-	__u64 r = bpf_get_prandom_u32();
+	__u64 x = cnt->rng;
+
+	if (!x)
+		x = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32() | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	cnt->rng = x;
+	return (__u32)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+/* d ns off CPU: the sampling decision; returns the weight, 0 = not sampled */
+static __always_inline __u64 sample_weight(__u64 d, struct lp_offcpu_counts *cnt)
+{
+	__u64 r = lp_rand(cnt);
 
 	if (mode == LP_OFFCPU_TIME) {
 		if (d >= period_ns)
@@ -253,16 +324,37 @@ static __always_inline __u64 sample_weight(__u64 d)
 	return (d / rate_threshold << 32) + ((d % rate_threshold) << 32) / rate_threshold;
 }
 
+/*
+ * The time and CPU of a switch, read once and only when a block starts or
+ * ends there: most switches (kernel threads, preemptions, the idle task)
+ * need neither, and bpf_ktime_get_ns is the dearest helper on the path.
+ */
+struct lp_sw {
+	__u64 now;
+	__u32 cpu;
+};
+
+static __always_inline void sw_clock(struct lp_sw *w)
+{
+	if (!w->now) {
+		w->now = bpf_ktime_get_ns();
+		w->cpu = bpf_get_smp_processor_id();
+	}
+}
+
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
-				       unsigned int prev_state, __u64 now, __u32 cpu)
+				       unsigned int prev_state, struct lp_sw *w)
 {
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_task *ts;
+	__u32 cpu;
 
 	if (preempt || prev_state == TASK_RUNNING)
 		return; /* still runnable: not a block */
 	if ((prev->flags & PF_KTHREAD) || !prev->pid || !lp_wanted(prev->tgid))
 		return;
+	sw_clock(w);
+	cpu = w->cpu;
 	cnt = bpf_map_lookup_elem(&counts, &cpu);
 	if (!cnt)
 		return;
@@ -278,10 +370,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	if (ts->pending)
 		emit_pending(ctx, prev, ((__u64)prev->tgid << 32) | (__u32)prev->pid, ts, cnt, cpu);
 	cnt->switches++;
-	ts->t_out = (prev_state & TASK_DEAD) ? 0 : now;
+	ts->t_out = (prev_state & TASK_DEAD) ? 0 : w->now;
 }
 
-static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32 cpu)
+static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw)
 {
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_scratch *sc;
@@ -289,12 +381,16 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 	struct lp_offcpu_task *ts;
 	struct pt_regs ur;
 	__u64 d, w;
-	__u32 tid;
+	__u32 tid, cpu;
+	__u64 now;
 	long n;
 
 	ts = task_state(next, next->pid, false);
 	if (!ts || !ts->t_out)
 		return;
+	sw_clock(sw);
+	now = sw->now;
+	cpu = sw->cpu;
 	d = now - ts->t_out;
 	ts->t_out = 0;
 	cnt = bpf_map_lookup_elem(&counts, &cpu);
@@ -304,7 +400,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 		cnt->short_blocks++;
 		return;
 	}
-	w = sample_weight(d);
+	w = sample_weight(d, cnt);
 	if (!w)
 		return;
 	cnt->sampled++;
@@ -333,6 +429,10 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now, __u32
 		cnt->lost++;
 		return;
 	}
+	if (!ts->pending) {
+		ts->hint = hint_bucket(task_regs_addr(next));
+		hint_add(ts->hint, 1);
+	}
 	ts->pending = 1;
 }
 
@@ -359,23 +459,29 @@ int offcpu_switch(__u64 *ctx)
 {
 	struct task_struct *prev = (struct task_struct *)ctx[1];
 	struct task_struct *next = (struct task_struct *)ctx[2];
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
+	struct lp_sw w = {};
 
-	switch_out(ctx, prev, (bool)ctx[0], switch_state(ctx, prev), now, cpu);
-	switch_in(next, now, cpu);
+	switch_out(ctx, prev, (bool)ctx[0], switch_state(ctx, prev), &w);
+	switch_in(next, &w);
 	return 0;
 }
 
 SEC("raw_tp/sys_exit")
 int offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct task_struct *task = lp_current_task();
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 b = hint_bucket(ctx->args[0]), *h; /* args[0]: current's saved registers */
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_task *ts;
+	struct task_struct *task;
+	__u64 pid_tgid;
 	__u32 cpu;
 
+	/* the common case: nothing pending for this task (nor its bucket) */
+	h = bpf_map_lookup_elem(&pend_hint, &b);
+	if (!h || !*h)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	task = lp_current_task();
 	ts = task_state(task, (__u32)pid_tgid, false);
 	if (!ts || !ts->pending)
 		return 0;

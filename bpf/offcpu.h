@@ -49,7 +49,7 @@ struct lp_ev_offcpu {
 struct lp_offcpu_task {
 	__u64 t_out;   /* switch-out time of the current voluntary block; 0: none */
 	__u32 pending; /* a sampled block waits in the pending map for its user stack */
-	__u32 pad;
+	__u32 hint;    /* while pending: the pend_hint bucket it is counted in */
 };
 
 /*
@@ -68,6 +68,9 @@ struct lp_offcpu_pending {
 	__u16 pad;
 	__u64 kstack[LP_BPF_MAX_FRAMES];
 };
+
+/* buckets of offcpu.bpf.c's pend_hint */
+#define LP_OFFCPU_HINTS 1024
 
 /* Per CPU-id scratch: a record is built here (see profile.bpf.c's scratch). */
 struct lp_offcpu_scratch {
@@ -93,7 +96,8 @@ struct lp_offcpu_counts {
 	__u64 ustack_errors;  /* user FP walk failed (stack_bytes == 0) */
 	__u64 storage_errors; /* task storage could not be created: block not measured */
 	__u64 ustack_fp;      /* no stack top known: the frame-pointer walk instead of a copy */
-	__u64 pad[6];
+	__u64 rng; /* not a count: the CPU's sampling random state (offcpu.bpf.c lp_rand) */
+	__u64 pad[5];
 };
 
 #endif /* LOWPROF_BPF_OFFCPU_H */
