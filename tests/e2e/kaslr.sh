@@ -39,8 +39,16 @@ for f in "$TMP/run.lpcap" "$TMP/out/cpu.pb.gz" "$TMP/out/cpu.folded" "$TMP/out/c
 done
 # no frame of the kernel's text crossed as it is: the top five bytes of
 # _text's address, as a little-endian frame holds them
-check "the capture holds no kernel text address as a stack frame" \
-	absent "$TMP/run.lpcap" "$(le "$text" | cut -c 13-)"
+pat=$(le "$text" | cut -c 13-)
+check "the capture holds no kernel text address as a stack frame" absent "$TMP/run.lpcap" "$pat"
+if ! absent "$TMP/run.lpcap" "$pat"; then
+	# where, and the 32 bytes around each (at most 5): which record carries it
+	LC_ALL=C grep -obaP "$pat" "$TMP/run.lpcap" | cut -d: -f1 | head -5 | while read -r off; do
+		echo "    at byte $off:"
+		od -A d -t x1 -j $((off > 16 ? off - 16 : 0)) -N 40 "$TMP/run.lpcap" | head -3
+	done
+	"$BIN/lowprof" capture-info "$TMP/run.lpcap" 2>&1 | head -20
+fi
 
 # pprof: kernel locations are offsets in the kernel mapping, not addresses
 # (x86-64's kernel text and modules are all at 0xffffffff8... and above)
