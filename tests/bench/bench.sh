@@ -658,13 +658,14 @@ startup_rows() {
 			ph=${ph%%:*}
 			[[ -n "${SU[$cfg.$ph]:-}" ]] || continue
 			# shellcheck disable=SC2086
-			phases+="$ph $(fmt %.3f "$(median ${SU[$cfg.$ph]})"), "
-			# the run's start (meta) is stamped after loading, before kallsyms
-			# shellcheck disable=SC2086
-			[[ $ph == bpf-loaded && -n "${SU[$cfg.meta]:-}" ]] && phases+="run start (meta) $(fmt %.3f "$(median ${SU[$cfg.meta]})"), "
+			phases+="${phases:+, }$ph $(fmt %.3f "$(median ${SU[$cfg.$ph]})")"
 		done
-		add_row "$sec" "$label: where the time goes" "${phases}first sample $(fmt %.3f "$med") s after the command" "" "" \
-			"medians over the same runs of when each -v line arrived (CLOCK_REALTIME as a bash builtin at nice -15 read it from the pipe, less CLOCK_REALTIME just before exec): ring = the collector made its ring (it and the symbolizer started), kernel-checked = kernel features probed, btf-chosen = which BTF (its identity check included), bpf-loaded = programs and maps loaded, run start = the meta record's start_mono_ns (first sample's time less capture-info's offset from the run's start), kallsyms-sent = the kernel symbol snapshot read from /proc/kallsyms and sent (after the run's start, before attaching), attached = 'profiling' printed after the perf events were attached"
+		local m=""
+		# shellcheck disable=SC2086
+		[[ -n "${SU[$cfg.meta]:-}" ]] && m=$(median ${SU[$cfg.meta]}) &&
+			m="run start (processes started, BPF loaded) at $(fmt %.3f "$m") s, then $(fmt %.3f "$(calc "$med - $m")") s to the first sample (kernel symbol snapshot, attaching); "
+		add_row "$sec" "$label: where the time goes" "${m}-v lines as read: ${phases:-none} s" "" "" \
+			"medians over the same runs. Run start: the meta record's start_mono_ns (the first sample's time less capture-info's offset from the run's start; the collector stamps it after loading its BPF programs, then reads and sends the kernel symbol snapshot and the processes' mappings, then attaches), less the stamp before exec: exact, on CLOCK_MONOTONIC. -v lines: when each arrived (CLOCK_REALTIME as a bash builtin at nice -15 read it from the pipe, less CLOCK_REALTIME just before exec), which on this loaded machine can lag the event by tens of ms: ring = the collector made its ring (it and the symbolizer started), kernel-checked = kernel features probed, btf-chosen = which BTF (its identity check included), bpf-loaded = programs and maps loaded, kallsyms-sent = the kernel symbol snapshot read from /proc/kallsyms and sent, attached = 'profiling' printed after attaching"
 	done
 }
 
@@ -965,6 +966,7 @@ capture_rows() {
 	fi
 	# shellcheck disable=SC2086
 	b=$(median ${CF[999cap.capb_whole]})
+	# shellcheck disable=SC2086
 	add_row "$sec" "capture at 999 Hz: bytes on disk per sample" "$(med_range "${CF[999cap.capb_whole]}" %.0f) B/sample whole file ($(fmt %.1f "$(median ${CF[999cap.cap_mib]})") MiB); steady $([[ -n "${CF[999cap.capb_steady]:-}" ]] && echo "$(med_range "${CF[999cap.capb_steady]}" %.0f) B/sample" || echo "n/a (fewer than 1,000 samples in the window)")" "<= 200 B/sample" \
 		"$(awk -v v="$b" 'BEGIN {print (v <= 200 ? "PASS" : "MISS")}')" \
 		"the capture file's size at the end / its on-CPU samples (capture-info), so the start (metadata, the kernel symbol snapshot, every process's mappings) is included, which a longer run spreads thinner (the goal is checked on this); steady: its growth over the steady-state window (stat at both ends; it grows by whole compressed blocks) / samples in the window; median of $nr runs"
