@@ -36,8 +36,9 @@ const char lp_capture_info_usage[] =
 	"\n"
 	"Prints what a capture file (lowprof record --capture) holds: its format,\n"
 	"whether it is complete, the run's metadata (host, kernel, clock, rates,\n"
-	"CPUs, pid filter), records by type, samples by kind, the time span, the\n"
-	"processes with the most samples, the mapped binaries and how many have a\n"
+	"CPUs, pid filter), records by type, samples by kind, the time span, when\n"
+	"the first on-CPU sample was taken (on the run's clock, and after its start),\n"
+	"the processes with the most samples, the mapped binaries and how many have a\n"
 	"build-id, the losses the collector counted, and any damage (blocks cut\n"
 	"short, checksum failures, records lost). Reads the whole file.\n"
 	"\n"
@@ -69,6 +70,7 @@ struct info {
 	uint64_t by_type[LPS__TYPES], unknown, malformed, records;
 	uint64_t samples[2], weight[2], other_kinds;
 	uint64_t first_ns, last_ns, first_rec_ns, last_rec_ns;
+	uint64_t first_on_ns; /* the first on-CPU sample's time_ns */
 	uint64_t mappings, mappings_id;
 	/* mappings without a kernel build-id, files a buildid record names */
 	struct file_key *noid, *noted;
@@ -225,6 +227,8 @@ static void feed(struct info *in, const void *buf, uint32_t len)
 			in->first_ns = s->time_ns;
 		if (s->time_ns > in->last_ns)
 			in->last_ns = s->time_ns;
+		if (s->kind == LPS_KIND_CPU && (!in->first_on_ns || s->time_ns < in->first_on_ns))
+			in->first_on_ns = s->time_ns;
 		p = proc_get(in, s->pid);
 		if (!p) {
 			in->procs_over++;
@@ -359,6 +363,13 @@ static void print_records(struct info *in)
 		printf("time span     %.3f s from the first sample to the last (records: %.3f s)\n",
 		       (in->last_ns - in->first_ns) / 1e9,
 		       (in->last_rec_ns - in->first_rec_ns) / 1e9);
+	if (in->first_on_ns) {
+		printf("first sample  on-CPU at %.6f s on the meta clock", in->first_on_ns / 1e9);
+		if (in->have_meta)
+			printf(", %+.6f s from the run's start",
+			       ((double)in->first_on_ns - (double)in->meta.start_mono_ns) / 1e9);
+		printf("\n");
+	}
 	printf("binaries      %" PRIu64 " executable file mappings, %" PRIu64 " with a build-id",
 	       in->mappings, in->mappings_id + noted);
 	if (noted)

@@ -113,6 +113,10 @@ check "capture-info's sample count for it ($nsamp) = the sum of cpu.folded ($fol
 	test "${nsamp:-0}" -eq "$folded_total"
 check "capture-info's on-CPU samples = the sum of cpu.folded" \
 	grep -Eq "^samples +on-CPU $folded_total \\(" "$TMP/info.out"
+# the run's start is stamped before the programs are attached: its first
+# sample comes after it (what bench.sh's start-up rows read)
+check "capture-info: the first on-CPU sample after the run's start" \
+	grep -Eq "^first sample +on-CPU at [0-9]+\\.[0-9]{6} s on the meta clock, \\+[0-9]+\\.[0-9]{6} s from the run's start\$" "$TMP/info.out"
 read -r maps maps_id < <(sed -nE 's/^binaries +([0-9]+) executable file mappings, ([0-9]+) with a build-id.*$/\1 \2/p' \
 	"$TMP/info.out")
 check "capture-info: ${maps_id:-?} mappings with a build-id (> 0)" test "${maps_id:-0}" -gt 0
