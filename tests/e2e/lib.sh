@@ -97,16 +97,14 @@ PROGS_BEFORE=" $(lowprof_prog_ids | tr '\n' ' ') "
 # lowprof shared memory in /dev/shm before this test (it uses memfds: none)
 SHM_BEFORE=" $(ls /dev/shm 2>/dev/null | grep -i lowprof | tr '\n' ' ') "
 
-# ids of programs held open by processes outside this test's tree
+# ids of programs held open by processes outside this test's tree (one grep
+# over every fdinfo: a process per file takes tens of seconds on a busy host)
 progs_held_by_others() {
-	local ours f pid
+	local ours
 	ours=" $$ $(descendants $$ | tr '\n' ' ') "
-	for f in /proc/[0-9]*/fdinfo/*; do
-		pid=${f#/proc/}
-		pid=${pid%%/*}
-		[[ "$ours" == *" $pid "* ]] && continue
-		awk '/^prog_id:/ {print $2}' "$f" 2>/dev/null
-	done | sort -u
+	printf '%s\0' /proc/[0-9]*/fdinfo/* | xargs -0 grep -H '^prog_id:' 2>/dev/null |
+		awk -v ours="$ours" '{ split($0, p, "/"); if (index(ours, " " p[3] " ") == 0) print $2 }' |
+		sort -u
 }
 
 # leftovers: prints anything this test's lowprof runs left behind (processes,
