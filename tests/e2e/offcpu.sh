@@ -4,7 +4,8 @@
 # poll) while a second thread keeps moving it between the CPUs, so that its
 # blocks start on one CPU and end on the other.
 # It measures its own time off CPU per function (wall time less its CPU
-# time), over the profile's window. lowprof record --off-cpu
+# time), from when lowprof says it profiles to the end of its run (it then
+# waits elsewhere, and lowprof is stopped). lowprof record --off-cpu
 # must attribute each function's off-CPU time within 15% at --off-cpu-rate 1
 # (25% at 0.1 over a longer run), with the ratio right; during the run no BPF
 # map may be sized by possible CPUs, and the summary reports BPF memory.
@@ -15,6 +16,7 @@ require_root
 
 cat >"$TMP/waiter.c" <<'C'
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -67,28 +69,40 @@ __attribute__((noinline)) void wait_polling(int us)
 	poll(NULL, 0, us / 1000);
 	polled += off() - t0;
 }
-/* waiter SECONDS TRUTH-FILE SLEEP-US POLL-US */
+/* after the run: blocked here until killed, in no function the test counts */
+__attribute__((noinline)) void waiter_done(void)
+{
+	for (;;)
+		pause();
+}
+/*
+ * waiter SECONDS TRUTH-FILE SLEEP-US POLL-US GO-FIFO: starts when a line
+ * comes on GO-FIFO, runs SECONDS, then writes its totals (ns) to TRUTH-FILE
+ */
 int main(int argc, char **argv)
 {
-	double end = now() + atof(argv[1]);
 	int sleep_us = atoi(argv[3]), poll_us = atoi(argv[4]);
+	int go = open(argv[5], O_RDONLY);
+	char c, tmp[4096];
 	pthread_t t;
+	if (go < 0 || read(go, &c, 1) != 1)
+		return 1;
+	double end = now() + atof(argv[1]);
 	waiter_tid = (pid_t)syscall(SYS_gettid);
 	pthread_create(&t, NULL, mover, NULL);
-	/* the totals are rewritten after each pair of blocks */
 	while (now() < end) {
 		wait_sleeping(sleep_us);
 		wait_polling(poll_us);
-		/* written aside and renamed: a reader never sees a half-written file */
-		char tmp[4096];
-		snprintf(tmp, sizeof(tmp), "%s.tmp", argv[2]);
-		FILE *f = fopen(tmp, "w");
-		if (f) {
-			fprintf(f, "%.0f %.0f\n", slept * 1e9, polled * 1e9);
-			fclose(f);
-			rename(tmp, argv[2]);
-		}
 	}
+	/* written aside and renamed: a reader never sees a half-written file */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", argv[2]);
+	FILE *f = fopen(tmp, "w");
+	if (f) {
+		fprintf(f, "%.0f %.0f\n", slept * 1e9, polled * 1e9);
+		fclose(f);
+		rename(tmp, argv[2]);
+	}
+	waiter_done();
 	return 0;
 }
 C
@@ -115,37 +129,38 @@ collector_maps() {
 }
 
 # offcpu_run NAME SECONDS SLEEP-US POLL-US LOWPROF-OPTIONS...: profiles the waiter; sets
-# SLEPT/POLLED (true ns during the profile) and GOT_SLEEP/GOT_POLL (ns in offcpu.folded)
+# SLEPT/POLLED (true ns of its run) and GOT_SLEEP/GOT_POLL (ns in offcpu.folded)
 offcpu_run() {
 	local name=$1 secs=$2 sleep_us=$3 poll_us=$4; shift 4
-	"$TMP/waiter" $((secs + 30)) "$TMP/$name.truth" "$sleep_us" "$poll_us" &
+	# The waiter's whole run lies inside the profile: it starts once the
+	# collector says it is profiling, and lowprof is stopped (Ctrl-C) once
+	# it has written its totals. It runs at a real-time priority where
+	# allowed: its own measure of a block (wall time less CPU time) then
+	# holds no wait for a CPU outside the block, which no off-CPU sample
+	# stands for, however loaded the machine.
+	local rt=(chrt -f 1) i
+	chrt -f 1 true 2>/dev/null || rt=()
+	mkfifo "$TMP/$name.go"
+	"${rt[@]}" "$TMP/waiter" "$secs" "$TMP/$name.truth" "$sleep_us" "$poll_us" "$TMP/$name.go" &
 	local wpid=$!
 	KIDS+=("$wpid")
-	sleep 0.5
-	local before after i
-	"$BIN/lowprof" record -d "$secs" -p "$wpid" -o "$TMP/out-$name" --no-cache "$@" \
-		>"$TMP/$name.txt" 2>&1 &
+	"$BIN/lowprof" record -p "$wpid" -o "$TMP/out-$name" --no-cache "$@" >"$TMP/$name.txt" 2>&1 &
 	local rec=$!
 	KIDS+=("$rec")
-	# the truth over the profile's own window: from when the collector
-	# says it is profiling to its duration later (start-up and shutdown
-	# take long where the CPU is emulated, tests/vm)
-	for i in $(seq 600); do
-		grep -q 'profiling the given processes' "$TMP/$name.txt" && break
-		sleep 0.05
-	done
-	before=$(cat "$TMP/$name.truth")
+	wait_log "$TMP/$name.txt" 'profiling the given processes' ||
+		fail "$name: the collector never said it was profiling"
+	echo go >"$TMP/$name.go"
 	sleep 2
 	collector_maps "$rec" >"$TMP/$name.maps.json"
-	sleep $((secs - 2))
-	after=$(cat "$TMP/$name.truth")
+	for i in $(seq $(((secs + 60) * 10))); do
+		[[ -s "$TMP/$name.truth" ]] && break
+		sleep 0.1
+	done
+	kill -INT "$rec"
 	wait "$rec"; local rc=$?
 	kill "$wpid" 2>/dev/null
 	check "$name: lowprof record exits 0 (got $rc)" test "$rc" -eq 0
-	# the truth file is written after each pair of blocks: the profile covers
-	# the run between the two readings, within one pair at each end
-	SLEPT=$(( $(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before") ))
-	POLLED=$(( $(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before") ))
+	read -r SLEPT POLLED <"$TMP/$name.truth"
 	local F="$TMP/out-$name/offcpu.folded"
 	# (%.0f: nanosecond sums overflow awk's %d)
 	GOT_SLEEP=$(awk '/;wait_sleeping;/ { s += $NF } END { printf "%.0f", s }' "$F")
