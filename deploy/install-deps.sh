@@ -15,7 +15,8 @@ build_pkgs=(
 # go tool pprof and headless Chromium check the outputs in the tests; gcc
 # and g++ build the test workloads (their frame-pointer behaviour is the one
 # users see); linux-perf is the peer the unwinding test compares against;
-# bpftrace, jq and GNU time serve the benchmark (tests/bench/bench.sh);
+# bpftrace, jq and GNU time serve the benchmark (tests/bench/bench.sh), jq
+# also tests/e2e/offcpu.sh (bpftool -j);
 # libc6-dbg gives the tests a separate debug file found by build-id (libc's
 # local symbols); python3-yaml reads the Kubernetes manifest in
 # tests/e2e/deploy.sh; libfuse3-dev builds the hanging file system of

@@ -10,6 +10,7 @@
  * modes); user stack copies; no records of other processes.
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -149,6 +150,16 @@ struct child_result {
 	uint64_t ns[K_N]; /* time off CPU in the blocking calls, measured by the child */
 	uint64_t calls[K_N];
 	uint64_t moved; /* blocks that ended on another CPU than they began */
+	/*
+	 * What the rules make of the calls the child measured, so the checks
+	 * follow the blocks it got (on a loaded machine a 1 ms poll can be off
+	 * CPU far longer, waiting for a CPU after its wake-up) rather than the
+	 * lengths it asked for. A call's off time is its block's or more (a
+	 * preemption in the call adds to it, not to the block):
+	 */
+	uint64_t over_min[K_N]; /* calls off CPU min_ns or more: the most min_ns keeps */
+	double kept[K_N];	/* time mode: sum of min(1, off / period), the records expected */
+	double kept_var[K_N];	/* and the variance of that count, sum of p(1 - p) */
 };
 
 static uint64_t mono_ns(void)
@@ -184,6 +195,25 @@ static void pin(pid_t pid, int cpu)
 }
 
 /*
+ * The child and the mover run at a real-time priority (SCHED_FIFO 1): a
+ * loaded machine's other tasks then neither preempt the child in the
+ * middle of a call nor keep it waiting for a CPU after a wake-up, so the
+ * off time it measures per call is the block the programs see, not that
+ * plus its waits for a CPU outside the block (which are no block, and are
+ * rightly not recorded); and the mover moves it in time. The programs treat
+ * every policy alike. Where that is refused (an RT group with no budget),
+ * the test runs as it is, and says so.
+ */
+static void realtime(const char *who)
+{
+	struct sched_param sp = {.sched_priority = 1};
+
+	if (sched_setscheduler(0, SCHED_FIFO, &sp))
+		printf("note: the %s runs without a real-time priority: %s\n", who,
+		       strerror(errno));
+}
+
+/*
  * The mover, another process: each time the child says it is about to
  * block, waits half the shortest block and moves the child to the other
  * CPU, so that it wakes up on a CPU other than the one it blocked on.
@@ -194,6 +224,7 @@ static void mover_main(int from_child, pid_t child, uint32_t wait_us)
 	int cpu = 1;
 	char c;
 
+	realtime("mover");
 	while (read(from_child, &c, 1) == 1) {
 		nanosleep(&ts, NULL);
 		pin(child, cpu);
@@ -202,15 +233,37 @@ static void mover_main(int from_child, pid_t child, uint32_t wait_us)
 	_exit(0);
 }
 
-/* The child: sleep_us in nanosleep, then poll_us in poll, for ms. */
-static void child_main(int go, int out, int to_mover, uint32_t sleep_us, uint32_t poll_us,
-		       uint32_t ms)
+struct cfg {
+	uint32_t mode;
+	double rate;
+	uint64_t period_ns, min_ns;
+	uint32_t sleep_us, poll_us, ms;
+};
+
+/* One call of kind k kept the child off CPU for off ns. */
+static void child_count(struct child_result *r, const struct cfg *cfg, int k, uint64_t off)
 {
+	r->ns[k] += off;
+	r->calls[k]++;
+	r->over_min[k] += off >= cfg->min_ns;
+	if (cfg->period_ns) {
+		double p = off >= cfg->period_ns ? 1 : (double)off / (double)cfg->period_ns;
+
+		r->kept[k] += p;
+		r->kept_var[k] += p * (1 - p);
+	}
+}
+
+/* The child: sleep_us in nanosleep, then poll_us in poll, for ms. */
+static void child_main(int go, int out, int to_mover, const struct cfg *cfg)
+{
+	uint32_t sleep_us = cfg->sleep_us, poll_us = cfg->poll_us, ms = cfg->ms;
 	struct child_result r = {0};
 	uint64_t end, t;
 	int before;
 	char c;
 
+	realtime("child");
 	pin(0, 0);
 	if (read(go, &c, 1) != 1)
 		_exit(126);
@@ -223,27 +276,18 @@ static void child_main(int go, int out, int to_mover, uint32_t sleep_us, uint32_
 		before = sched_getcpu();
 		t = off_ns();
 		nanosleep(&ts, NULL);
-		r.ns[K_SLEEP] += off_ns() - t;
-		r.calls[K_SLEEP]++;
+		child_count(&r, cfg, K_SLEEP, off_ns() - t);
 		r.moved += sched_getcpu() != before;
 		if (write(to_mover, &c, 1) != 1)
 			_exit(124);
 		before = sched_getcpu();
 		t = off_ns();
 		poll(NULL, 0, (int)(poll_us / 1000));
-		r.ns[K_POLL] += off_ns() - t;
-		r.calls[K_POLL]++;
+		child_count(&r, cfg, K_POLL, off_ns() - t);
 		r.moved += sched_getcpu() != before;
 	}
 	_exit(write(out, &r, sizeof(r)) == sizeof(r) ? 0 : 125);
 }
-
-struct cfg {
-	uint32_t mode;
-	double rate;
-	uint64_t period_ns, min_ns;
-	uint32_t sleep_us, poll_us, ms;
-};
 
 /*
  * The off-CPU object fitted to this kernel as the collector fits it
@@ -305,7 +349,7 @@ static void run(const struct cfg *cfg, struct seen *s, struct child_result *res,
 		close(go[1]);
 		close(out[0]);
 		close(mv[0]);
-		child_main(go[0], out[1], mv[1], cfg->sleep_us, cfg->poll_us, cfg->ms);
+		child_main(go[0], out[1], mv[1], cfg);
 	}
 	mover = fork();
 	if (mover == 0) {
@@ -468,7 +512,15 @@ static void test_time_mode(void **state)
 	assert_int_equal(s.under_rule, 0);
 	assert_within((double)s.weight[K_SLEEP], (double)res.ns[K_SLEEP], 0.15);
 	assert_within((double)s.weight[K_POLL], (double)res.ns[K_POLL], 0.25);
-	assert_true(s.records[K_POLL] < (int)res.calls[K_POLL] * 3 / 4);
+	/*
+	 * polls shorter than the period are sampled, not all kept: no more
+	 * records than the rule keeps of the polls the child measured (a
+	 * call's off time is its block's or more), within 4 standard
+	 * deviations
+	 */
+	printf("polls: %d records, the rule keeps %.1f +- %.1f of the child's\n", s.records[K_POLL],
+	       res.kept[K_POLL], sqrt(res.kept_var[K_POLL]));
+	assert_true(s.records[K_POLL] <= res.kept[K_POLL] + 4 * sqrt(res.kept_var[K_POLL]) + 2);
 	assert_int_equal(tot.lost, 0);
 }
 
@@ -493,7 +545,11 @@ static void test_min_ns(void **state)
 	 * short ones.
 	 */
 	assert_true(s.blocked_min >= cfg.min_ns);
-	assert_true(s.records[K_POLL] <= (int)res.calls[K_POLL] / 10);
+	/* a poll's block is no longer than the call's off time the child measured */
+	printf("polls: %d records, %llu of %llu off CPU for %llu ns or more\n", s.records[K_POLL],
+	       (unsigned long long)res.over_min[K_POLL], (unsigned long long)res.calls[K_POLL],
+	       (unsigned long long)cfg.min_ns);
+	assert_true(s.records[K_POLL] <= (int)res.over_min[K_POLL] + 1);
 	assert_true(s.records[K_SLEEP] >= (int)res.calls[K_SLEEP] - 1);
 	assert_true(tot.short_blocks + (uint64_t)s.records[K_POLL] >= res.calls[K_POLL] - 1);
 }

@@ -62,13 +62,23 @@ replay() {
 }
 
 # ---- 1. record with --capture, replay twice: the same outputs each time
-start_bg "$W" 30
+# (the workload is stopped with section 3; it runs in its loop, everything
+# mapped, once it has had some CPU)
+start_bg "$W" 900
 WPID=$BGPID
-sleep 0.3
+wait_cpu "$WPID" 50
 # the workload's executable file mappings, as capture-info should count them
 nmaps=$(awk '$2 ~ /x/ && $6 ~ /^\// { print $6 }' /proc/$WPID/maps | sort -u | wc -l)
-"$BIN/lowprof" record -d 4 -p "$WPID" -o "$TMP/live" --capture "$TMP/run.lpcap" \
+# stopped (Ctrl-C) once the workload has had 4 s of CPU while recorded, as it
+# has in 4 s alone on a CPU: the capture holds a few seconds of samples,
+# however loaded the machine
+start_bg "$BIN/lowprof" record -p "$WPID" -o "$TMP/live" --capture "$TMP/run.lpcap" \
 	--cache "$CACHE" >"$TMP/live.out" 2>"$TMP/live.err"
+REC=$BGPID
+wait_log "$TMP/live.err" 'profiling the given processes' || fail "record never started profiling"
+wait_cpu "$WPID" 4000 300 || fail "the workload did not get 4 s of CPU in 300 s"
+kill -INT "$REC"
+wait "$REC"
 rc=$?
 check "record --capture exits 0 (got $rc)" test "$rc" -eq 0
 check "record --capture prints where the capture is" grep -q "^Capture in $TMP/run.lpcap" "$TMP/live.out"
@@ -136,7 +146,7 @@ check "capture-info: ${maps:-?} mappings = the workload's $nmaps executable file
 start_bg "$BIN/lowprof" record -d 3 -p "$WPID" --capture "$TMP/ns.lpcap" --no-symbolize \
 	-o "$TMP/nsout" >"$TMP/ns.out" 2>"$TMP/ns.err"
 REC=$BGPID
-sleep 1.5
+wait_log "$TMP/ns.err" 'profiling the given processes' || fail "--no-symbolize: never started profiling"
 col=$(desc_named "$REC" lowprof-collect)
 sym=$(desc_named "$REC" lowprof-symboli)
 check "--no-symbolize: the collector runs ($col)" test -n "$col"
@@ -170,18 +180,25 @@ nb=${#BLOCKS[@]}
 echo "--- $nb blocks in $SIZE bytes"
 check "the block headers walk to the end of the file exactly" test "$off" -eq "$SIZE"
 # the middle block by offset, and the second block of samples (the kernel
-# symbol snapshot fills the first blocks, a few records of ~150 KB each; the
-# samples follow, a second's worth to a block, ~99 at 99 Hz): samples
-# before it and after it
-mid="" late="" nsampblocks=0
+# symbol snapshot fills the first blocks; the samples follow, a second's
+# worth to a block, as many as the workload's CPU in that second gives):
+# samples before it and after it. A block holds samples when the file cut
+# after it has more of them than the file cut before it (capture-info).
+mid="" late="" nsampblocks=0 before=0
 for b in "${BLOCKS[@]}"; do
 	read -r o _ n l <<<"$b"
 	if [[ -z "$mid" && $((o + 32 + l)) -gt $((SIZE / 2)) ]]; then mid=$b; fi
-	if [[ $n -ge 20 ]]; then
+	[[ $nsampblocks -ge 3 ]] && continue
+	head -c $((o + 32 + l)) "$TMP/run.lpcap" >"$TMP/upto.lpcap"
+	upto=$("$BIN/lowprof" capture-info "$TMP/upto.lpcap" 2>/dev/null |
+		sed -n 's/^samples *on-CPU \([0-9]*\) .*/\1/p')
+	if [[ ${upto:-0} -gt $before ]]; then
 		nsampblocks=$((nsampblocks + 1))
 		[[ $nsampblocks -eq 2 ]] && late=$b
 	fi
+	before=${upto:-0}
 done
+rm -f "$TMP/upto.lpcap"
 check "the capture has at least 3 blocks of samples ($nsampblocks)" test "$nsampblocks" -ge 3
 read -r mid_off mid_seq _ mid_len <<<"$mid"
 read -r late_off late_seq late_n late_len <<<"$late"

@@ -3,7 +3,8 @@
 # (main -> chain_one -> chain_two -> chain_three -> chain_leaf, -O2
 # -fno-omit-frame-pointer): the chain in cpu.folded, the leaf first in
 # go tool pprof -top, the leaf visible in the HTML rendered by Chromium,
-# the privilege split visible in /proc while it runs, the sandbox refusing
+# the privilege split visible in /proc while it runs (lowprof record runs
+# on a terminal of its own, its helpers without one), the sandbox refusing
 # what it must (--check-sandbox), and the symbol cache working inside it:
 # the record fills a new cache, a replay of its capture hits it.
 source "$(dirname "$0")/lib.sh"
@@ -18,15 +19,24 @@ CACHE=$TMP/cache/symbols.db
 start_bg "$WL/chain-fp" "$(scaled 30)"
 WPID=$BGPID
 sleep 0.3
-start_bg "$BIN/lowprof" record -d "$(scaled 5)" -p "$WPID" -o "$TMP/out" --cache "$CACHE" \
-	--capture "$TMP/chain.lpcap" >"$TMP/rec.out" 2>&1
-REC=$BGPID
+# lowprof record runs under a pseudo-terminal (util-linux script, in a new
+# session whose controlling terminal it is), as from a user's shell: its
+# helpers must still have none (cli_spawn's setsid). Its output goes to a
+# file as before; script's exit status is lowprof's (-e).
+rec_cmd=$(printf '%q ' "$BIN/lowprof" record -d "$(scaled 5)" -p "$WPID" -o "$TMP/out" \
+	--cache "$CACHE" --capture "$TMP/chain.lpcap")
+start_bg script -qec "exec $rec_cmd >$(printf '%q' "$TMP/rec.out") 2>&1" /dev/null </dev/null
+TERM_PID=$BGPID
+# tty_nr PID: field 7 of /proc/PID/stat, its controlling terminal (0: none)
+tty_nr() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $5}'; }
 
 # while it runs: the symbolizer is unprivileged, the collector keeps one capability
-sleep 2.5
-SYM=$(desc_named "$REC" lowprof-symboli)
-COL=$(desc_named "$REC" lowprof-collect)
-if [[ -n "$SYM" && -n "$COL" ]]; then
+wait_log "$TMP/rec.out" 'profiling the given processes' ||
+	fail "the collector never said it was profiling"
+REC=$(desc_named "$TERM_PID" lowprof)
+SYM=$(desc_named "$TERM_PID" lowprof-symboli)
+COL=$(desc_named "$TERM_PID" lowprof-collect)
+if [[ -n "$REC" && -n "$SYM" && -n "$COL" ]]; then
 	suid=$(awk '/^Uid:/ {print $2}' /proc/$SYM/status)
 	check "symbolizer runs as uid $suid (non-zero)" test "$suid" -ne 0
 	check "symbolizer CapEff is 0" grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/$SYM/status
@@ -55,16 +65,19 @@ if [[ -n "$SYM" && -n "$COL" ]]; then
 	check "symbolizer maps the consumer page read-write" \
 		grep -Eq ' rw-s .*/memfd:lowprof-ring-consumer ' /proc/$SYM/maps
 	check "collector has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$COL/status
-	# no controlling terminal: field 7 of /proc/PID/stat (tty_nr) is 0
-	for p in $SYM $COL; do
-		check "pid $p has no controlling terminal" \
-			test "$(sed 's/.*) //' /proc/$p/stat | awk '{print $5}')" = 0
-	done
+	# lowprof record has the terminal (else the next checks prove nothing),
+	# its helpers have none
+	check "lowprof record ($REC) has a controlling terminal (tty_nr $(tty_nr "$REC"))" \
+		test "$(tty_nr "$REC")" != 0
+	check "the collector ($COL) has no controlling terminal (tty_nr $(tty_nr "$COL"))" \
+		test "$(tty_nr "$COL")" = 0
+	check "the symbolizer ($SYM) has no controlling terminal (tty_nr $(tty_nr "$SYM"))" \
+		test "$(tty_nr "$SYM")" = 0
 else
-	fail "collector ($COL) and symbolizer ($SYM) should both be running"
+	fail "lowprof record ($REC), its collector ($COL) and symbolizer ($SYM) should all be running"
 fi
 
-wait "$REC"; rc=$?
+wait "$TERM_PID"; rc=$?
 cat "$TMP/rec.out"
 # from inside the sandbox, as lowprof: ptrace, bpf, perf_event_open, sockets,
 # /proc/1/mem and execve all fail; so do making, changing or removing a

@@ -97,16 +97,14 @@ PROGS_BEFORE=" $(lowprof_prog_ids | tr '\n' ' ') "
 # lowprof shared memory in /dev/shm before this test (it uses memfds: none)
 SHM_BEFORE=" $(ls /dev/shm 2>/dev/null | grep -i lowprof | tr '\n' ' ') "
 
-# ids of programs held open by processes outside this test's tree
+# ids of programs held open by processes outside this test's tree (one grep
+# over every fdinfo: a process per file takes tens of seconds on a busy host)
 progs_held_by_others() {
-	local ours f pid
+	local ours
 	ours=" $$ $(descendants $$ | tr '\n' ' ') "
-	for f in /proc/[0-9]*/fdinfo/*; do
-		pid=${f#/proc/}
-		pid=${pid%%/*}
-		[[ "$ours" == *" $pid "* ]] && continue
-		awk '/^prog_id:/ {print $2}' "$f" 2>/dev/null
-	done | sort -u
+	printf '%s\0' /proc/[0-9]*/fdinfo/* | xargs -0 grep -H '^prog_id:' 2>/dev/null |
+		awk -v ours="$ours" '{ split($0, p, "/"); if (index(ours, " " p[3] " ") == 0) print $2 }' |
+		sort -u
 }
 
 # leftovers: prints anything this test's lowprof runs left behind (processes,
@@ -152,4 +150,87 @@ chromium_dom() { # chromium_dom FILE: the DOM after scripts ran
 	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 		--disable-background-networking --disable-component-update --disable-sync \
 		--user-data-dir="$TMP/chromium" --virtual-time-budget=5000 --dump-dom "file://$1" 2>/dev/null
+}
+
+# --- sample counts that follow what the workload got ------------------------
+# On a loaded machine a busy workload gets a share of a CPU, not all of it,
+# and cpu-clock sampling at HZ sees it HZ times per second of the CPU it got.
+# So the tests compare a sample count with the workload's own CPU time over
+# the same stretch (never with the wall time), and run until the workload
+# has had enough CPU (never for a fixed time).
+CLK_TCK=$(getconf CLK_TCK)
+
+# cpu_ms PID: CPU time (user + system, all threads) PID has used so far, in
+# ms (/proc/PID/stat fields 14 and 15, in clock ticks); fails once it is gone
+cpu_ms() {
+	local s
+	read -r s 2>/dev/null <"/proc/$1/stat" || return 1
+	s=${s##*) }
+	# shellcheck disable=SC2086
+	set -- $s
+	echo $(((${12} + ${13}) * 1000 / CLK_TCK))
+}
+
+# cpu_log PID FILE: in the background (BGPID), until PID is gone, appends
+# "CPU-MS-BEFORE REAL-MS CPU-MS-AFTER" to FILE every 0.1 s: PID's CPU time
+# read just before and just after the real clock
+cpu_log() {
+	start_bg bash -c "CLK_TCK=$CLK_TCK; $(declare -f cpu_ms)"'
+		while a=$(cpu_ms "$1"); do
+			t=${EPOCHREALTIME/./}; b=$(cpu_ms "$1") || break
+			echo "$a $((t / 1000)) $b"; sleep 0.1
+		done >>"$2"' _ "$1" "$2"
+}
+
+# cpu_within FILE FROM-MS TO-MS: the CPU time of cpu_log's FILE surely spent
+# between those real times (ms): from the first reading at or after FROM to
+# the last at or before TO (its CPU time read after the first time, before
+# the last), so no more than the true amount; 0 if no two readings are in it
+cpu_within() {
+	awk -v f="$2" -v t="$3" '$2 >= f && $2 <= t { if (a == "") a = $3; b = $1 }
+		END { d = (a == "" ? 0 : b - a); print (d > 0 ? d : 0) }' "$1"
+}
+
+# wait_cpu PID MS [DEADLINE-S]: waits until PID has used MS ms of CPU more
+# than now (default deadline 120 s; fails if it is reached or PID is gone)
+wait_cpu() {
+	local c0 c end=$((SECONDS + ${3:-120}))
+	c0=$(cpu_ms "$1") || return 1
+	while c=$(cpu_ms "$1") && ((c - c0 < $2)); do
+		((SECONDS >= end)) && return 1
+		sleep 0.1
+	done
+	[[ -n "$c" ]]
+}
+
+# wait_log FILE REGEX [DEADLINE-S]: waits until FILE has a line matching REGEX
+wait_log() {
+	local end=$((SECONDS + ${3:-120}))
+	until grep -Eq "$2" "$1" 2>/dev/null; do
+		((SECONDS >= end)) && return 1
+		sleep 0.05
+	done
+}
+
+# samples_for CPU-MS [HZ]: the samples HZ (default 99) cpu-clock sampling
+# takes of CPU-MS ms of one process's CPU time
+samples_for() { echo $(((${1:-0} * ${2:-99} + 500) / 1000)); }
+
+# enough_samples GOT CPU-MS [HZ]: GOT is no fewer than sampling at HZ takes
+# of CPU-MS ms of CPU time (E samples), within its noise: on a shared CPU
+# the workload runs in slices shorter than the period, each seen with
+# probability its length / period, so the count's standard deviation is up
+# to sqrt(E); GOT >= E - 4 sqrt(E) - 3 (3 for the CPU time's 10 ms ticks;
+# 4 deviations: these checks run many times a day on loaded machines).
+# A count this low means samples were lost or missed. (Alone on a CPU the
+# workload is seen at every period: E exactly.) The caller makes sure the
+# workload had enough CPU for the check to mean something.
+enough_samples() {
+	local want
+	want=$(samples_for "$2" "${3:-99}")
+	awk -v g="${1:-0}" -v e="$want" 'BEGIN { exit !(g >= e - 4 * sqrt(e) - 3) }'
+}
+# samples_floor CPU-MS [HZ]: the least count enough_samples takes, for messages
+samples_floor() {
+	awk -v e="$(samples_for "$1" "${2:-99}")" 'BEGIN { v = e - 4 * sqrt(e) - 3; printf "%d", v < 0 ? 0 : v + 0.999 }'
 }

@@ -5,24 +5,41 @@
 # the windows' samples together those of the run; the partial last window
 # written on SIGTERM; a tiny --spool-bytes keeps the newest windows and
 # counts the removed ones; a second run on a spool numbers its windows after
-# the first's; a spool that is a symlink is refused.
+# the first's; a spool that is a symlink is refused. A window's samples are
+# checked against the workload's CPU time in that window (lib.sh: on a
+# loaded machine it gets less than 2 s of CPU in 2 s), never the wall time.
 source "$(dirname "$0")/lib.sh"
 require_root
 
-start_bg "$WL/chain-fp" "$(scaled 60)"
+start_bg "$WL/chain-fp" 600
 WPID=$BGPID
 sleep 0.3
 
-# --- a run with -d: every window, then the partial last one
+# --- a run of 9 s, longer where the workload gets little CPU (until it has
+# had 1.5 s of it, up to 120 s), stopped with SIGTERM: every window, then
+# the partial last one
 SP=$TMP/spool
-"$BIN/lowprof" run --window 2 --spool "$SP" -p "$WPID" -d 9 >"$TMP/run.out" 2>&1
+cpu_log "$WPID" "$TMP/cpu.log"
+CPULOG=$BGPID
+t_start=$EPOCHREALTIME
+start_bg "$BIN/lowprof" run --window 2 --spool "$SP" -p "$WPID" >"$TMP/run.out" 2>&1
+RUN=$BGPID
+wait_log "$TMP/run.out" 'profiling the given processes' || fail "lowprof run never started profiling"
+c0=$(cpu_ms "$WPID")
+sleep 9
+end=$((SECONDS + 120))
+while (($(cpu_ms "$WPID") - c0 < 1500 && SECONDS < end)); do sleep 0.2; done
+kill -TERM "$RUN"
+wait "$RUN"
 rc=$?
+secs=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a + 0.999 }')
+kill "$CPULOG"
 cat "$TMP/run.out" | tail -5
-check "lowprof run -d 9 exits 0 (got $rc)" test "$rc" = 0
+check "lowprof run exits 0 on SIGTERM (got $rc)" test "$rc" = 0
 mapfile -t files < <(ls "$SP" | grep -E '^cpu-[0-9]{8}T[0-9]{6}Z-[0-9]{6}\.pb\.gz$' | sort -t- -k3)
 echo "--- spool"; ls -l "$SP"
-check "4 to 6 cpu windows for 9 s of 2 s windows (got ${#files[@]})" \
-	test "${#files[@]}" -ge 4 -a "${#files[@]}" -le 6
+check "4 to $((secs / 2 + 2)) cpu windows for $secs s of 2 s windows (got ${#files[@]})" \
+	test "${#files[@]}" -ge 4 -a "${#files[@]}" -le $((secs / 2 + 2))
 check "nothing but cpu windows and the metrics file in the spool (no temporary files)" \
 	test "$(ls -A "$SP" | grep -vx metrics.prom | wc -l)" = "${#files[@]}"
 check "the symbolizer's metrics file: its user's, 0600, counting the windows written" \
@@ -30,7 +47,11 @@ check "the symbolizer's metrics file: its user's, 0600, counting the windows wri
 		grep -qx 'lowprof_spool_windows_written_total ${#files[@]}' '$SP/metrics.prom'"
 check "the spool is the symbolizer user's, 0700" \
 	test "$(stat -c '%U %a' "$SP")" = "lowprof 700"
-total=0
+# samples_in GOT CPU-MS MAX: enough for CPU-MS (lib.sh), and no more than MAX
+samples_in() { enough_samples "$1" "$2" && test "$1" -le "$3"; }
+# real_ms RAW: the start of a window (go tool pprof -raw's Time:), in ms
+real_ms() { date -d "$(sed -n 's/^Time: \(.*\) UTC$/\1/p' <<<"$1")" +%s%3N 2>/dev/null || echo 0; }
+total=0 run_cpu=0
 for i in "${!files[@]}"; do
 	f=$SP/${files[$i]}
 	seq=$(printf '%06d' "$i")
@@ -47,12 +68,20 @@ for i in "${!files[@]}"; do
 		traces=$(go tool pprof -traces "$f" 2>/dev/null)
 		check "window $i has the chain leaf under chain_one (samples: $n)" \
 			bash -c "grep -A4 -w chain_leaf <<<'$traces' | grep -qw chain_one"
-		check "window $i has about 2 s of samples at 99 Hz (got $n)" test "$n" -ge 150 -a "$n" -le 250
+		t0=$(real_ms "$raw")
+		wcpu=$(cpu_within "$TMP/cpu.log" "$t0" $((t0 + 2000)))
+		run_cpu=$((run_cpu + wcpu))
+		check "window $i has the samples of the workload's CPU in it ($n for at least $wcpu ms: at least $(samples_floor "$wcpu"); one thread's 2 s at 99 Hz at most: <= 250)" \
+			samples_in "$n" "$wcpu" 250
 		check "window $i's samples carry the pid" grep -Eq "pid: +$WPID" <<<"$traces"
 	fi
 done
-# 9 s at 99 Hz of one busy thread, less start-up: the windows hold the run
-check "the windows hold the run's samples (got $total of ~890)" test "$total" -ge 700 -a "$total" -le 900
+# the whole windows hold the samples of the workload's CPU in them; all
+# the windows together no more than the run's wall time at 99 Hz of one thread
+check "the windows hold the run's samples (got $total; the whole windows' CPU time, $run_cpu ms, takes at least $(samples_floor "$run_cpu"); <= $((secs * 99)))" \
+	samples_in "$total" "$run_cpu" $((secs * 99))
+check "the workload had CPU time in the whole windows to check against ($run_cpu ms)" \
+	test "$run_cpu" -ge 500
 
 # --- run and record side by side for 30 s on the same workload: the windows
 # together are the record's profile, within sampling noise
@@ -88,8 +117,10 @@ done
 
 # --- SIGTERM: the partial last window is written, the run ends cleanly
 SP2=$TMP/spool2
-start_bg "$BIN/lowprof" run --window 2 --spool "$SP2" -p "$WPID"
+t_start=$EPOCHREALTIME
+start_bg "$BIN/lowprof" run --window 2 --spool "$SP2" -p "$WPID" >"$TMP/run2.out" 2>&1
 RUN=$BGPID
+wait_log "$TMP/run2.out" 'profiling the given processes' || fail "lowprof run never started profiling"
 sleep 3
 # the spool's writer: the symbolizer's child, unprivileged, holding nothing else
 SYM=$(desc_named "$RUN" lowprof-symboli)
@@ -102,20 +133,36 @@ if [[ -n "$WR" ]]; then
 	check "the spool writer has no_new_privs" grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$WR/status
 	check "the spool writer runs under a seccomp filter (Seccomp: 2)" \
 		grep -q '^Seccomp:[[:space:]]*2$' /proc/$WR/status
-	fds=$(ls /proc/$WR/fd | wc -l)
+	# (and, while it writes a window, that window's file in the spool)
+	fds=$(for f in /proc/$WR/fd/*; do readlink "$f"; done | grep -vc "^$SP2/")
 	check "the spool writer holds stdio, its socket, the memory file and the spool (got $fds fds)" \
 		test "$fds" = 6
 else
 	fail "no spool writer below the symbolizer ($SYM) of lowprof run ($RUN)"
 fi
 sleep 2
+t_kill=$((${EPOCHREALTIME/./} / 1000))
 kill -TERM "$RUN"
 wait "$RUN"
 rc=$?
+# the run's windows, by the rule: whole ones of 2 s while it ran, then the
+# partial last one written on SIGTERM; no more than the wall time from the
+# command to its end holds (however long its start-up took here)
+secs=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a + 0.999 }')
 check "lowprof run stops on SIGTERM with 0 (got $rc)" test "$rc" = 0
-n2=$(ls "$SP2" | grep -c '^cpu-')
-check "after ~5 s of 2 s windows, 3 windows: 2 whole and the partial last (got $n2)" \
-	test "$n2" -ge 2 -a "$n2" -le 4
+mapfile -t files2 < <(ls "$SP2" | grep '^cpu-' | sort -t- -k3)
+n2=${#files2[@]}
+durs=$(for f in "${files2[@]}"; do
+	go tool pprof -raw "$SP2/$f" 2>/dev/null | sed -n 's/^Duration: //p'; done | tr '\n' ' ')
+echo "    $n2 windows in the $secs s from the command to its end, lasting: $durs"
+check "after 5 s or more of 2 s windows, whole ones and the partial last: $n2 in $secs s (2 to $((secs / 2 + 1)))" \
+	test "$n2" -ge 2 -a "$n2" -le $((secs / 2 + 1))
+# the last one is the window open at SIGTERM: it began before the kill, at
+# most a window and the 2 s a window waits for late samples (symbolizer
+# run.c, WINDOW_GRACE_NS) before it
+last_ago=$((t_kill - $(real_ms "$(go tool pprof -raw "$SP2/${files2[n2 - 1]}" 2>/dev/null)")))
+check "the last window, written on SIGTERM, is the one open then: it began $last_ago ms before the kill (0 to 4000)" \
+	test "$last_ago" -ge 0 -a "$last_ago" -le 4000
 check "no lowprof process of the run is left" test -z "$(descendants "$RUN")"
 # a run on the same spool numbers its windows after the last one there
 "$BIN/lowprof" run --window 2 --spool "$SP2" -p "$WPID" -d 2 >/dev/null 2>&1
