@@ -165,12 +165,6 @@ struct coll {
 	struct lps_enc dyn;		/* maps, ksyms: grows as needed */
 	bool capture_failed;
 	bool attached; /* the BPF programs are: the drain loop must not wait */
-	/*
-	 * The first kernel symbol snapshot is being sent, after the programs
-	 * are attached (so the first sample does not wait for it): the BPF
-	 * ring is drained between its records; draining: inside that drain.
-	 */
-	bool startup_ksyms, draining;
 	uint64_t maps_errors;
 	uint64_t maps_gone; /* reads of processes gone whose side-band events came */
 	uint64_t maps_sent;
@@ -273,7 +267,7 @@ static int write_ring(struct coll *c, struct coll_shard *sh, const void *buf, si
 	 * whole shared ring for good.
 	 */
 	while (lp_ring__writable(sh->ring) < len ||
-	       ((!c->attached || c->startup_ksyms) && lp_ring__deepens(sh->ring, (uint32_t)len))) {
+	       (!c->attached && lp_ring__deepens(sh->ring, (uint32_t)len))) {
 		if (sh->stalled || waited >= wait_ms) {
 			if (wait_ms)
 				sh->stalled = true;
@@ -1372,14 +1366,6 @@ static void ksym_chunk_send(struct coll *c, struct ksym_chunk *ch, uint32_t seq,
 		lp_warn("kallsyms: chunk %u did not fit in the ring", seq);
 	ch->n = 0;
 	ch->used = 0;
-	/* at start the programs already sample: what they sent so far, as drain_loop takes it */
-	if (c->startup_ksyms && !c->draining) {
-		c->draining = true;
-		drain_sideband(c);
-		send_perfmaps(c);
-		ring_buffer__consume(c->rb);
-		c->draining = false;
-	}
 }
 
 /*
@@ -2753,6 +2739,7 @@ int coll_run(const struct coll_opts *o)
 			goto err_out;
 	}
 	send_meta(&c);
+	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)
 		send_maps(&c, (uint32_t)o->pids[i], 0, WAIT_START_MS);
 	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
@@ -2760,15 +2747,6 @@ int coll_run(const struct coll_opts *o)
 	if (err)
 		goto err_out;
 	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
-	/*
-	 * The kernel symbols (~120k, a tenth of a second or more to read)
-	 * after the attach: samples keep kernel frames as addresses relative
-	 * to the kernel's text until the outputs are written, so they need
-	 * not wait for the snapshot, and the first one comes that much sooner.
-	 */
-	c.startup_ksyms = true;
-	send_ksyms(&c);
-	c.startup_ksyms = false;
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)
