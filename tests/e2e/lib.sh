@@ -146,6 +146,31 @@ share() {
 		if (line ~ re) hit += n } END { if (!total) print 0; else print int(100 * hit / total) }' "$1"
 }
 
+# same_as_live LIVE REPLAY SUMMARY: a replay's folded FILE is the live run's,
+# but for the samples the live run dropped because its shared ring was full
+# (SUMMARY's "shared ring full N"): the capture is written before that ring,
+# so it keeps them. With N = 0 the files are byte-identical; otherwise every
+# live stack is in the replay at least as often, and the replay has at most N
+# samples more. Says why when it fails.
+same_as_live() {
+	local n
+	n=$(sed -nE 's/.*shared ring full ([0-9]+).*/\1/p' "$3" | head -1)
+	n=${n:-0}
+	if [ "$n" -eq 0 ]; then
+		cmp "$1" "$2"
+		return
+	fi
+	echo "note: the live run dropped $n samples (shared ring full); the capture has them"
+	awk -v n="$n" '
+		{ c = $NF; k = substr($0, 1, length($0) - length(c) - 1) }
+		FNR == NR { live[k] += c; lt += c; next }
+		{ rep[k] += c; rt += c }
+		END {
+			for (k in live) if (rep[k] < live[k]) { print "a live stack is rarer in the replay: " substr(k, 1, 200); bad = 1 }
+			if (rt < lt || rt - lt > n) { print "the replay has " rt " samples, the live run " lt " (" n " dropped)"; bad = 1 }
+			exit bad
+		}' "$1" "$2"
+}
 chromium_dom() { # chromium_dom FILE: the DOM after scripts ran
 	timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 		--disable-background-networking --disable-component-update --disable-sync \
