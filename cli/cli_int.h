@@ -95,6 +95,15 @@ struct cli_supervision {
 	struct lp_ring **rings;
 	struct cli_restart *restart;
 	struct cli_restart *coll_restart;
+	/*
+	 * lowprof run's exporter (may be NULL): one that dies while the
+	 * collector runs is started again by exp_spawn(exp_ctx) (0 or -1),
+	 * as the collector is (exp_restart: its left and restarts)
+	 */
+	struct cli_child *exporter;
+	int (*exp_spawn)(void *ctx);
+	void *exp_ctx;
+	struct cli_restart *exp_restart;
 };
 
 /*

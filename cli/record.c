@@ -576,6 +576,35 @@ static bool restart_symbolizer(struct cli_child *kids, uint32_t k, struct cli_re
 	return true;
 }
 
+/*
+ * lowprof run's exporter died while the collector runs: started again, so
+ * that windows go on being delivered (those written meanwhile wait in the
+ * spool). Not when it died within a second of starting, nor after
+ * LP_RECORD_MAX_RESTARTS: then the windows stay in the spool, and the
+ * summary says so.
+ */
+static void restart_exporter(struct cli_supervision *sv)
+{
+	struct cli_child *e = sv->exporter;
+	struct cli_restart *r = sv->exp_restart;
+	char desc[64];
+
+	cli_exit_desc(e->status, desc, sizeof(desc));
+	if (r->left <= 0 || mono_ns() - e->start_ns < 1000000000ull) {
+		lp_err("lowprof-exporter died (%s)%s; not started again: windows stay in the "
+		       "spool",
+		       desc, r->left <= 0 ? " once more" : " within a second of starting");
+		return;
+	}
+	lp_warn("lowprof-exporter died (%s); starting it again (%d restarts left)", desc,
+		r->left - 1);
+	r->left--;
+	if (sv->exp_spawn(sv->exp_ctx) == 0)
+		r->restarts++;
+	else
+		lp_err("lowprof-exporter could not start again: windows stay in the spool");
+}
+
 /* Whether every symbolizer is done and its output relayed. */
 static bool symbs_over(const struct cli_child *symb, uint32_t n)
 {
@@ -635,6 +664,12 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 				}
 		on_signals(sv, sfd, &nsignals);
 		cli_reap(sv->kids, 1 + (int)n);
+		if (sv->exporter && sv->exporter->pid > 0 && !sv->exporter->done) {
+			cli_reap(sv->exporter, 1);
+			if (sv->exporter->done && !nsignals && !coll->done &&
+			    !cli_child_ok(sv->exporter))
+				restart_exporter(sv);
+		}
 		if (coll->done && !coll_was_done && !cli_child_ok(coll))
 			/* it never wrote its end: let the symbolizers finish */
 			for (uint32_t k = 0; k < n && sv->rings; k++)
@@ -856,6 +891,7 @@ struct rec {
 	struct cli_child kids[1 + LP_MAX_SHARDS]; /* the collector, the symbolizers */
 	/* lowprof run with a destination: lowprof-exporter on the spool */
 	struct cli_child exporter;
+	struct cli_restart exp_restart;
 	char exp_path[PATH_MAX];
 	/* the symbolizers, and how to start each again (rec_shard) */
 	char symb_path[PATH_MAX];
@@ -1143,22 +1179,19 @@ static void rec_start_collector(struct rec *r)
 }
 
 /*
- * lowprof run with a destination: lowprof-exporter on the spool, started
- * first and waited for until it is set up (it says so on a pipe), so that
- * a bad URL or header file stops the run before anything is collected.
- * 0, or -1 (it said why).
+ * lowprof-exporter on lowprof run's spool, waited for until it is set up
+ * (it says so on a pipe, or exits having said why): 0, or -1. At the start
+ * and when it is started again (ctx: the struct rec).
  */
-static int rec_start_exporter(struct rec *r)
+static int rec_spawn_exporter(void *ctx)
 {
+	struct rec *r = ctx;
 	const struct lp_record_opts *o = &r->o;
 	char *argv[12 + 2 * 8];
 	int n = 0, ready[2];
 	char byte;
 	ssize_t got;
 
-	if (!o->exporter_args)
-		return 0;
-	cli_sibling("lowprof-exporter", r->exp_path, sizeof(r->exp_path));
 	argv[n++] = r->exp_path;
 	argv[n++] = "--spool";
 	argv[n++] = (char *)o->spool_dir;
@@ -1174,9 +1207,13 @@ static int rec_start_exporter(struct rec *r)
 		lp_err("pipe: %m");
 		return -1;
 	}
+	r->exporter.done = false;
+	r->exporter.status = 0;
 	if (cli_spawn(&r->exporter, r->exp_path, argv, &ready[1], 1, false)) {
 		close(ready[0]);
 		close(ready[1]);
+		r->exporter.done = true;
+		r->exporter.status = 1 << 8;
 		return -1;
 	}
 	close(ready[1]);
@@ -1185,8 +1222,25 @@ static int rec_start_exporter(struct rec *r)
 	close(ready[0]);
 	if (got == 1)
 		return 0;
-	waitpid(r->exporter.pid, &r->exporter.status, 0);
+	while (waitpid(r->exporter.pid, &r->exporter.status, 0) < 0 && errno == EINTR)
+		;
 	r->exporter.done = true;
+	return -1;
+}
+
+/*
+ * lowprof run with a destination: the exporter is started first, so that a
+ * bad URL or header file stops the run before anything is collected. 0, or
+ * -1 (it said why).
+ */
+static int rec_start_exporter(struct rec *r)
+{
+	if (!r->o.exporter_args)
+		return 0;
+	cli_sibling("lowprof-exporter", r->exp_path, sizeof(r->exp_path));
+	r->exp_restart = (struct cli_restart){.prog = r->exp_path, .left = LP_RECORD_MAX_RESTARTS};
+	if (rec_spawn_exporter(r) == 0)
+		return 0;
 	lp_err("lowprof-exporter could not start; nothing was collected");
 	return -1;
 }
@@ -1231,6 +1285,10 @@ static void rec_wait(struct rec *r)
 		.rings = r->o.no_symbolize || r->o.spool_dir ? NULL : r->rings,
 		.restart = r->o.no_symbolize ? NULL : r->restart,
 		.coll_restart = r->o.spool_dir ? &r->coll_restart : NULL,
+		.exporter = r->exporter.pid > 0 ? &r->exporter : NULL,
+		.exp_spawn = rec_spawn_exporter,
+		.exp_ctx = r,
+		.exp_restart = &r->exp_restart,
 	};
 	int restarts = 0;
 
@@ -1241,6 +1299,10 @@ static void rec_wait(struct rec *r)
 		lp_warn("the collector was started again (%d in all): the windows of those moments "
 			"lack what was not sampled (their comments say so)",
 			r->coll_restart.restarts);
+	if (r->exp_restart.restarts)
+		lp_warn("lowprof-exporter was started again (%d in all): the windows written "
+			"meanwhile waited in the spool",
+			r->exp_restart.restarts);
 	if (restarts && r->nsymb > 1)
 		lp_warn("symbolizers were restarted %d times: the outputs of those shards cover "
 			"the run from their last start (their summaries say from when)",

@@ -8,7 +8,9 @@
 #   /metrics answers while it runs; the spool is empty after.
 # - a receiver that answers 503 (Retry-After: 1) for 20 s, then recovers:
 #   every window arrives, in order, none twice.
-# - an exporter killed mid-way and started again: nothing lost.
+# - lowprof run's exporter killed mid-run: started again, every window
+#   arrives; a standalone exporter killed mid-way and started again: nothing
+#   lost.
 # - no receiver, and a spool budget too small for the backlog: the oldest
 #   windows are dropped and counted, collection loses nothing.
 # - TLS with a test CA: delivered with --ca-file, refused without.
@@ -116,6 +118,45 @@ for want in '"host.name"' '"service.name"' '"process.pid"' '"process.executable.
 	'"chain_leaf"' '"chain_one"' 'string_value: "chain-fp"'; do
 	check "the OTLP request has $want" grep -q -- "$want" "$ob.txt"
 done
+
+# --- 1b: lowprof run's exporter killed mid-run: started again, it delivers
+# the windows written meanwhile (they waited in the spool)
+receiver pyrok
+SPK=$TMP/spoolk
+start_bg "$BIN/lowprof" run --window 1 --spool "$SPK" -p "$WPID" -d "$(scaled 8)" \
+	--pyroscope "http://127.0.0.1:$PORT" >"$TMP/runk.out" 2>"$TMP/runk.err"
+RUN=$BGPID
+exporter_below() { # exporter_below PID: lowprof-exporter's pid below PID, found by the tree
+	for p in $(descendants "$1"); do
+		[[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$EXP" ]] && echo "$p"
+	done | head -1
+}
+sleep 3 # the exporter is older than the second under which it is not restarted
+K1=$(exporter_below "$RUN")
+[[ -n "$K1" ]] && kill -KILL "$K1"
+K2=
+for _ in $(seq 1 50); do
+	K2=$(exporter_below "$RUN")
+	[[ -n "$K2" && "$K2" != "$K1" ]] && break
+	sleep 0.1
+done
+wait "$RUN"
+rc=$?
+cat "$TMP/runk.err"
+check "lowprof run exits 0 after its exporter was killed (got $rc)" test "$rc" = 0
+check "a new exporter ($K2) replaced the killed one ($K1)" test -n "$K1" -a -n "$K2" -a "$K2" != "$K1"
+mapfile -t W < <(push_windows pyrok)
+echo "pushed around the kill: ${W[*]}"
+check "every window was delivered, none left in the spool ($(ls "$SPK" | grep -c '\.pb\.gz$') left)" \
+	test "$(ls "$SPK" | grep -c '\.pb\.gz$')" = 0
+uniq_w=$(printf '%s\n' "${W[@]}" | sort -nu | tr '\n' ' ')
+nu=$(wc -w <<<"$uniq_w")
+# a window the receiver had accepted may arrive twice (the killed one had not
+# removed it yet), never one missing
+check "windows 0 to $((nu - 1)) all arrived ($nu: at least 6 for 8 s of 1 s windows)" \
+	test "$nu" -ge 6 -a "$uniq_w" = "$(seq -s ' ' 0 $((nu - 1))) "
+check "lowprof run said the exporter died and was started again" \
+	grep -q 'lowprof-exporter died (.*); starting it again' "$TMP/runk.err"
 
 # --- 2: 503 (Retry-After: 1) for the first 20 s, then 200
 receiver slow --fail-for 20 --retry-after 1
