@@ -200,15 +200,6 @@ struct args {
  */
 #define ARGS_OK (-1)
 
-static int parse_uint(const char *s, unsigned long long max, unsigned long long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	return (errno || end == s || *end || *v > max || s[0] == '-') ? -EINVAL : 0;
-}
-
 /* An option's value is not one it takes: a usage error. */
 static int bad_value(int key, const char *arg)
 {
@@ -244,7 +235,7 @@ static void args_init(struct args *a, const char *prog)
 static int parse_off_cpu_opt(int key, const char *arg, struct args *a)
 {
 	struct coll_opts *o = &a->o;
-	unsigned long long v;
+	uint64_t v;
 	char *end;
 
 	switch (key) {
@@ -261,7 +252,7 @@ static int parse_off_cpu_opt(int key, const char *arg, struct args *a)
 		a->off_cpu_opts = a->mode_given = true;
 		break;
 	case 'T':
-		if (parse_uint(arg, COLL_MAX_OFFCPU_PERIOD_NS / 1000, &v) || v == 0)
+		if (lp_parse_uint(arg, COLL_MAX_OFFCPU_PERIOD_NS / 1000, &v) || v == 0)
 			return bad_value(key, arg);
 		o->off_cpu_period_ns = v * 1000;
 		a->off_cpu_opts = a->period_given = true;
@@ -276,7 +267,7 @@ static int parse_off_cpu_opt(int key, const char *arg, struct args *a)
 		a->off_cpu_opts = a->rate_given = true;
 		break;
 	case 'm':
-		if (parse_uint(arg, 3600ull * 1000000, &v))
+		if (lp_parse_uint(arg, 3600ull * 1000000, &v))
 			return bad_value(key, arg);
 		o->off_cpu_min_ns = v * 1000;
 		a->off_cpu_opts = true;
@@ -292,7 +283,7 @@ static int parse_off_cpu_opt(int key, const char *arg, struct args *a)
 static int parse_output_opt(int key, const char *arg, struct args *a)
 {
 	struct coll_opts *o = &a->o;
-	unsigned long long v;
+	uint64_t v;
 	int fds[2];
 
 	switch (key) {
@@ -303,12 +294,12 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 		a->ring_owner = arg;
 		break;
 	case 'S':
-		if (parse_uint(arg, 1ull << 32, &v))
+		if (lp_parse_uint(arg, 1ull << 32, &v))
 			return bad_value(key, arg);
 		o->ring_size = v;
 		break;
 	case 'N':
-		if (parse_uint(arg, LP_MAX_SHARDS, &v) || v == 0)
+		if (lp_parse_uint(arg, LP_MAX_SHARDS, &v) || v == 0)
 			return bad_value(key, arg);
 		o->nshards = (uint32_t)v;
 		break;
@@ -319,7 +310,7 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 		o->ring_fds[o->nring_fds++][1] = fds[1];
 		break;
 	case 'f':
-		if (parse_uint(arg, INT_MAX, &v) || o->nfiles_fds == LP_MAX_SHARDS)
+		if (lp_parse_uint(arg, INT_MAX, &v) || o->nfiles_fds == LP_MAX_SHARDS)
 			return bad_value(key, arg);
 		o->files_fds[o->nfiles_fds++] = (int)v;
 		break;
@@ -327,7 +318,7 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 		o->capture_path = arg;
 		break;
 	case 'C':
-		if (parse_uint(arg, INT_MAX, &v))
+		if (lp_parse_uint(arg, INT_MAX, &v))
 			return bad_value(key, arg);
 		o->capture_fd = (int)v;
 		break;
@@ -335,7 +326,7 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 		o->capture_dir = arg;
 		break;
 	case 'W':
-		if (parse_uint(arg, 86400, &v) || v == 0)
+		if (lp_parse_uint(arg, 86400, &v) || v == 0)
 			return bad_value(key, arg);
 		o->capture_rotate_s = (uint32_t)v;
 		break;
@@ -352,12 +343,12 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 			return bad_value(key, arg);
 		break;
 	case 'D':
-		if (parse_uint(arg, 10000, &v) || v == 0)
+		if (lp_parse_uint(arg, 10000, &v) || v == 0)
 			return bad_value(key, arg);
 		o->drain_ms = (uint32_t)v;
 		break;
 	case 'U':
-		if (parse_uint(arg, LP_MAX_CPUS, &v) || v == 0)
+		if (lp_parse_uint(arg, LP_MAX_CPUS, &v) || v == 0)
 			return bad_value(key, arg);
 		o->size_cpus = (uint32_t)v;
 		break;
@@ -374,12 +365,12 @@ static int parse_output_opt(int key, const char *arg, struct args *a)
 static int parse_opt(int key, const char *arg, struct args *a)
 {
 	struct coll_opts *o = &a->o;
-	unsigned long long v;
+	uint64_t v;
 	char *end;
 
 	switch (key) {
 	case 'F':
-		if (parse_uint(arg, COLL_MAX_FREQ, &v) || v == 0)
+		if (lp_parse_uint(arg, COLL_MAX_FREQ, &v) || v == 0)
 			return bad_value(key, arg);
 		o->freq_hz = (uint32_t)v;
 		break;
@@ -390,14 +381,14 @@ static int parse_opt(int key, const char *arg, struct args *a)
 			return bad_value(key, arg);
 		break;
 	case 'p':
-		if (parse_uint(arg, INT_MAX, &v) || v == 0)
+		if (lp_parse_uint(arg, INT_MAX, &v) || v == 0)
 			return bad_value(key, arg);
 		if (o->npids == COLL_MAX_PIDS) {
 			lp_err("at most %d -p options", COLL_MAX_PIDS);
 			return 2;
 		}
 		if (kill((pid_t)v, 0) && errno == ESRCH) {
-			lp_err("-p %llu: no such process", v);
+			lp_err("-p %llu: no such process", (unsigned long long)v);
 			return 2;
 		}
 		a->pids[o->npids++] = (pid_t)v;
@@ -412,7 +403,7 @@ static int parse_opt(int key, const char *arg, struct args *a)
 		a->cgroups[o->ncgroups++] = arg;
 		break;
 	case 'B':
-		if (parse_uint(arg, COLL_MAX_STACK_BYTES, &v) || v % 8)
+		if (lp_parse_uint(arg, COLL_MAX_STACK_BYTES, &v) || v % 8)
 			return bad_value(key, arg);
 		o->stack_bytes = (uint32_t)v;
 		break;
@@ -426,7 +417,7 @@ static int parse_opt(int key, const char *arg, struct args *a)
 		o->include_self = true;
 		break;
 	case 'X':
-		if (parse_uint(arg, INT_MAX, &v) || v == 0)
+		if (lp_parse_uint(arg, INT_MAX, &v) || v == 0)
 			return bad_value(key, arg);
 		o->self_pid = (pid_t)v;
 		break;
