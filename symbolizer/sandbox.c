@@ -84,7 +84,7 @@ static const char *const allowed[] = {
 	"gettimeofday",
 	/* raise() (abort, assert) names its process to tgkill; SQLite's seeding, after a fork */
 	"getpid",
-	/* the seeds of the hash tables (ingest/state.c, dwarf/dwarf.c, writers/folded.c) */
+	/* the seeds of the hash tables (lp_hash_seed: ingest, DWARF, the writers) */
 	"getrandom",
 	/* qsort sizes its buffer from physical memory (sysconf) */
 	"sysinfo",

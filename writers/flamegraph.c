@@ -79,6 +79,7 @@ struct fg_tree {
 	size_t nnames;
 	uint32_t *name_slots;
 	size_t name_mask;
+	uint64_t name_seed;   /* names are the profiled binaries': seeded (no flooding) */
 	uint32_t *loc_first;  /* index into frame_name of each location's first frame */
 	uint32_t *frame_name; /* name index of every location's frames, innermost first */
 	uint8_t *frame_kind;  /* and their kinds */
@@ -104,7 +105,8 @@ static uint32_t fg_name(struct fg_tree *t, const char *s)
 {
 	size_t i;
 
-	for (i = lp_fnv1a_str(s) & t->name_mask; t->name_slots[i]; i = (i + 1) & t->name_mask) {
+	for (i = lp_hash_bytes(t->name_seed, s, strlen(s)) & t->name_mask; t->name_slots[i];
+	     i = (i + 1) & t->name_mask) {
 		uint32_t e = t->name_slots[i] - 1;
 
 		if (strcmp(t->names[e], s) == 0)
@@ -235,6 +237,7 @@ static int fg_tree_build(struct fg_tree *t, const struct lpw_profile *p)
 		return -E2BIG;
 	t->names = calloc(max_names, sizeof(*t->names));
 	t->name_slots = fg_slots(max_names, &t->name_mask);
+	t->name_seed = lp_hash_seed(t);
 	t->loc_first = malloc((p->nlocations + 1) * sizeof(*t->loc_first));
 	t->frame_name = malloc((nframes ? nframes : 1) * sizeof(*t->frame_name));
 	t->frame_kind = malloc(nframes ? nframes : 1);

@@ -17,9 +17,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "lowprof/files.h"
+#include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/writers.h"
 
@@ -357,8 +357,7 @@ static int folded_lines(const struct lpw_profile *p, struct folded_tab *t, uint3
 	*lines = malloc((p->nstacks ? p->nstacks : 1) * sizeof(**lines));
 	if (!t->text || !t->toks || !t->slots || !*loc_first || !*loc_toks || !*seqs || !*lines)
 		return -ENOMEM;
-	if (getrandom(&t->seed, sizeof(t->seed), GRND_NONBLOCK) != sizeof(t->seed))
-		t->seed = (uint64_t)(uintptr_t)t->slots;
+	t->seed = lp_hash_seed(t->slots);
 	lt = *loc_toks;
 	pos = 0;
 	for (i = 0; i < p->nlocations; i++) {

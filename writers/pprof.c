@@ -36,6 +36,7 @@
 struct pp_index {
 	uint32_t *slots;
 	size_t mask;
+	uint64_t seed; /* the keys are the profiled binaries' names: seeded (no flooding) */
 };
 
 /* A growing byte buffer; oom is set (and later writes dropped) when growing fails. */
@@ -85,6 +86,7 @@ static int pp_index_init(struct pp_index *ix, size_t max_entries)
 		n *= 2;
 	ix->slots = calloc(n, sizeof(*ix->slots));
 	ix->mask = n - 1;
+	ix->seed = lp_hash_seed(ix);
 	return ix->slots ? 0 : -ENOMEM;
 }
 
@@ -94,8 +96,8 @@ static int64_t pp_str(struct pp_build *b, const char *s)
 	size_t i;
 
 	s = nz(s);
-	for (i = lp_fnv1a_str(s) & b->str_idx.mask; b->str_idx.slots[i];
-	     i = (i + 1) & b->str_idx.mask) {
+	for (i = lp_hash_bytes(b->str_idx.seed, s, strlen(s)) & b->str_idx.mask;
+	     b->str_idx.slots[i]; i = (i + 1) & b->str_idx.mask) {
 		uint32_t e = b->str_idx.slots[i] - 1;
 
 		if (strcmp(b->strs[e], s) == 0)

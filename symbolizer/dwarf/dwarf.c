@@ -39,9 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <libdeflate.h>
 #include <unistd.h>
 
@@ -99,6 +97,7 @@ struct dw_strtab {
 	const char **slots;
 	size_t cap; /* power of two, or 0 */
 	size_t count;
+	uint64_t seed; /* the names are a file's: seeded (no flooding) */
 };
 
 struct dw_name {
@@ -197,10 +196,12 @@ static int dw_strtab_grow(struct dw_strtab *t)
 
 	if (!slots)
 		return -ENOMEM;
+	if (!t->cap)
+		t->seed = lp_hash_seed(t);
 	for (i = 0; i < t->cap; i++) {
 		if (!t->slots[i])
 			continue;
-		j = lp_fnv1a(t->slots[i], strlen(t->slots[i])) & (cap - 1);
+		j = lp_hash_bytes(t->seed, t->slots[i], strlen(t->slots[i])) & (cap - 1);
 		while (slots[j])
 			j = (j + 1) & (cap - 1);
 		slots[j] = t->slots[i];
@@ -232,7 +233,7 @@ static const char *dw_intern(struct symb_dwarf *d, const char *s)
 	}
 	if (d->strs.count * 2 >= d->strs.cap && dw_strtab_grow(&d->strs))
 		goto fail;
-	i = lp_fnv1a(s, len) & (d->strs.cap - 1);
+	i = lp_hash_bytes(d->strs.seed, s, len) & (d->strs.cap - 1);
 	for (; d->strs.slots[i]; i = (i + 1) & (d->strs.cap - 1)) {
 		if (strcmp(d->strs.slots[i], s) == 0)
 			return d->strs.slots[i];
@@ -439,16 +440,6 @@ static bool dw_has_debug_info(Elf *e)
 	return false;
 }
 
-/* Seeds the results' hash: addresses come from the stream, which may be hostile. */
-static uint64_t dw_new_seed(const struct symb_dwarf *d)
-{
-	uint64_t seed;
-
-	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
-		return seed;
-	return (uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
-}
-
 static struct symb_dwarf *dw_new(Elf *elf)
 {
 	struct symb_dwarf *d = calloc(1, sizeof(*d));
@@ -457,7 +448,7 @@ static struct symb_dwarf *dw_new(Elf *elf)
 		return NULL;
 	d->elf = elf;
 	d->state = elf ? DW_LAZY : DW_FAILED;
-	d->seed = dw_new_seed(d);
+	d->seed = lp_hash_seed(d); /* addresses come from the stream, which may be hostile */
 	return d;
 }
 
@@ -860,12 +851,13 @@ struct dw_enc_strs {
 	const char **list; /* by id */
 	uint32_t n;
 	size_t bytes; /* of their encoding */
+	uint64_t seed;
 };
 
 static uint32_t dw_enc_str(struct dw_enc_strs *t, const char *s)
 {
 	size_t len = strlen(s);
-	uint32_t j = (uint32_t)lp_fnv1a(s, len) & (t->cap - 1);
+	uint32_t j = (uint32_t)lp_hash_bytes(t->seed, s, len) & (t->cap - 1);
 
 	for (; t->slots[j]; j = (j + 1) & (t->cap - 1))
 		if (strcmp(t->slots[j], s) == 0)
@@ -904,6 +896,7 @@ int symb_dwarf__encode_lines(struct symb_dwarf *d, uint8_t **blob, size_t *len)
 	t.ids = calloc(cap, sizeof(*t.ids));
 	t.list = calloc(2 * (size_t)d->nframes + 1, sizeof(*t.list));
 	t.cap = cap;
+	t.seed = lp_hash_seed(&t);
 	order = malloc(((size_t)d->nresults + 1) * sizeof(*order));
 	fn = malloc(((size_t)d->nframes + 1) * sizeof(*fn));
 	file = malloc(((size_t)d->nframes + 1) * sizeof(*file));

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "ingest.h"
@@ -116,8 +115,7 @@ struct symb_state *symb_state__new(const struct symb_state_opts *opts)
 	if (!s)
 		return NULL;
 	/* an unpredictable seed only changes table layout, never output order */
-	if (getrandom(&s->seed, sizeof(s->seed), GRND_NONBLOCK) != sizeof(s->seed))
-		s->seed = lp_mix64((uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL));
+	s->seed = lp_hash_seed(s);
 	s->off_cpu = opts->off_cpu;
 	s->wait_meta = opts->wait_meta;
 	s->mem_budget = opts->mem_budget;

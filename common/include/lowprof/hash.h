@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Hash mixing for in-memory tables: a 64-bit finalizer, a chained hash of
- * byte strings, and FNV-1a. What it is: fast, well-mixed hashes for
- * open-addressing tables; where a record stream or a file chooses the
- * keys, callers seed them with an unpredictable value (no flooding). What
- * it is not: a cryptographic hash or a stable one; never store these
+ * byte strings, and the seed of a table. What it is: fast, well-mixed
+ * hashes for open-addressing tables; where a record stream or a file
+ * chooses the keys, callers seed them with lp_hash_seed (no flooding).
+ * What it is not: a cryptographic hash or a stable one; never store these
  * values.
  */
 #ifndef LOWPROF_HASH_H
@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 /* Bijective 64-bit mixer (MurmurHash3's fmix64). */
 static inline uint64_t lp_mix64(uint64_t x)
@@ -40,25 +42,18 @@ static inline uint64_t lp_hash_bytes(uint64_t h, const void *p, size_t n)
 	return lp_mix64(h ^ v ^ (uint64_t)n << 59);
 }
 
-/* FNV-1a of p[0..n) (unseeded: for keys no stream chooses, or bounded tables). */
-static inline uint64_t lp_fnv1a(const void *p, size_t n)
+/*
+ * A seed for a table whose keys a stream or a file chooses: unpredictable
+ * (getrandom), or, where that fails, salt's address and the time mixed.
+ * It changes the table's layout only, never what comes out of it.
+ */
+static inline uint64_t lp_hash_seed(const void *salt)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t seed;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
-/* lp_fnv1a of a NUL-terminated string, the NUL excluded. */
-static inline uint64_t lp_fnv1a_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		return seed;
+	return lp_mix64((uint64_t)(uintptr_t)salt ^ (uint64_t)time(NULL));
 }
 
 #endif /* LOWPROF_HASH_H */
