@@ -846,8 +846,17 @@ static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w
 static int finish_windows(struct windows *w, struct symb_state *s)
 {
 	const struct symb_spool_stats *st;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-	close_window(w, s, clock_ns(CLOCK_MONOTONIC));
+	/*
+	 * The open window ends now, or at its end if the clock says it is over
+	 * (it waited its grace for samples the collector held; the ring is
+	 * drained now): no sample after its end is in it, since one would have
+	 * closed it. So the last window is never longer than the others.
+	 */
+	while (w->start_mono + 2 * w->window_ns < now)
+		close_window(w, s, w->start_mono + w->window_ns);
+	close_window(w, s, w->start_mono + w->window_ns < now ? w->start_mono + w->window_ns : now);
 	st = symb_spool__stats(w->spool);
 	lp_info("spool: %" PRIu64 " files of %" PRIu64 " windows written (%" PRIu64
 		" bytes), %" PRIu64 " removed for the budget, %" PRIu64 " failed",

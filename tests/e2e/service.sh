@@ -152,11 +152,17 @@ secs=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a + 0
 check "lowprof run stops on SIGTERM with 0 (got $rc)" test "$rc" = 0
 mapfile -t files2 < <(ls "$SP2" | grep '^cpu-' | sort -t- -k3)
 n2=${#files2[@]}
+# (-top's header: -raw cuts the duration to 4 characters)
 durs=$(for f in "${files2[@]}"; do
-	go tool pprof -raw "$SP2/$f" 2>/dev/null | sed -n 's/^Duration: //p'; done | tr '\n' ' ')
+	go tool pprof -top -nodecount=1 "$SP2/$f" 2>/dev/null | sed -n 's/^Duration: \([^,]*\),.*/\1/p'; done | tr '\n' ' ')
 echo "    $n2 windows in the $secs s from the command to its end, lasting: $durs"
 check "after 5 s or more of 2 s windows, whole ones and the partial last: $n2 in $secs s (2 to $((secs / 2 + 1)))" \
 	test "$n2" -ge 2 -a "$n2" -le $((secs / 2 + 1))
+# (Go durations: 2s, 1.43s, 350.01ms)
+check "no window lasts more than 2 s, the last one neither ($durs)" \
+	awk -v d="$durs" 'BEGIN { n = split(d, a, " "); for (i = 1; i <= n; i++) {
+		v = a[i]; s = (v ~ /ms$/) ? v / 1000 : (v ~ /^[0-9.]+s$/) ? v + 0 : 99
+		if (s > 2.001) exit 1 } exit !(n > 0) }'
 # the last one is the window open at SIGTERM: it began before the kill, at
 # most a window and the 2 s a window waits for late samples (symbolizer
 # run.c, WINDOW_GRACE_NS) before it
