@@ -318,18 +318,26 @@ static void replay_heap_advise(void)
 
 static void replay_malloc_tuning(void)
 {
-	uintptr_t brk0 = (uintptr_t)sbrk(0), probe;
-	void *p;
+	uintptr_t brk0 = (uintptr_t)sbrk(0);
+	void *p[16];
+	int n = 0;
 
 	mallopt(M_TOP_PAD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	/* grow the heap now, untouched, so that its pages are advised before use */
-	p = malloc(16 << 20);
-	probe = (uintptr_t)p;
-	free(p);
-	/* from the heap (not an mmap of its own: brk can fail) */
-	if (p && probe >= brk0 && probe < (uintptr_t)sbrk(0)) {
-		replay_heap_advised = (probe + REPLAY_HUGE_PAGE - 1) & ~(REPLAY_HUGE_PAGE - 1);
+	/*
+	 * grow the heap now (by M_TOP_PAD, untouched), so that its pages are
+	 * advised before use: blocks below the mmap threshold (128 KiB at
+	 * first), which the heap serves, until the top it had is used up
+	 */
+	while (n < 16 && (p[n] = malloc(64 << 10)) && (uintptr_t)sbrk(0) == brk0)
+		n++;
+	if (n < 16 && p[n])
+		n++;
+	while (n > 0)
+		free(p[--n]);
+	/* the heap is there (brk can fail): its part beyond what was touched before */
+	if ((uintptr_t)sbrk(0) > brk0) {
+		replay_heap_advised = (brk0 + REPLAY_HUGE_PAGE - 1) & ~(REPLAY_HUGE_PAGE - 1);
 		replay_heap_advise();
 	}
 }
