@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "lowprof/capture.h"
+#include "lowprof/clock.h"
 #include "lowprof/cpus.h"
 #include "lowprof/files.h"
 #include "lowprof/kernel.h"
@@ -175,14 +176,6 @@ void cli_sibling(const char *name, char *out, size_t len)
 	snprintf(out, len, "%s/%s", self, name);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * fork + exec in a new session: no controlling terminal, so the child can
  * neither inject input into the user's terminal (TIOCSTI) nor be stopped by
@@ -197,7 +190,7 @@ int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const 
 	sigset_t none;
 
 	ch->out[0] = ch->out[1] = -1;
-	ch->start_ns = mono_ns();
+	ch->start_ns = lp_clock_ns(CLOCK_MONOTONIC);
 	if (relay_out && (pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC))) {
 		lp_err("pipe: %m");
 		return -1;
@@ -522,7 +515,7 @@ static bool restart_collector(struct cli_child *kids, struct cli_restart *r)
 	struct cli_child *coll = &kids[0];
 	char desc[64];
 
-	if (!r || r->left <= 0 || mono_ns() - coll->start_ns < 1000000000ull ||
+	if (!r || r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - coll->start_ns < 1000000000ull ||
 	    (r->prepare && !r->prepare(r->ctx)))
 		return false;
 	lp_warn("lowprof-collector died (%s); starting it again (%d restarts left)",
@@ -549,7 +542,7 @@ static bool restart_symbolizer(struct cli_child *kids, uint32_t k, struct cli_re
 	struct cli_child *symb = &kids[1 + k];
 	char desc[64];
 
-	if (!r || r->left <= 0 || mono_ns() - symb->start_ns < 1000000000ull)
+	if (!r || r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - symb->start_ns < 1000000000ull)
 		return false;
 	lp_warn("%s died (%s); starting it again (%d restarts left)", symb->name,
 		cli_exit_desc(symb->status, desc, sizeof(desc)), r->left - 1);
@@ -590,7 +583,7 @@ static void restart_exporter(struct cli_supervision *sv)
 	char desc[64];
 
 	cli_exit_desc(e->status, desc, sizeof(desc));
-	if (r->left <= 0 || mono_ns() - e->start_ns < 1000000000ull) {
+	if (r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - e->start_ns < 1000000000ull) {
 		lp_err("lowprof-exporter died (%s)%s; not started again: windows stay in the "
 		       "spool",
 		       desc, r->left <= 0 ? " once more" : " within a second of starting");
@@ -1121,7 +1114,7 @@ static bool rec_prepare_collector(void *ctx)
 
 	if (!(r->o.duration_s > 0))
 		return true;
-	left = r->o.duration_s - (double)(mono_ns() - r->start_ns) / 1e9;
+	left = r->o.duration_s - (double)(lp_clock_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9;
 	if (left < 1)
 		return false;
 	snprintf(r->dur, sizeof(r->dur), "%g", left);
@@ -1148,7 +1141,7 @@ static void rec_start_collector(struct rec *r)
 	cli_sibling("lowprof-collector", r->coll_path, sizeof(r->coll_path));
 	collector_argv(o, r->coll_path, r->sock_path, r->cargv, r->freq, r->dur, r->stack, r->self,
 		       pidbuf);
-	r->start_ns = mono_ns();
+	r->start_ns = lp_clock_ns(CLOCK_MONOTONIC);
 	/* lowprof run: a collector that dies is started again; the symbolizer reconnects */
 	r->coll_restart = (struct cli_restart){.prog = r->coll_path,
 					       .argv = r->cargv,
@@ -1252,7 +1245,7 @@ static int rec_start_exporter(struct rec *r)
  */
 static void rec_stop_exporter(struct rec *r)
 {
-	uint64_t deadline = mono_ns() + 10ull * 1000000000ull;
+	uint64_t deadline = lp_clock_ns(CLOCK_MONOTONIC) + 10ull * 1000000000ull;
 	struct cli_child *e = &r->exporter;
 
 	if (e->pid <= 0 || e->done)
@@ -1262,7 +1255,7 @@ static void rec_stop_exporter(struct rec *r)
 		struct pollfd p = {r->sfd, POLLIN, 0};
 		struct signalfd_siginfo si;
 
-		if (mono_ns() >= deadline) {
+		if (lp_clock_ns(CLOCK_MONOTONIC) >= deadline) {
 			lp_warn("lowprof-exporter did not stop in time: killed");
 			kill(e->pid, SIGKILL);
 			deadline = UINT64_MAX;

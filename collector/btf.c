@@ -34,6 +34,7 @@
 #include <bpf/libbpf.h>
 
 #include "btf.h"
+#include "lowprof/clock.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "min_btf.h"
@@ -272,13 +273,13 @@ static int register_tp_btf(struct coll_btf *b)
 void coll_btf__init(struct coll_btf *b, bool force_full)
 {
 	const char *why = "--full-btf";
-	struct timespec t0, t1;
+	uint64_t t0, t1;
 	int err;
 
 	b->minimal = false;
 	/* registered earlier in this process: it handles every tp_btf program */
 	b->handler_id = tp_btf_handler_id;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = lp_clock_ns(CLOCK_MONOTONIC);
 	if (!force_full && (err = kernel_btf_matches(&why)) == 0) {
 		b->fd = memfd_create("lowprof-min-btf", MFD_CLOEXEC);
 		if (b->fd < 0 || lp_write_all(b->fd, lp_min_btf, lp_min_btf_len)) {
@@ -290,13 +291,11 @@ void coll_btf__init(struct coll_btf *b, bool force_full)
 			b->minimal = true;
 		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	t1 = lp_clock_ns(CLOCK_MONOTONIC);
 	if (b->minimal)
 		lp_debug("btf: using the minimal kernel BTF (%zu bytes, built for %s; kernel BTF "
 			 "identity checked in %.1f ms)",
-			 lp_min_btf_len, lp_min_btf_release,
-			 (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+			 lp_min_btf_len, lp_min_btf_release, (double)(t1 - t0) / 1e6);
 	else
 		lp_debug("btf: using the full kernel BTF (minimal BTF: %s)", why);
 }

@@ -10,6 +10,7 @@
 
 #include "capture.h"
 #include "lowprof/capture.h"
+#include "lowprof/clock.h"
 #include "lowprof/crc32c.h"
 #include "lowprof/files.h"
 #include "lowprof/schema.h"
@@ -59,20 +60,11 @@ struct coll_capture {
 	struct coll_capture_stats st;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int coll_capture__new(int fd, bool compress, struct coll_capture **out)
 {
 	struct lpc_header h = {.major = LPC_VERSION_MAJOR, .minor = LPC_VERSION_MINOR};
 	uint8_t head[LPC_HDR_SIZE];
 	struct coll_capture *c;
-	struct timespec ts;
 	int err;
 
 	*out = NULL;
@@ -108,8 +100,7 @@ int coll_capture__new(int fd, bool compress, struct coll_capture **out)
 		err = -errno;
 		goto err_out;
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	h.created_real_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	h.created_real_ns = lp_clock_ns(CLOCK_REALTIME);
 	lpc_header_encode(head, &h);
 	err = lp_pwrite_all(fd, head, sizeof(head), 0);
 	if (err)
@@ -312,7 +303,7 @@ void *coll_capture__reserve(struct coll_capture *c, uint32_t max_len)
 	if (c->raw_len + LPC_REC_LEN_SIZE + (uint64_t)max_len > RAW_CAP)
 		flush(c);
 	if (!c->nrecords)
-		c->first_ns = mono_ns();
+		c->first_ns = lp_clock_ns(CLOCK_MONOTONIC);
 	c->reserved = max_len ? max_len : 1;
 	return c->raw + c->raw_len + LPC_REC_LEN_SIZE;
 }

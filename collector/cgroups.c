@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroups.h"
+#include "lowprof/clock.h"
 #include "lowprof/kernel.h"
 #include "lowprof/log.h"
 #include "lowprof/schema.h"
@@ -38,14 +39,6 @@ struct coll_cgroups {
 	struct cg_entry *last; /* of the last lookup: most samples repeat it */
 	struct coll_cgroups_stats st;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int table_init(struct coll_cgroups *t, uint32_t cap)
 {
@@ -241,8 +234,9 @@ const char *coll_cgroups__due(struct coll_cgroups *t, uint64_t id, uint64_t now_
 		e = slot(t, id);
 		if (!e->id || !e->path) {
 			/* unknown: walk (at most once a second), then remember the answer */
-			if (!t->walked || mono_ns() >= t->last_walk_ns + WALK_MIN_NS)
-				walk_all(t, mono_ns());
+			if (!t->walked ||
+			    lp_clock_ns(CLOCK_MONOTONIC) >= t->last_walk_ns + WALK_MIN_NS)
+				walk_all(t, lp_clock_ns(CLOCK_MONOTONIC));
 			e = entry(t, id);
 			if (!e)
 				return NULL;

@@ -40,6 +40,7 @@
 #include "kfeatures.h"
 #include "collector.h"
 #include "collector_int.h"
+#include "lowprof/clock.h"
 #include "lowprof/cpus.h"
 #include "lowprof/files.h"
 #include "lowprof/kernel.h"
@@ -200,14 +201,6 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 	}
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The CPUs rings and tables are sized for: the online ones, or --size-cpus. */
 static uint32_t sizing_cpus(const struct coll *c)
 {
@@ -351,7 +344,7 @@ static void loss_counts(struct coll *c, struct lps_loss *out)
 	if (c->cap)
 		coll_capture__stats(c->cap, &cs);
 	l = (struct lps_loss){
-		.time_ns = now_ns(CLOCK_MONOTONIC),
+		.time_ns = lp_clock_ns(CLOCK_MONOTONIC),
 		.bpf_samples = c->bpf_samples,
 		.bpf_ringbuf_full = __atomic_load_n(&bs->ringbuf_full, __ATOMIC_RELAXED),
 		.bpf_task_lost = __atomic_load_n(&bs->task_lost, __ATOMIC_RELAXED),
@@ -450,7 +443,7 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t tid, uint32_t wait_
 		c->maps_errors++;
 		return;
 	}
-	err = coll_read_maps(p, tid, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
+	err = coll_read_maps(p, tid, lp_clock_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
 	if (err && p->born && (err == -ENOENT || err == -ESRCH)) {
 		/* gone, but its mmap events gave the symbolizer its mappings */
 		c->maps_gone++;
@@ -465,7 +458,7 @@ static void send_maps(struct coll *c, uint32_t pid, uint32_t tid, uint32_t wait_
 	}
 	p->maps_read = true;
 	c->maps_sent++;
-	coll_perfmap_refresh(p, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
+	coll_perfmap_refresh(p, lp_clock_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
 }
 
 /* What the known JIT perf maps grew by (perfmap.c). */
@@ -473,7 +466,7 @@ static void send_perfmaps(struct coll *c)
 {
 	struct maps_emit me = {c, WAIT_RUN_MS};
 
-	coll_perfmaps_poll(&c->procs, now_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
+	coll_perfmaps_poll(&c->procs, lp_clock_ns(CLOCK_MONOTONIC), &c->dyn, emit_maps, &me);
 }
 
 /*
@@ -755,7 +748,7 @@ static void drain_sideband(struct coll *c)
 {
 	if (!c->sb)
 		return;
-	c->sb_upto = now_ns(CLOCK_MONOTONIC);
+	c->sb_upto = lp_clock_ns(CLOCK_MONOTONIC);
 	coll_sideband__drain(c->sb, on_sideband, c);
 }
 
@@ -1076,7 +1069,7 @@ static int ring_handoff(struct coll *c)
 		/* a short poll: a signal that came before it is seen within 200 ms */
 		if (stop_signal)
 			return -EINTR;
-		if (first && now_ns(CLOCK_MONOTONIC) - first >= HANDOFF_GRACE_MS * 1000000ull)
+		if (first && lp_clock_ns(CLOCK_MONOTONIC) - first >= HANDOFF_GRACE_MS * 1000000ull)
 			break;
 		if (poll(&pfd, 1, first ? 50 : 200) <= 0)
 			continue;
@@ -1084,7 +1077,7 @@ static int ring_handoff(struct coll *c)
 		if (r < 0)
 			return r;
 		if (r && !n++)
-			first = now_ns(CLOCK_MONOTONIC);
+			first = lp_clock_ns(CLOCK_MONOTONIC);
 	}
 	if (n < c->nsh)
 		lp_info("ring: %u of %u shards have a symbolizer; the others' rings take what "
@@ -1280,7 +1273,7 @@ static void send_vdso(struct coll *c)
 		return;
 	}
 	lps_enc_reset(&c->dyn);
-	lps_enc_vdso(&c->dyn, &(struct lps_vdso){now_ns(CLOCK_MONOTONIC),
+	lps_enc_vdso(&c->dyn, &(struct lps_vdso){lp_clock_ns(CLOCK_MONOTONIC),
 						 {(const char *)(uintptr_t)base, (uint32_t)size}});
 	write_enc(c, &c->dyn, WAIT_START_MS);
 }
@@ -1301,8 +1294,9 @@ static void send_meta(struct coll *c)
 		.hostname = {u.nodename, (uint32_t)strlen(u.nodename)},
 		.kernel_release = {u.release, (uint32_t)strlen(u.release)},
 		.clock = {"CLOCK_MONOTONIC", 15},
-		.start_mono_ns = c->meta_mono ? c->meta_mono : now_ns(CLOCK_MONOTONIC),
-		.start_real_ns = c->meta_mono ? (uint64_t)c->meta_real : now_ns(CLOCK_REALTIME),
+		.start_mono_ns = c->meta_mono ? c->meta_mono : lp_clock_ns(CLOCK_MONOTONIC),
+		.start_real_ns =
+			c->meta_mono ? (uint64_t)c->meta_real : lp_clock_ns(CLOCK_REALTIME),
 		.freq_hz = c->o->freq_hz,
 		.ncpus_online = (uint32_t)c->ncpus,
 		.drain_ms = c->o->drain_ms,
@@ -1847,7 +1841,7 @@ static int attach_bpf(struct coll *c)
 	int err, ntps;
 
 	c->attached = true;
-	tune_early_wraps(c, now_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
+	tune_early_wraps(c, lp_clock_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
 	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
 	c->links = calloc(c->ncpus + 5, sizeof(*c->links));
 	if (!c->pfds || !c->links)
@@ -2017,7 +2011,7 @@ static void open_sideband(struct coll *c)
 {
 	c->sb = coll_sideband__new(c->cpus, c->ncpus, SIDEBAND_BYTES_PER_CPU, c->wake_fd);
 	if (c->sb) {
-		c->sb_upto = now_ns(CLOCK_MONOTONIC);
+		c->sb_upto = lp_clock_ns(CLOCK_MONOTONIC);
 		return;
 	}
 	lp_warn("perf: mmap events: %m; mappings come from /proc/PID/maps alone, so processes "
@@ -2297,7 +2291,7 @@ static void start_closing(struct coll *c)
  */
 static int rotate_capture(struct coll *c)
 {
-	struct lps_end end = {now_ns(CLOCK_MONOTONIC), {"rotate", 6}};
+	struct lps_end end = {lp_clock_ns(CLOCK_MONOTONIC), {"rotate", 6}};
 	uint64_t t0 = end.time_ns;
 	struct coll_capdir_stats ds;
 	int err;
@@ -2325,7 +2319,7 @@ static int rotate_capture(struct coll *c)
 	coll_capdir__stats(c->capdir, &ds);
 	lp_debug("capture: %s started in %.1f ms; %.1f MiB of "
 		 "windows there, %llu removed by the budget so far",
-		 capture_name(c), (now_ns(CLOCK_MONOTONIC) - t0) / 1e6, ds.bytes / 1048576.0,
+		 capture_name(c), (lp_clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, ds.bytes / 1048576.0,
 		 (unsigned long long)ds.removed);
 	return 0;
 }
@@ -2378,13 +2372,13 @@ static void channel_closed(struct coll *c, uint32_t k, int n)
  */
 static void nap_serving(struct coll *c, uint32_t ms)
 {
-	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000;
+	uint64_t end = lp_clock_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000;
 	/* a negative fd is ignored by poll; the broker's: its workers' answers */
 	enum { P_LISTEN, P_WAKE, P_BROKER, P_FILES };
 	struct pollfd pfd[P_FILES + LP_MAX_SHARDS];
 
 	for (;;) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = lp_clock_ns(CLOCK_MONOTONIC);
 		int due = coll_broker__tick(c->broker, now), wait, n, r;
 		bool any = c->listen_fd >= 0 || c->wake_fd >= 0;
 		struct epoll_event ev;
@@ -2509,7 +2503,7 @@ static void print_perfmaps(void)
 
 static const char *drain_loop(struct coll *c)
 {
-	uint64_t start = now_ns(CLOCK_MONOTONIC), last_loss = start;
+	uint64_t start = lp_clock_ns(CLOCK_MONOTONIC), last_loss = start;
 	uint64_t deadline = c->o->duration_s > 0 ? start + (uint64_t)(c->o->duration_s * 1e9) : 0;
 
 	for (;;) {
@@ -2522,7 +2516,7 @@ static const char *drain_loop(struct coll *c)
 			resend_state(c, __atomic_exchange_n(&resend_rings, 0, __ATOMIC_RELAXED),
 				     false);
 		if (deadline) {
-			now = now_ns(CLOCK_MONOTONIC);
+			now = lp_clock_ns(CLOCK_MONOTONIC);
 			if (now >= deadline)
 				return "duration";
 			if (deadline - now < (uint64_t)nap * 1000000)
@@ -2537,7 +2531,7 @@ static const char *drain_loop(struct coll *c)
 		drain_sideband(c);
 		send_perfmaps(c); /* before the samples that may need them */
 		ring_buffer__consume(c->rb);
-		now = now_ns(CLOCK_MONOTONIC);
+		now = lp_clock_ns(CLOCK_MONOTONIC);
 		tune_early_wraps(c, now);
 		/* no sample said the window is over: the clock does, a drain late */
 		if (c->capdir && now >= c->rot_next + COLL_IDLE_DRAIN_MS * 1000000ull)
@@ -2624,7 +2618,7 @@ static void note_buildid(void *ctx, const struct lp_file_buildid *n)
 {
 	struct coll *c = ctx;
 	struct lps_buildid b = {
-		.time_ns = now_ns(CLOCK_MONOTONIC),
+		.time_ns = lp_clock_ns(CLOCK_MONOTONIC),
 		.dev_major = n->dev_major,
 		.dev_minor = n->dev_minor,
 		.inode = n->inode,
@@ -2730,8 +2724,8 @@ int coll_run(const struct coll_opts *o)
 	open_kallsyms(&c);
 	if (c.capdir) {
 		/* the first window starts with the run: the meta's start */
-		c.rot_real = (int64_t)now_ns(CLOCK_REALTIME);
-		c.meta_mono = now_ns(CLOCK_MONOTONIC);
+		c.rot_real = (int64_t)lp_clock_ns(CLOCK_REALTIME);
+		c.meta_mono = lp_clock_ns(CLOCK_MONOTONIC);
 		c.meta_real = c.rot_real;
 		c.rot_next = c.meta_mono + c.rot_ns;
 		err = open_window_file(&c);
@@ -2765,7 +2759,7 @@ int coll_run(const struct coll_opts *o)
 	ring_buffer__consume(c.rb);
 	c.off_cpu_left = offcpu_leftovers(&c);
 	send_loss(&c);
-	end = (struct lps_end){now_ns(CLOCK_MONOTONIC), {reason, (uint32_t)strlen(reason)}};
+	end = (struct lps_end){lp_clock_ns(CLOCK_MONOTONIC), {reason, (uint32_t)strlen(reason)}};
 	lps_enc_reset(&c.dyn);
 	lps_enc_end(&c.dyn, &end);
 	write_enc(&c, &c.dyn, WAIT_START_MS);

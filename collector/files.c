@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "collector_int.h"
+#include "lowprof/clock.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/text.h"
@@ -302,14 +303,6 @@ struct coll_broker {
 	pid_t reap[BROKER_REAP];
 	struct coll_files_stats st;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void reply(int sock, uint32_t id, int err, int fd)
 {
@@ -667,7 +660,7 @@ int coll_broker__serve(struct coll_broker *b, int sock, int max)
 			reply(sock, q.id, -EPERM, -1);
 			continue;
 		}
-		take(b, &q, sock, mono_ns());
+		take(b, &q, sock, lp_clock_ns(CLOCK_MONOTONIC));
 	}
 	return served;
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lowprof/clock.h"
 #include "lowprof/log.h"
 #include "exporter.h"
 
@@ -37,14 +38,6 @@ struct exp_metrics {
 	struct client c[MAX_CLIENTS];
 	char *page;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 struct exp_metrics *exp_metrics__new(const char *addr)
 {
@@ -132,7 +125,7 @@ static void drop(struct client *c)
 /* Sends all of buf, waiting at most a second for room: the page is small. */
 static void send_all(int fd, const char *buf, size_t len)
 {
-	int64_t end = now_ms() + 1000;
+	int64_t end = lp_clock_ms(CLOCK_MONOTONIC) + 1000;
 
 	while (len) {
 		ssize_t w = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -140,7 +133,8 @@ static void send_all(int fd, const char *buf, size_t len)
 		if (w > 0) {
 			buf += w;
 			len -= (size_t)w;
-		} else if (w < 0 && (errno == EAGAIN || errno == EINTR) && now_ms() < end) {
+		} else if (w < 0 && (errno == EAGAIN || errno == EINTR) &&
+			   lp_clock_ms(CLOCK_MONOTONIC) < end) {
 			struct pollfd p = {.fd = fd, .events = POLLOUT};
 
 			poll(&p, 1, 100);
@@ -187,7 +181,7 @@ static void answer(struct exp_metrics *m, struct client *c,
 void exp_metrics__serve(struct exp_metrics *m, const struct pollfd *pfds, unsigned n,
 			size_t (*text)(char *buf, size_t cap, void *arg), void *arg)
 {
-	int64_t now = now_ms();
+	int64_t now = lp_clock_ms(CLOCK_MONOTONIC);
 
 	if (!m)
 		return;

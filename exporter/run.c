@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <netdb.h>
 
+#include "lowprof/clock.h"
 #include "lowprof/files.h"
 #include "lowprof/kernel.h"
 #include "lowprof/log.h"
@@ -102,14 +103,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_signals++;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 static unsigned stream_of(const struct exp_win *w)
@@ -363,7 +356,7 @@ static int64_t backoff_ms(const struct state *s, unsigned attempts)
 		base = max;
 	/* jitter: half fixed, half random, so a fleet's exporters spread out */
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)now_ms();
+		r = (uint32_t)lp_clock_ms(CLOCK_MONOTONIC);
 	return (int64_t)(base / 2 + (base / 2 ? r % (base / 2 + 1) : 0));
 }
 
@@ -371,7 +364,7 @@ static void on_done(int slot, const struct exp_http_result *r, void *arg)
 {
 	struct state *s = arg;
 	struct dest *d = NULL;
-	int64_t now = now_ms();
+	int64_t now = lp_clock_ms(CLOCK_MONOTONIC);
 
 	for (int k = 0; k < s->nd; k++)
 		if (s->d[k].slot == slot)
@@ -728,7 +721,7 @@ int exp_run(const struct exp_opts *o)
 	for (;;) {
 		struct pollfd pf[8];
 		unsigned npf = exp_metrics__fds(s.metrics, pf, 8);
-		int64_t now = now_ms(), wait = SCAN_MS;
+		int64_t now = lp_clock_ms(CLOCK_MONOTONIC), wait = SCAN_MS;
 
 		if (stop_signals != seen_signals) {
 			if (seen_signals || !o->stop_grace_ms)

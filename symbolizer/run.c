@@ -27,6 +27,7 @@
 
 #include "lowprof/capture.h"
 #include "lowprof/caps.h"
+#include "lowprof/clock.h"
 #include "lowprof/files.h"
 #include "cache.h"
 #include "lowprof/log.h"
@@ -277,14 +278,6 @@ static void capture_warn(void *ctx, const char *msg)
 	lp_warn("capture %s: %s", (const char *)ctx, msg);
 }
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * A replay is a batch run that ends when the capture does, and every page
  * it touches for the first time costs a page fault (~1.3 us here, more than
@@ -351,7 +344,7 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 			   bool progress)
 {
 	bool tty = progress || isatty(STDERR_FILENO);
-	uint64_t last = clock_ns(CLOCK_MONOTONIC);
+	uint64_t last = lp_clock_ns(CLOCK_MONOTONIC);
 	int err;
 
 	for (;;) {
@@ -379,8 +372,8 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 		if (!(symb_state__counters(s)->records & 1023))
 			replay_heap_advise();
 		if (tty && !(symb_state__counters(s)->records & 1023) &&
-		    clock_ns(CLOCK_MONOTONIC) - last >= 500000000ull) {
-			last = clock_ns(CLOCK_MONOTONIC);
+		    lp_clock_ns(CLOCK_MONOTONIC) - last >= 500000000ull) {
+			last = lp_clock_ns(CLOCK_MONOTONIC);
 			fprintf(stderr, "\rreplay: %3.0f%%  %llu records, %llu samples ",
 				size ? 100.0 * lpc_reader__offset(rd) / size : 0.0,
 				(unsigned long long)symb_state__counters(s)->records,
@@ -697,7 +690,7 @@ static void close_window(struct windows *w, struct symb_state *s, uint64_t end)
 			.t = &w->totals,
 			.os = symb_state__objects_stats(s),
 			.sp = symb_spool__stats(w->spool),
-			.window_lag_s = (double)(clock_ns(CLOCK_MONOTONIC) - now) / 1e9,
+			.window_lag_s = (double)(lp_clock_ns(CLOCK_MONOTONIC) - now) / 1e9,
 			.statm_fd = w->statm_fd,
 			.collector_pid = w->collector_pid,
 			.shard_label = symb_spool__shard_label(w->spool),
@@ -735,7 +728,7 @@ static int feed_window(struct symb_state *s, struct windows *w, const void *data
 	while ((err = symb_state__feed(s, data, len)) == SYMB_FEED_NEXT_WINDOW) {
 		uint64_t end = w->start_mono + w->window_ns;
 
-		if (end > clock_ns(CLOCK_MONOTONIC)) {
+		if (end > lp_clock_ns(CLOCK_MONOTONIC)) {
 			symb_state__set_window_end(s, 0);
 			err = symb_state__feed(s, data, len);
 			symb_state__set_window_end(s, end);
@@ -752,8 +745,8 @@ static void windows_start(struct windows *w, struct symb_state *s)
 	struct symb_spool_window first;
 
 	/* with shards, cut on the real clock's window boundaries (spool.h) */
-	symb_spool__first_window(w->spool, w->window_ns, clock_ns(CLOCK_MONOTONIC),
-				 (int64_t)clock_ns(CLOCK_REALTIME), &first);
+	symb_spool__first_window(w->spool, w->window_ns, lp_clock_ns(CLOCK_MONOTONIC),
+				 (int64_t)lp_clock_ns(CLOCK_REALTIME), &first);
 	w->seq = first.seq;
 	w->start_mono = first.start_mono;
 	w->start_real = first.start_real;
@@ -768,7 +761,7 @@ static void windows_start(struct windows *w, struct symb_state *s)
 static bool window_due(struct windows *w, struct symb_state *s, unsigned *wait_ms)
 {
 	int64_t left = (int64_t)(w->start_mono + w->window_ns + WINDOW_GRACE_NS -
-				 clock_ns(CLOCK_MONOTONIC));
+				 lp_clock_ns(CLOCK_MONOTONIC));
 
 	if (left <= 0) {
 		close_window(w, s, w->start_mono + w->window_ns);
@@ -800,7 +793,7 @@ static bool peer_gone(int fd)
 
 static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w, int peer_fd)
 {
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0;
+	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0;
 
 	symb_state__measure_lag(s, true);
 	for (;;) {
@@ -841,8 +834,8 @@ static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w
 		}
 		lp_ring__wait(ring, wait_ms);
 		if (lp_log_level() >= LP_LOG_DEBUG &&
-		    clock_ns(CLOCK_MONOTONIC) - t0 - last_progress >= PROGRESS_EVERY_NS) {
-			last_progress = clock_ns(CLOCK_MONOTONIC) - t0;
+		    lp_clock_ns(CLOCK_MONOTONIC) - t0 - last_progress >= PROGRESS_EVERY_NS) {
+			last_progress = lp_clock_ns(CLOCK_MONOTONIC) - t0;
 			lp_debug("%llu records, %llu samples",
 				 (unsigned long long)symb_state__counters(s)->records,
 				 (unsigned long long)symb_state__counters(s)->samples);
@@ -854,7 +847,7 @@ static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w
 static int finish_windows(struct windows *w, struct symb_state *s)
 {
 	const struct symb_spool_stats *st;
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = lp_clock_ns(CLOCK_MONOTONIC);
 
 	/*
 	 * The open window ends now, or at its end if the clock says it is over

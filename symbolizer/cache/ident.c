@@ -47,6 +47,7 @@
 #include <openssl/evp.h>
 
 #include "ident.h"
+#include "lowprof/clock.h"
 
 #ifndef STATX_MNT_ID_UNIQUE
 #define STATX_MNT_ID_UNIQUE 0x00004000U /* Linux 6.8 */
@@ -504,14 +505,6 @@ static bool same_version(const struct symb_file_key *a, const struct symb_file_k
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
  * The memo may remember the file when, besides a unique mount id (mnt is
  * then not 0): its key did not change while it was read (no write finished
@@ -548,7 +541,7 @@ int symb_image__read(int fd, enum symb_image_mode mode, bool hash, struct symb_i
 {
 	struct img_rd rd = {.fd = fd};
 	struct statx sx;
-	int64_t t0 = realtime_ns();
+	int64_t t0 = (int64_t)lp_clock_ns(CLOCK_REALTIME);
 	int err;
 
 	memset(img, 0, sizeof(*img));

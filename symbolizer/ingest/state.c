@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "ingest.h"
+#include "lowprof/clock.h"
 #include "lowprof/grow.h"
 #include "lowprof/hash.h"
 #include "lowprof/shard.h"
@@ -219,11 +220,8 @@ void symb_state__measure_lag(struct symb_state *s, bool on)
 /* symb_state__measure_lag: a sample read now, time_ns old */
 static void note_lag(struct symb_state *s, uint64_t time_ns)
 {
-	struct timespec ts;
-	uint64_t now;
+	uint64_t now = lp_clock_ns(CLOCK_MONOTONIC);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	if (now > time_ns && now - time_ns > s->n.lag_peak_ns)
 		s->n.lag_peak_ns = now - time_ns;
 }

@@ -29,6 +29,7 @@
 #include "cfi.h"
 #include "debuginfo.h"
 #include "ident.h"
+#include "lowprof/clock.h"
 #include "lowprof/files.h"
 #include "lowprof/log.h"
 #include "lowprof/text.h"
@@ -41,14 +42,6 @@
 #define SYMB_MAX_DWARF_OPEN 256
 /* How long to wait for the collector's answer to a file request. */
 #define FILES_WAIT_MS 2000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * A path as /proc/PID/maps shows it: absolute, with no "." or ".."
@@ -237,7 +230,7 @@ static int ask_collector(struct symb_objects *s, const struct symb_obj *o, struc
 				.dev_major = o->dev_major,
 				.dev_minor = o->dev_minor,
 				.inode = o->inode};
-	uint64_t deadline = now_ns() + FILES_WAIT_MS * 1000000ull;
+	uint64_t deadline = lp_clock_ns(CLOCK_MONOTONIC) + FILES_WAIT_MS * 1000000ull;
 	int err;
 
 	s->n.files.asked++;
@@ -252,7 +245,7 @@ static int ask_collector(struct symb_objects *s, const struct symb_obj *o, struc
 	for (;;) {
 		struct pollfd p = {s->files_fd, POLLIN, 0};
 		struct lp_file_rep r;
-		uint64_t now = now_ns();
+		uint64_t now = lp_clock_ns(CLOCK_MONOTONIC);
 		int fd[1], nfds;
 		ssize_t n;
 
@@ -882,7 +875,7 @@ void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 	}
 	if (s->offline)
 		return;
-	t0 = now_ns();
+	t0 = lp_clock_ns(CLOCK_MONOTONIC);
 	file_init(&ld.bin);
 	file_init(&ld.dbg);
 	if (open_binary(&ld)) {
@@ -896,7 +889,7 @@ void symb_obj_load(struct symb_objects *s, struct symb_obj *o)
 	/* ld.claimed points into the probe: nothing uses it past here */
 	file_drop(&ld.dbg);
 	file_drop(&ld.bin);
-	s->n.load_ns += now_ns() - t0;
+	s->n.load_ns += lp_clock_ns(CLOCK_MONOTONIC) - t0;
 }
 
 void symb_obj_release(struct symb_objects *s, struct symb_obj *o)

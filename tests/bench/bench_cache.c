@@ -28,15 +28,13 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "lowprof/clock.h"
 #include "lowprof/log.h"
 #include "symb_test.h"
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return lp_clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 static int cmp_d(const void *a, const void *b)

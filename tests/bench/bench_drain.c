@@ -51,6 +51,7 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "lowprof/clock.h"
 #include "lowprof/cpus.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
@@ -78,10 +79,7 @@ struct consumer {
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return lp_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static void *consume(void *arg)

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "lowprof/capture.h"
+#include "lowprof/clock.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "ingest.h"
@@ -58,10 +59,7 @@ static const char *const mode_names[NMODES] = {"in place + feed", "copied + feed
 
 static double now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
+	return (double)lp_clock_ns(CLOCK_MONOTONIC);
 }
 
 static int cmp_d(const void *a, const void *b)

@@ -31,6 +31,7 @@
 #include <bpf/libbpf.h>
 
 #include "kfeatures.h"
+#include "lowprof/clock.h"
 #include "lowprof/cpus.h"
 #include "profile.h"
 #include "offcpu.h"
@@ -162,14 +163,6 @@ struct child_result {
 	double kept_var[K_N];	/* and the variance of that count, sum of p(1 - p) */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The calling thread's time off CPU so far, give or take a constant: wall
  * time less its CPU time. Its change across a blocking call is the time the
@@ -179,10 +172,9 @@ static uint64_t mono_ns(void)
  */
 static uint64_t off_ns(void)
 {
-	struct timespec ts;
+	uint64_t cpu = lp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return mono_ns() - ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	return lp_clock_ns(CLOCK_MONOTONIC) - cpu;
 }
 
 static void pin(pid_t pid, int cpu)
@@ -267,8 +259,8 @@ static void child_main(int go, int out, int to_mover, const struct cfg *cfg)
 	pin(0, 0);
 	if (read(go, &c, 1) != 1)
 		_exit(126);
-	end = mono_ns() + (uint64_t)ms * 1000000;
-	while (mono_ns() < end) {
+	end = lp_clock_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000;
+	while (lp_clock_ns(CLOCK_MONOTONIC) < end) {
 		struct timespec ts = {0, (long)sleep_us * 1000};
 
 		if (write(to_mover, &c, 1) != 1)

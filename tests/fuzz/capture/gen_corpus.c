@@ -31,6 +31,7 @@
 
 #include "capture.h"
 #include "lowprof/capture.h"
+#include "lowprof/clock.h"
 #include "lowprof/schema.h"
 
 #define S(lit)	     ((struct lps_str){lit, sizeof(lit) - 1})
@@ -56,14 +57,6 @@ static void die(const char *what, int err)
 {
 	fprintf(stderr, "gen_corpus: %s: %s\n", what, strerror(err));
 	exit(1);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Keeps the encoded record e (of type type) and resets e. */
@@ -264,7 +257,7 @@ static void write_capture(bool compress, uint32_t n, struct file *f)
 			die("coll_capture__write", ENOSPC);
 		if (b < nblock_ends && block_end[b] == i + 1) {
 			/* as if the block's first record were a second old */
-			coll_capture__tick(c, mono_ns() + COLL_CAPTURE_AGE_NS);
+			coll_capture__tick(c, lp_clock_ns(CLOCK_MONOTONIC) + COLL_CAPTURE_AGE_NS);
 			b++;
 		}
 	}

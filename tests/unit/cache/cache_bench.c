@@ -22,13 +22,11 @@
 
 #include "cache.h"
 #include "elfsym.h"
+#include "lowprof/clock.h"
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return lp_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static int quickcheck(const char *dir, long mb)

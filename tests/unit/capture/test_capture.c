@@ -39,6 +39,7 @@
 
 #include "capture.h"
 #include "lowprof/capture.h"
+#include "lowprof/clock.h"
 #include "lowprof/crc32c.h"
 #include "lowprof/schema.h"
 
@@ -103,14 +104,6 @@ static uint64_t splitmix(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int new_memfd(void)
@@ -246,7 +239,7 @@ static void settle(int fd, struct coll_capture *c)
 		assert_int_equal(fstat(fd, &sb), 0);
 		if (st.err || (uint64_t)sb.st_size >= st.file_bytes)
 			return;
-		coll_capture__tick(c, mono_ns());
+		coll_capture__tick(c, lp_clock_ns(CLOCK_MONOTONIC));
 		usleep(200);
 	}
 	fail_msg("capture: the writes did not reach the file in 10 s");
@@ -497,7 +490,7 @@ static void make_small(struct recs *r)
 
 static void round_trip(bool compress)
 {
-	struct timespec t0, t1;
+	uint64_t t0, t1;
 	struct readout o;
 	struct layout l;
 	struct recs r;
@@ -506,9 +499,9 @@ static void round_trip(bool compress)
 	uint32_t big = 0;
 
 	make_mixed(&r);
-	clock_gettime(CLOCK_REALTIME, &t0);
+	t0 = lp_clock_ns(CLOCK_REALTIME);
 	write_capture(&r, compress, true, &cap);
-	clock_gettime(CLOCK_REALTIME, &t1);
+	t1 = lp_clock_ns(CLOCK_REALTIME);
 	layout_of(&cap, &l);
 	assert_true(l.n >= 20);
 	for (uint32_t i = 0; i < r.n; i++)
@@ -529,8 +522,8 @@ static void round_trip(bool compress)
 	assert_int_equal(o.h.minor, LPC_VERSION_MINOR);
 	assert_int_equal(o.h.hdr_size, LPC_HDR_SIZE);
 	assert_int_equal(o.h.flags, 0);
-	assert_true(o.h.created_real_ns >= (uint64_t)t0.tv_sec * 1000000000ull + t0.tv_nsec);
-	assert_true(o.h.created_real_ns <= (uint64_t)t1.tv_sec * 1000000000ull + t1.tv_nsec);
+	assert_true(o.h.created_real_ns >= t0);
+	assert_true(o.h.created_real_ns <= t1);
 	if (!compress)
 		assert_int_equal(o.st.stored_bytes, o.st.raw_bytes);
 	else
@@ -707,14 +700,15 @@ static void test_tick(void **state)
 
 	recs_make(&r, 1, 0, 0, lens, 5);
 	assert_int_equal(coll_capture__new(fd, true, &c), 0);
-	coll_capture__tick(c, mono_ns() + 2 * COLL_CAPTURE_AGE_NS); /* nothing to write */
+	/* nothing to write */
+	coll_capture__tick(c, lp_clock_ns(CLOCK_MONOTONIC) + 2 * COLL_CAPTURE_AGE_NS);
 	for (uint32_t i = 0; i < 3; i++)
 		put(c, &r, i, false);
-	coll_capture__tick(c, mono_ns());
+	coll_capture__tick(c, lp_clock_ns(CLOCK_MONOTONIC));
 	coll_capture__stats(c, &st);
 	assert_int_equal(st.blocks, 0);
 	assert_int_equal(st.records, 0); /* the block being filled counts nowhere yet */
-	coll_capture__tick(c, mono_ns() + COLL_CAPTURE_AGE_NS);
+	coll_capture__tick(c, lp_clock_ns(CLOCK_MONOTONIC) + COLL_CAPTURE_AGE_NS);
 	coll_capture__stats(c, &st);
 	assert_int_equal(st.blocks, 1);
 	assert_int_equal(st.records, 3);

@@ -14,13 +14,11 @@
 #include <unistd.h>
 
 #include "cfi.h"
+#include "lowprof/clock.h"
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return lp_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static long maxrss_kb(void)

@@ -27,15 +27,8 @@
 #include <cmocka.h>
 
 #include "collector_int.h"
+#include "lowprof/clock.h"
 #include "lowprof/files.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int open_st(const struct stat *st)
 {
@@ -191,7 +184,7 @@ static int32_t get_rep_b(int s, uint32_t id, int *fd, struct coll_broker *b)
 		struct pollfd p = {s, POLLIN, 0};
 
 		if (b)
-			coll_broker__tick(b, mono_ns());
+			coll_broker__tick(b, lp_clock_ns(CLOCK_MONOTONIC));
 		if (poll(&p, 1, 10) == 1)
 			break;
 	}
@@ -424,13 +417,13 @@ static int sv_test[2];
 
 static uint64_t ms_since(uint64_t t0)
 {
-	return (mono_ns() - t0) / 1000000;
+	return (lp_clock_ns(CLOCK_MONOTONIC) - t0) / 1000000;
 }
 
 /* Sends q, has b take it, and returns the reply's error (the fd closed). */
 static int32_t ask(struct coll_broker *b, int sv[2], struct lp_file_req *q, uint32_t id)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC);
 	int fd;
 	int32_t err;
 
@@ -477,7 +470,7 @@ static void test_serve_hang(void **state)
 
 	/* an open that hangs: -ETIMEDOUT after the timeout */
 	hang.inode = HANG;
-	t0 = mono_ns();
+	t0 = lp_clock_ns(CLOCK_MONOTONIC);
 	assert_int_equal(ask(b, sv_test, &hang, 31), -ETIMEDOUT);
 	assert_true(ms_since(t0) >= 100);
 	/* the next request of that process is served, by a new worker */
@@ -505,7 +498,7 @@ static void test_serve_hang(void **state)
 	/* the file systems come back: the workers return late, answering no one */
 	release(2);
 	for (int i = 0; i < 300; i++) {
-		coll_broker__tick(b, mono_ns());
+		coll_broker__tick(b, lp_clock_ns(CLOCK_MONOTONIC));
 		coll_broker__stats(b, &st);
 		if (!st.stuck)
 			break;
@@ -521,7 +514,7 @@ static void test_serve_hang(void **state)
 	hang.inode = HANG;
 	hang.dev_minor = 80;
 	assert_int_equal(ask(b, sv_test, &hang, 38), -ETIMEDOUT);
-	t0 = mono_ns();
+	t0 = lp_clock_ns(CLOCK_MONOTONIC);
 	coll_broker__free(b);
 	assert_true(ms_since(t0) < 100);
 	release(1);
@@ -569,7 +562,7 @@ static void test_serve_channels(void **state)
 	assert_int_equal(get_rep_b(c[1], 34, &fd, b), 0);
 	close(fd);
 	for (int i = 0; i < 50; i++) {
-		coll_broker__tick(b, mono_ns());
+		coll_broker__tick(b, lp_clock_ns(CLOCK_MONOTONIC));
 		usleep(2000);
 	}
 	no_reply(a[1]);

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "lowprof/clock.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 
@@ -883,14 +884,6 @@ static void test_max_record(void **state)
 	assert_int_equal(lp_ring__writable(NULL), 0);
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 struct later {
 	struct lp_ring *p;
 	bool close; /* close instead of writing a record */
@@ -917,11 +910,11 @@ static uint64_t wait_for_later(struct lp_ring *p, struct lp_ring *c, bool close)
 {
 	struct later l = {p, close};
 	pthread_t th;
-	uint64_t t0 = mono_ms(), dt;
+	uint64_t t0 = lp_clock_ms(CLOCK_MONOTONIC), dt;
 
 	assert_int_equal(pthread_create(&th, NULL, produce_later, &l), 0);
 	assert_int_equal(lp_ring__wait(c, 10000), 0);
-	dt = mono_ms() - t0;
+	dt = lp_clock_ms(CLOCK_MONOTONIC) - t0;
 	assert_int_equal(pthread_join(th, NULL), 0);
 	return dt;
 }
@@ -944,9 +937,9 @@ static void test_wait_notify(void **state)
 	assert_int_equal(lp_ring__wait(p, 10), -EINVAL);
 
 	/* nothing published: the timeout */
-	t0 = mono_ms();
+	t0 = lp_clock_ms(CLOCK_MONOTONIC);
 	assert_int_equal(lp_ring__wait(c, 200), 0);
-	dt = mono_ms() - t0;
+	dt = lp_clock_ms(CLOCK_MONOTONIC) - t0;
 	assert_true(dt >= 150 && dt < 5000);
 
 	/* a notify with nothing new leaves the futex word alone */
@@ -956,9 +949,9 @@ static void test_wait_notify(void **state)
 
 	/* a record published but not yet notified: no wait at all */
 	assert_int_equal(write_seq(p, 1, 24), 0);
-	t0 = mono_ms();
+	t0 = lp_clock_ms(CLOCK_MONOTONIC);
 	assert_int_equal(lp_ring__wait(c, 5000), 0);
-	assert_true(mono_ms() - t0 < 1000);
+	assert_true(lp_clock_ms(CLOCK_MONOTONIC) - t0 < 1000);
 	lp_ring__notify(p);
 	assert_int_equal(f.hdr->prod_seq, seq + 1);
 	lp_ring__notify(p);
@@ -978,9 +971,9 @@ static void test_wait_notify(void **state)
 		assert_int_equal(lp_ring__peek(c, &data, &len), -EPIPE);
 	}
 	/* closed: returns at once */
-	t0 = mono_ms();
+	t0 = lp_clock_ms(CLOCK_MONOTONIC);
 	assert_int_equal(lp_ring__wait(c, 5000), 0);
-	assert_true(mono_ms() - t0 < 1000);
+	assert_true(lp_clock_ms(CLOCK_MONOTONIC) - t0 < 1000);
 	lp_ring__free(p);
 	lp_ring__free(c);
 	fix_fini(&f);

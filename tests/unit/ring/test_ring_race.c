@@ -41,6 +41,7 @@
 
 #include <cmocka.h>
 
+#include "lowprof/clock.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
@@ -85,10 +86,7 @@ static uint64_t xorshift(uint64_t *s)
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return lp_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 /* ---- the stream ---------------------------------------------------------- */

@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "lowprof/clock.h"
 #include "lowprof/log.h"
 #include "lowprof/ring.h"
 
@@ -190,10 +191,7 @@ static bool verify_rec(struct verify *v, const uint8_t *p, uint32_t len, uint8_t
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return lp_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static void stress(uint64_t early_wrap)
