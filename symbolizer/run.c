@@ -456,11 +456,12 @@ static int open_outputs(const struct symb_opts *o, bool off_cpu, int fds[NOUT])
 }
 
 /*
- * Builds the profile of one kind and writes it to fds[0..2]. Returns it
- * (for the summary) or NULL; *rc gets the first error.
+ * Builds the profile of one kind and writes it to fds[0..2]; a shard's
+ * partial pprof (partial) not compressed: lowprof reads it at once. Returns
+ * it (for the summary) or NULL; *rc gets the first error.
  */
 static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kind, const int fds[3],
-					int *rc)
+					bool partial, int *rc)
 {
 	const char *what = kind == SYMB_KIND_OFFCPU ? "off-CPU" : "on-CPU";
 	const struct lpw_profile *p;
@@ -477,7 +478,9 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 	}
 	p = symb_built_profile(b);
 	/* '|': each writer runs even when another failed; a shard's partial outputs: pprof only */
-	err = fds[0] >= 0 ? lpw_write_pprof(p, fds[0]) : 0;
+	err = fds[0] < 0 ? 0
+	      : partial	 ? lpw_write_pprof_raw(p, fds[0])
+			 : lpw_write_pprof(p, fds[0]);
 	err |= fds[1] >= 0 ? lpw_write_folded(p, fds[1]) : 0;
 	err |= fds[2] >= 0 ? lpw_write_flamegraph(p, fds[2]) : 0;
 	if (err && !*rc)
@@ -496,9 +499,9 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 	struct symb_built *cpu, *offcpu = NULL;
 	int rc = 0;
 
-	cpu = write_profile(s, SYMB_KIND_CPU, fds, &rc);
+	cpu = write_profile(s, SYMB_KIND_CPU, fds, o->partial, &rc);
 	if (off_cpu)
-		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, &rc);
+		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, o->partial, &rc);
 	if (!o->quiet_summary) {
 		int sfd = o->summary_fd;
 

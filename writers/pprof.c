@@ -520,29 +520,48 @@ int lpw_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 	return 0;
 }
 
-int lpw_pprof_bytes(const struct lpw_profile *p, uint8_t **out, size_t *out_len)
+/*
+ * The message of p built in b (pp_build_free it): 0, or -errno (logged).
+ * Gzip'd by the callers that write a file for people and tools.
+ */
+static int pp_message(struct pp_build *b, const struct lpw_profile *p)
 {
-	struct pp_build b = {0};
 	size_t total_locs, total_lines;
 	int err;
 
 	err = pp_check(p, &total_locs, &total_lines);
 	if (err) {
 		lp_err("pprof: invalid profile (index out of range)");
-		goto err_out;
+		return err;
 	}
-	err = pp_alloc(&b, p, total_lines);
+	err = pp_alloc(b, p, total_lines);
 	if (!err)
-		err = pp_encode(&b, p);
-	if (err) {
-		lp_err("pprof: cannot build the message: %s", strerror(-err));
-		goto err_out;
-	}
-	err = lpw_gzip(b.msg.p ? b.msg.p : (const uint8_t *)"", b.msg.len, out, out_len);
+		err = pp_encode(b, p);
 	if (err)
-		lp_err("pprof: gzip failed: %s", strerror(-err));
-err_out:
+		lp_err("pprof: cannot build the message: %s", strerror(-err));
+	return err;
+}
+
+int lpw_pprof_bytes(const struct lpw_profile *p, uint8_t **out, size_t *out_len)
+{
+	struct pp_build b = {0};
+	int err = pp_message(&b, p);
+
+	if (!err) {
+		err = lpw_gzip(b.msg.p ? b.msg.p : (const uint8_t *)"", b.msg.len, out, out_len);
+		if (err)
+			lp_err("pprof: gzip failed: %s", strerror(-err));
+	}
 	pp_build_free(&b);
+	return err;
+}
+
+static int pp_write(int fd, const uint8_t *buf, size_t len)
+{
+	int err = lp_write_all(fd, buf, len);
+
+	if (err)
+		lp_err("pprof: write failed: %s", strerror(-err));
 	return err;
 }
 
@@ -552,11 +571,19 @@ int lpw_write_pprof(const struct lpw_profile *p, int fd)
 	size_t gz_len;
 	int err = lpw_pprof_bytes(p, &gz, &gz_len);
 
-	if (!err) {
-		err = lp_write_all(fd, gz, gz_len);
-		if (err)
-			lp_err("pprof: write failed: %s", strerror(-err));
-	}
+	if (!err)
+		err = pp_write(fd, gz, gz_len);
 	free(gz);
+	return err;
+}
+
+int lpw_write_pprof_raw(const struct lpw_profile *p, int fd)
+{
+	struct pp_build b = {0};
+	int err = pp_message(&b, p);
+
+	if (!err)
+		err = pp_write(fd, b.msg.p ? b.msg.p : (const uint8_t *)"", b.msg.len);
+	pp_build_free(&b);
 	return err;
 }

@@ -25,10 +25,23 @@
 
 typedef Perftools__Profiles__Profile pb_profile;
 
-/* protobuf-c's allocations, counted against a budget */
+/*
+ * protobuf-c's allocations, counted against a budget, carved from chunks
+ * that go all at once with the reader: protobuf-c allocates every string,
+ * array and submessage apart (several per sample), and the mallocs and
+ * frees of a profile's ~100k of them cost lowprof's merge of shards more
+ * than the unpacking itself. A free is a no-op: nothing is handed back
+ * before the end, so used is what was ever asked for, at most max.
+ */
+struct rd_chunk {
+	struct rd_chunk *next;
+	size_t size, used; /* bytes after the header */
+};
+
 struct rd_budget {
 	size_t used, max;
 	bool refused;
+	struct rd_chunk *chunks; /* the newest, being carved, first */
 };
 
 struct lpw_read {
@@ -60,35 +73,58 @@ struct rd_ctx {
 
 /* ---- bytes ---------------------------------------------------------------- */
 
-#define RD_HDR 16 /* keeps malloc's alignment */
+#define RD_ALIGN       16 /* malloc's alignment on x86_64 */
+#define RD_CHUNK_HDR   ((sizeof(struct rd_chunk) + RD_ALIGN - 1) & ~(size_t)(RD_ALIGN - 1))
+#define RD_CHUNK       (256u << 10)
+#define RD_CHUNK_ALONE (RD_CHUNK / 4) /* a block this large gets a chunk of its own */
 
 static void *rd_alloc(void *data, size_t size)
 {
 	struct rd_budget *b = data;
-	size_t *p;
+	struct rd_chunk *c = b->chunks;
+	size_t need;
 
 	if (size > b->max - b->used) {
 		b->refused = true;
 		return NULL;
 	}
-	p = malloc(size + RD_HDR);
-	if (!p)
-		return NULL;
-	p[0] = size;
+	need = (size + RD_ALIGN - 1) & ~(size_t)(RD_ALIGN - 1); /* size <= max: no overflow */
+	if (!c || c->size - c->used < need) {
+		size_t n = need >= RD_CHUNK_ALONE ? need : RD_CHUNK;
+		struct rd_chunk *nc = malloc(RD_CHUNK_HDR + n);
+
+		if (!nc)
+			return NULL;
+		*nc = (struct rd_chunk){.size = n};
+		/* one of its own goes behind the chunk being carved, which stays first */
+		if (c && need >= RD_CHUNK_ALONE) {
+			nc->next = c->next;
+			c->next = nc;
+		} else {
+			nc->next = c;
+			b->chunks = nc;
+		}
+		c = nc;
+	}
 	b->used += size;
-	return (char *)p + RD_HDR;
+	c->used += need;
+	return (char *)c + RD_CHUNK_HDR + c->used - need;
 }
 
 static void rd_free(void *data, void *ptr)
 {
-	struct rd_budget *b = data;
-	size_t *p;
+	(void)data;
+	(void)ptr; /* the chunks go at once: rd_free_all */
+}
 
-	if (!ptr)
-		return;
-	p = (size_t *)((char *)ptr - RD_HDR);
-	b->used -= p[0];
-	free(p);
+static void rd_free_all(struct rd_budget *b)
+{
+	while (b->chunks) {
+		struct rd_chunk *c = b->chunks;
+
+		b->chunks = c->next;
+		free(c);
+	}
 }
 
 static int rd_fail(char *why, size_t len, int err, const char *fmt, ...)
@@ -674,8 +710,7 @@ void lpw_read__free(struct lpw_read *r)
 {
 	if (!r)
 		return;
-	if (r->m)
-		perftools__profiles__profile__free_unpacked(r->m, &r->alloc);
+	rd_free_all(&r->budget); /* r->m and all it holds */
 	free(r->mappings);
 	free(r->locations);
 	free(r->lines);

@@ -728,18 +728,40 @@ static int dec_fork(struct cur *c, uint32_t n, struct lps_fork *f)
 	return skip_rest(c, 4, n);
 }
 
+/* A record's opening, its field count *n (the type among them) and type: 0 or -EBADMSG. */
+static int rd_head(struct cur *c, const void *buf, size_t len, uint32_t *n, uint32_t *type)
+{
+	if (!buf || len > LPS_MAX_RECORD)
+		return -EBADMSG;
+	*c = (struct cur){buf, (const uint8_t *)buf + len};
+	TRY(rd_array(c, n));
+	if (*n < 1)
+		return -EBADMSG;
+	return rd_u32(c, type);
+}
+
 int lps_peek_type(const void *buf, size_t len, uint32_t *type)
 {
 	struct cur c;
 	uint32_t n;
 
-	if (!buf || len > LPS_MAX_RECORD)
+	return rd_head(&c, buf, len, &n, type);
+}
+
+int lps_peek_sample_pid(const void *buf, size_t len, uint32_t *pid)
+{
+	struct cur c;
+	uint32_t n, type, kind;
+	uint64_t time_ns;
+
+	TRY(rd_head(&c, buf, len, &n, &type));
+	if (type != LPS_SAMPLE)
+		return -ENOENT;
+	if (n < 13) /* dec_sample's least */
 		return -EBADMSG;
-	c = (struct cur){buf, (const uint8_t *)buf + len};
-	TRY(rd_array(&c, &n));
-	if (n < 1)
-		return -EBADMSG;
-	return rd_u32(&c, type);
+	TRY(rd_u32(&c, &kind));
+	TRY(rd_uint(&c, &time_ns));
+	return rd_u32(&c, pid);
 }
 
 int lps_decode(const void *buf, size_t len, struct lps_record *rec)
@@ -749,13 +771,7 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec)
 	int err;
 
 	memset(rec, 0, sizeof(*rec));
-	if (!buf || len > LPS_MAX_RECORD)
-		return -EBADMSG;
-	c = (struct cur){buf, (const uint8_t *)buf + len};
-	TRY(rd_array(&c, &n));
-	if (n < 1)
-		return -EBADMSG;
-	TRY(rd_u32(&c, &type));
+	TRY(rd_head(&c, buf, len, &n, &type));
 	rec->type = type;
 	/* from here on, n counts the type too: field counts below include it */
 	switch (type) {

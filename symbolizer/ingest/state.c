@@ -1345,6 +1345,24 @@ static void feed_meta(struct symb_state *s, const struct lps_meta *m)
 	feed_meta_kernel(s, m);
 }
 
+/*
+ * Whether buf is a sample of another shard's process, skipped (and counted)
+ * by its pid alone: a replay's every shard reads the whole capture, and
+ * decoding the stacks of the samples it does not keep cost each shard as
+ * much as those it keeps. Not before the metadata of a resumed run (those
+ * count as skipped_resume) nor with windows (a sample past the window's end
+ * starts the next one, whoever's it is). A malformed sample is then counted
+ * by its own shard alone, as -j 1 counts it once.
+ */
+static bool skip_other_shard(struct symb_state *s, const void *buf, size_t len)
+{
+	uint32_t pid;
+
+	if (!s->nshards || s->wait_meta || s->window_end || lps_peek_sample_pid(buf, len, &pid))
+		return false;
+	return other_shard(s, pid);
+}
+
 int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 {
 	struct lps_record r;
@@ -1352,6 +1370,8 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	int err;
 
 	s->n.records++;
+	if (skip_other_shard(s, buf, len))
+		return 0;
 	err = lps_decode(buf, len, &r);
 	if (err == -ENOTSUP) {
 		s->n.unknown_records++;

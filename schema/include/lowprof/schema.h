@@ -362,6 +362,14 @@ int lps_decode(const void *buf, size_t len, struct lps_record *rec);
  */
 int lps_peek_type(const void *buf, size_t len, uint32_t *type);
 
+/*
+ * The pid of the sample record in buf[0..len), read as lps_decode reads it,
+ * without decoding its stacks (a shard skipping other shards' samples): 0,
+ * -ENOENT (not a sample) or -EBADMSG. 0 does not promise that the rest of
+ * the record decodes.
+ */
+int lps_peek_sample_pid(const void *buf, size_t len, uint32_t *pid);
+
 /* Next entry of a maps/ksyms record: 1 = got one, 0 = done, -EBADMSG. */
 int lps_maps_next(struct lps_maps *m, struct lps_mapping *out);
 int lps_ksyms_next(struct lps_ksyms *k, struct lps_ksym *out);

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "lowprof/schema.h"
 
@@ -23,9 +24,14 @@ static void walk_touch(struct lps_str s)
 static void walk_record(const uint8_t *buf, size_t len)
 {
 	struct lps_record r;
+	uint32_t pid;
+	int peek = lps_peek_sample_pid(buf, len, &pid);
 
 	if (lps_decode(buf, len, &r))
 		return;
+	/* a sample that decodes is one the peek saw, with the same pid */
+	if (r.type == LPS_SAMPLE && (peek || pid != r.sample.pid))
+		abort();
 	switch (r.type) {
 	case LPS_SAMPLE:
 		walk_touch(r.sample.comm);

@@ -75,6 +75,30 @@ static void test_sample_round_trip(void **state)
 	assert_true(lps_frame(r.sample.ustack, 2) == 0x400020ull);
 }
 
+/* a shard's skip: the pid of a sample without its stacks; other records are not samples */
+static void test_peek_sample_pid(void **state)
+{
+	uint8_t kst[40], ust[40];
+	struct lps_sample s;
+	uint32_t pid = 0;
+	long n = enc_sample(&s, kst, ust);
+	/* an exit record: [LPS_EXIT, time, pid] */
+	static const uint8_t exit_rec[] = {0x93, LPS_EXIT, 0x01, 0x2a};
+
+	assert_true(n > 0);
+	assert_int_equal(lps_peek_sample_pid(buf, n, &pid), 0);
+	assert_int_equal(pid, 42);
+	/* a record cut short gives its pid or an error, never another pid */
+	for (long i = 0; i < n; i++) {
+		int err = lps_peek_sample_pid(buf, i, &pid);
+
+		assert_true(err == -EBADMSG || (err == 0 && pid == 42));
+	}
+	assert_int_equal(lps_peek_sample_pid(buf, 1, &pid), -EBADMSG);
+	assert_int_equal(lps_peek_sample_pid(exit_rec, sizeof(exit_rec), &pid), -ENOENT);
+	assert_int_equal(lps_peek_sample_pid(NULL, 0, &pid), -EBADMSG);
+}
+
 /* 1.1: the user stack copy; 1.0 samples (13 fields) still decode, without one */
 static void test_sample_stack_copy(void **state)
 {
@@ -908,6 +932,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sample_round_trip),
 		cmocka_unit_test(test_sample_stack_copy),
+		cmocka_unit_test(test_peek_sample_pid),
 		cmocka_unit_test(test_sample_offcpu),
 		cmocka_unit_test(test_fixed_buffer_too_small),
 		cmocka_unit_test(test_meta_round_trip),

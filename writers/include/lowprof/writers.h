@@ -122,6 +122,14 @@ int lpw_write_pprof(const struct lpw_profile *p, int fd);
 int lpw_pprof_bytes(const struct lpw_profile *p, uint8_t **out, size_t *out_len);
 
 /*
+ * The same protobuf message, not compressed: for a reader on the same host
+ * that reads it at once (a shard's partial profile, which lowprof merges),
+ * where gzip and gunzip would cost more than the bytes they save.
+ * lpw_read_pprof reads both.
+ */
+int lpw_write_pprof_raw(const struct lpw_profile *p, int fd);
+
+/*
  * gzip of in[0..len) at libdeflate's fastest level, with no name and a zero
  * mtime in the header: 0 with *out (malloc'd; *out_len bytes), or -ENOMEM.
  * Logs nothing.
