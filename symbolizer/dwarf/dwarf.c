@@ -631,7 +631,9 @@ static Elf *dw_inflate(Elf *e, void **img)
 	Elf *out;
 
 	*img = NULL;
-	if (dw_isec_collect(e, is, &n, &total) || !gelf_getehdr(e, &oe)) {
+	/* relocatable files need their .rela.debug_* sections: libdw's own path */
+	if (!gelf_getehdr(e, &oe) || (oe.e_type != ET_EXEC && oe.e_type != ET_DYN) ||
+	    dw_isec_collect(e, is, &n, &total)) {
 		errno = ENOENT;
 		return NULL;
 	}
@@ -707,6 +709,15 @@ err_out:
 	return NULL;
 }
 
+/* A failed start holds no inflated image (up to DW_INFLATE_MAX). */
+static void dw_drop_inflated(struct symb_dwarf *d)
+{
+	elf_end(d->inflated);
+	free(d->inflated_img);
+	d->inflated = NULL;
+	d->inflated_img = NULL;
+}
+
 /*
  * Starts libdw and indexes the units, once: true when lookups can walk
  * DWARF. A failure is final (the object then finds nothing, as an object
@@ -737,6 +748,7 @@ static bool dw_ready(struct symb_dwarf *d)
 		/* libdw's own codes are private; malloc's errno tells memory apart */
 		if (errno == ENOMEM)
 			d->degraded = true;
+		dw_drop_inflated(d);
 		return false;
 	}
 	err = dw_index_units(d);
@@ -750,6 +762,7 @@ static bool dw_ready(struct symb_dwarf *d)
 		d->units = NULL;
 		d->ranges = NULL;
 		d->nunits = d->nranges = 0;
+		dw_drop_inflated(d);
 		return false;
 	}
 	d->state = DW_OPEN;
@@ -769,8 +782,7 @@ void symb_dwarf__free(struct symb_dwarf *d)
 		return;
 	if (d->dw)
 		dwarf_end(d->dw);
-	elf_end(d->inflated);
-	free(d->inflated_img);
+	dw_drop_inflated(d);
 	for (c = d->chunks; c; c = next) {
 		next = c->next;
 		free(c);
