@@ -141,6 +141,30 @@ enum dw_state {
 	DW_FAILED, /* starting failed: no lookup finds anything */
 };
 
+/*
+ * The scopes with addresses directly below a unit (through namespaces and
+ * classes), each range once, sorted by lo: a lookup finds the scope that
+ * holds its address by binary search instead of walking every DIE of the
+ * unit (dwarf_siblingof reads a sibling's whole subtree), which took most
+ * of the DWARF time of a whole-host run with libc's debug file.
+ */
+struct dw_scope {
+	uint64_t lo, hi; /* [lo, hi) */
+	uint64_t max_hi; /* the largest hi of this one and those before it */
+	Dwarf_Die die;
+	uint32_t order; /* in DIE order: the first one holding an address wins */
+	uint32_t level; /* namespace and class levels above it */
+};
+
+struct dw_uscopes {
+	struct dw_scope *v;
+	size_t n, cap;
+	bool built;
+};
+
+struct symb_dwarf;
+static void dw_free_uscopes(struct symb_dwarf *d);
+
 struct symb_dwarf {
 	Elf *elf;      /* the file libdw is started on (not owned); deferred: NULL until then */
 	Elf *inflated; /* elf's sections lookups read, inflated (dw_inflate); or NULL */
@@ -149,7 +173,8 @@ struct symb_dwarf {
 	void *start_ctx;
 	enum dw_state state;
 	Dwarf *dw;
-	Dwarf_Die *units; /* DIEs whose subtree is walked (split units resolved) */
+	Dwarf_Die *units;	    /* DIEs whose subtree is walked (split units resolved) */
+	struct dw_uscopes *uscopes; /* per unit, built on its first lookup; or NULL */
 	size_t nunits;
 	struct dw_range *ranges; /* sorted by lo */
 	size_t nranges;
@@ -792,6 +817,7 @@ void symb_dwarf__free(struct symb_dwarf *d)
 	free(d->results);
 	free(d->index);
 	free(d->frames);
+	dw_free_uscopes(d);
 	free(d->units);
 	free(d->ranges);
 	free(d);
@@ -825,6 +851,32 @@ struct dw_walk {
 	Dwarf_Die chain[DW_MAX_DEPTH]; /* scopes containing pc, outermost first */
 };
 
+/* What a DIE is to a lookup: a scope with addresses, one that may hold such scopes, neither. */
+enum { DW_SCOPE_NONE, DW_SCOPE_PC, DW_SCOPE_HOLDER };
+
+static int dw_scope_kind(int tag)
+{
+	switch (tag) {
+	case DW_TAG_subprogram:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_entry_point:
+	case DW_TAG_lexical_block:
+	case DW_TAG_try_block:
+	case DW_TAG_catch_block:
+	case DW_TAG_with_stmt:
+		return DW_SCOPE_PC;
+	case DW_TAG_namespace:
+	case DW_TAG_module:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+	case DW_TAG_interface_type:
+		return DW_SCOPE_HOLDER;
+	default:
+		return DW_SCOPE_NONE;
+	}
+}
+
 /*
  * Follows the scopes below parent that contain w->pc, appending them to
  * w->chain from index depth. Returns the chain's new length. Namespaces,
@@ -841,24 +893,13 @@ static int dw_descend(struct dw_walk *w, Dwarf_Die *parent, int depth, int level
 	do {
 		if (++w->visits > DW_MAX_VISITS)
 			return depth;
-		switch (dwarf_tag(&child)) {
-		case DW_TAG_subprogram:
-		case DW_TAG_inlined_subroutine:
-		case DW_TAG_entry_point:
-		case DW_TAG_lexical_block:
-		case DW_TAG_try_block:
-		case DW_TAG_catch_block:
-		case DW_TAG_with_stmt:
+		switch (dw_scope_kind(dwarf_tag(&child))) {
+		case DW_SCOPE_PC:
 			if (dwarf_haspc(&child, w->pc) <= 0)
 				break;
 			w->chain[depth] = child;
 			return dw_descend(w, &child, depth + 1, level + 1);
-		case DW_TAG_namespace:
-		case DW_TAG_module:
-		case DW_TAG_class_type:
-		case DW_TAG_structure_type:
-		case DW_TAG_union_type:
-		case DW_TAG_interface_type:
+		case DW_SCOPE_HOLDER:
 			n = dw_descend(w, &child, depth, level + 1);
 			if (n > depth)
 				return n;
@@ -891,6 +932,132 @@ static void dw_call_site(struct symb_dwarf *d, Dwarf_Die *cu, Dwarf_Die *inl, st
 		out->file = dw_file(d, dwarf_filesrc(files, val, NULL, NULL));
 }
 
+static void dw_free_uscopes(struct symb_dwarf *d)
+{
+	for (size_t i = 0; d->uscopes && i < d->nunits; i++)
+		free(d->uscopes[i].v);
+	free(d->uscopes);
+	d->uscopes = NULL;
+}
+
+static int dw_scope_cmp(const void *a, const void *b)
+{
+	const struct dw_scope *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * Collects the scopes below parent as dw_descend looks at them (the same
+ * tags, levels and visit bound), in DIE order. -ENOMEM, else 0.
+ */
+static int dw_collect(struct dw_uscopes *u, Dwarf_Die *parent, uint32_t level, uint32_t *order,
+		      unsigned int *visits)
+{
+	Dwarf_Die child;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off;
+	int err;
+
+	if (level >= DW_MAX_LEVELS || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		if (++*visits > DW_MAX_VISITS)
+			return 0;
+		switch (dw_scope_kind(dwarf_tag(&child))) {
+		case DW_SCOPE_PC:
+			off = 0;
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (u->n == u->cap) {
+					size_t cap = u->cap ? u->cap * 2 : 64;
+					struct dw_scope *v = realloc(u->v, cap * sizeof(*v));
+
+					if (!v)
+						return -ENOMEM;
+					u->v = v;
+					u->cap = cap;
+				}
+				u->v[u->n++] = (struct dw_scope){lo, hi, 0, child, *order, level};
+			}
+			(*order)++;
+			break;
+		case DW_SCOPE_HOLDER:
+			err = dw_collect(u, &child, level + 1, order, visits);
+			if (err)
+				return err;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+/* Unit u's scopes, built on its first lookup; NULL without memory. */
+static struct dw_uscopes *dw_unit_scopes(struct symb_dwarf *d, Dwarf_Die *cu)
+{
+	size_t i = (size_t)(cu - d->units);
+	struct dw_uscopes *u;
+	unsigned int visits = 0;
+	uint32_t order = 0;
+
+	if (!d->uscopes) {
+		d->uscopes = calloc(d->nunits, sizeof(*d->uscopes));
+		if (!d->uscopes)
+			return NULL;
+	}
+	u = &d->uscopes[i];
+	if (u->built)
+		return u;
+	if (dw_collect(u, cu, 0, &order, &visits)) {
+		free(u->v);
+		*u = (struct dw_uscopes){0};
+		return NULL;
+	}
+	if (u->n > 1)
+		qsort(u->v, u->n, sizeof(*u->v), dw_scope_cmp);
+	for (size_t k = 0; k < u->n; k++)
+		u->v[k].max_hi =
+			k && u->v[k - 1].max_hi > u->v[k].hi ? u->v[k - 1].max_hi : u->v[k].hi;
+	u->built = true;
+	return u;
+}
+
+/*
+ * dw_descend from the unit cu, through its scope index: the first scope
+ * in DIE order that holds w->pc, then its subtree as dw_descend walks it.
+ */
+static int dw_descend_unit(struct symb_dwarf *d, struct dw_walk *w, Dwarf_Die *cu)
+{
+	struct dw_uscopes *u = dw_unit_scopes(d, cu);
+	const struct dw_scope *best = NULL;
+	size_t lo = 0, hi;
+
+	if (!u)
+		return dw_descend(w, cu, 0, 0);
+	hi = u->n;
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (u->v[m].lo <= w->pc)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	/* entries [0, lo) start at or below pc; max_hi ends the search */
+	while (lo-- > 0 && u->v[lo].max_hi > w->pc)
+		if (w->pc < u->v[lo].hi && (!best || u->v[lo].order < best->order))
+			best = &u->v[lo];
+	if (!best)
+		return 0;
+	w->chain[0] = best->die;
+	return dw_descend(w, &w->chain[0], 1, (int)best->level + 1);
+}
+
 /* The frames at vaddr from DWARF (at most DW_MAX_FRAMES); libdw must be ready. */
 static int dw_walk_frames(struct symb_dwarf *d, uint64_t vaddr, struct dw_frame *out)
 {
@@ -904,7 +1071,7 @@ static int dw_walk_frames(struct symb_dwarf *d, uint64_t vaddr, struct dw_frame 
 		return 0;
 	w->pc = vaddr;
 	w->visits = 0;
-	depth = dw_descend(w, cu, 0, 0);
+	depth = dw_descend_unit(d, w, cu);
 	/* Innermost first: inlined instances up to the first real function. */
 	for (i = depth - 1; i >= 0 && n < DW_MAX_FRAMES; i--) {
 		scope = &w->chain[i];
