@@ -26,6 +26,7 @@
 #include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -290,12 +291,19 @@ void cli_reap(struct cli_child *kids, int n)
 {
 	/* each by its pid: lowprof run's exporter is waited for on its own */
 	for (int i = 0; i < n; i++) {
+		struct rusage ru;
 		int status;
 
 		if (kids[i].pid > 0 && !kids[i].done &&
-		    waitpid(kids[i].pid, &status, WNOHANG) == kids[i].pid) {
+		    wait4(kids[i].pid, &status, WNOHANG, &ru) == kids[i].pid) {
 			kids[i].done = true;
 			kids[i].status = status;
+			/* each process's share of a whole run's CPU (issue 25's breakdown) */
+			lp_debug("%s: %.1f ms of CPU (user %.1f, sys %.1f)", kids[i].name,
+				 (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+					 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3,
+				 ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3,
+				 ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3);
 		}
 	}
 }

@@ -70,6 +70,13 @@
 #define DW_MAX_FRAMES DW_MAX_DEPTH
 #define DW_UNKNOWN    "[unknown]"
 #define DW_TRUNC      "..."
+/*
+ * Bytes of inflated sections per object (dw_inflate): a distribution's
+ * libc needs ~9 MiB; beyond, libdw inflates the file itself.
+ */
+#define DW_INFLATE_MAX (1ull << 30)
+/* deflate's largest expansion: a claimed size beyond it is a lie */
+#define DW_DEFLATE_RATIO 1032u
 
 /* The lines blob: "LPDL", then counts and tables (see symb_dwarf__encode_lines). */
 #define DW_BLOB_MAGIC	0x4c44504cu /* "LPDL" little-endian */
@@ -133,13 +140,40 @@ enum dw_state {
 	DW_FAILED, /* starting failed: no lookup finds anything */
 };
 
+/*
+ * The scopes with addresses directly below a unit (through namespaces and
+ * classes), each range once, sorted by lo: a lookup finds the scope that
+ * holds its address by binary search instead of walking every DIE of the
+ * unit (dwarf_siblingof reads a sibling's whole subtree), which took most
+ * of the DWARF time of a whole-host run with libc's debug file.
+ */
+struct dw_scope {
+	uint64_t lo, hi; /* [lo, hi) */
+	uint64_t max_hi; /* the largest hi of this one and those before it */
+	Dwarf_Die die;
+	uint32_t order; /* in DIE order: the first one holding an address wins */
+	uint32_t level; /* namespace and class levels above it */
+};
+
+struct dw_uscopes {
+	struct dw_scope *v;
+	size_t n, cap;
+	bool built;
+};
+
+struct symb_dwarf;
+static void dw_free_uscopes(struct symb_dwarf *d);
+
 struct symb_dwarf {
-	Elf *elf; /* the file libdw is started on (not owned); deferred: NULL until then */
+	Elf *elf;      /* the file libdw is started on (not owned); deferred: NULL until then */
+	Elf *inflated; /* elf's sections lookups read, inflated (dw_inflate); or NULL */
+	void *inflated_img; /* its image, owned */
 	symb_dwarf_start_fn *start;
 	void *start_ctx;
 	enum dw_state state;
 	Dwarf *dw;
-	Dwarf_Die *units; /* DIEs whose subtree is walked (split units resolved) */
+	Dwarf_Die *units;	    /* DIEs whose subtree is walked (split units resolved) */
+	struct dw_uscopes *uscopes; /* per unit, built on its first lookup; or NULL */
 	size_t nunits;
 	struct dw_range *ranges; /* sorted by lo */
 	size_t nranges;
@@ -495,6 +529,211 @@ struct symb_dwarf *symb_dwarf__new_empty(void)
 	return d;
 }
 
+/* ---- inflating compressed sections ------------------------------------- */
+
+/*
+ * What lookups read: units, abbreviations, lines, strings, ranges and
+ * address tables. Location lists, frames, macros and name indexes (a sixth
+ * of a distribution's libc debug file, inflated) are never needed.
+ */
+static bool dw_section_wanted(const char *name)
+{
+	static const char *const want[] = {
+		".debug_info",	   ".debug_abbrev", ".debug_line",
+		".debug_line_str", ".debug_str",    ".debug_ranges",
+		".debug_rnglists", ".debug_addr",   ".debug_str_offsets",
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strcmp(name, want[i]))
+			return true;
+	return false;
+}
+
+struct dw_isec {
+	const char *name;
+	GElf_Shdr sh;
+	const uint8_t *src; /* raw bytes (compressed: after the header) */
+	size_t srclen;
+	uint64_t size;	/* inflated */
+	uint64_t align; /* a power of two */
+	bool zlib;
+	uint64_t off; /* in the image */
+	uint32_t name_off;
+};
+
+#define DW_ISEC_MAX 16
+
+/*
+ * Collects e's wanted sections. 0 with at least one zlib-compressed
+ * section; -ENOENT when there is nothing to gain or the file needs what
+ * only libdw's own path gives (GNU .zdebug sections, another compression,
+ * a dwz alternate file found relative to the file's own path).
+ */
+static int dw_isec_collect(Elf *e, struct dw_isec *is, size_t *n, uint64_t *total)
+{
+	size_t shstrndx, nz = 0;
+	Elf_Scn *scn = NULL;
+	const char *ident = elf_getident(e, NULL);
+
+	*n = 0;
+	*total = 0;
+	if (!ident || ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB ||
+	    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || elf_getshdrstrndx(e, &shstrndx))
+		return -ENOENT;
+	while ((scn = elf_nextscn(e, scn))) {
+		struct dw_isec *x;
+		const char *name;
+		Elf_Data *raw;
+		Elf64_Chdr ch;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)))
+			continue;
+		if (!strncmp(name, ".zdebug", 7) || !strcmp(name, ".gnu_debugaltlink"))
+			return -ENOENT;
+		if (!dw_section_wanted(name) || sh.sh_type == SHT_NOBITS || !sh.sh_size)
+			continue;
+		if (*n == DW_ISEC_MAX || !(raw = elf_rawdata(scn, NULL)) || !raw->d_buf)
+			return -ENOENT;
+		x = &is[*n];
+		x->sh = sh;
+		x->name = name;
+		x->zlib = x->sh.sh_flags & SHF_COMPRESSED;
+		x->src = raw->d_buf;
+		x->srclen = raw->d_size;
+		x->size = raw->d_size;
+		x->align = 1;
+		if (x->zlib) {
+			if (raw->d_size < sizeof(ch))
+				return -ENOENT;
+			memcpy(&ch, raw->d_buf, sizeof(ch));
+			if (ch.ch_type != ELFCOMPRESS_ZLIB ||
+			    ch.ch_size / DW_DEFLATE_RATIO > raw->d_size ||
+			    (ch.ch_addralign & (ch.ch_addralign - 1)) || ch.ch_addralign > 4096)
+				return -ENOENT;
+			x->src += sizeof(ch);
+			x->srclen -= sizeof(ch);
+			x->size = ch.ch_size;
+			x->align = ch.ch_addralign ? ch.ch_addralign : 1;
+			nz++;
+		}
+		*total += x->size + x->align + 8;
+		if (*total > DW_INFLATE_MAX)
+			return -ENOENT;
+		(*n)++;
+	}
+	return nz ? 0 : -ENOENT;
+}
+
+/*
+ * An ELF image holding e's wanted debug sections, inflated with libdeflate
+ * (about twice zlib's speed, which libdw's dwarf_begin_elf uses to inflate
+ * every compressed section, location lists too: 33 ms of CPU for Debian's
+ * libc debug file, 13 here). Returns the Elf over *img (free both after
+ * dwarf_end), or NULL (errno) when libdw should be started on e as it is.
+ */
+static Elf *dw_inflate(Elf *e, void **img)
+{
+	struct dw_isec is[DW_ISEC_MAX];
+	struct libdeflate_decompressor *dc = NULL;
+	Elf64_Ehdr *eh;
+	Elf64_Shdr *sh;
+	GElf_Ehdr oe;
+	uint64_t total, off = sizeof(*eh), stroff, shoff, len;
+	uint8_t *p = NULL;
+	uint32_t names = 1;
+	size_t n;
+	Elf *out;
+
+	*img = NULL;
+	/* relocatable files need their .rela.debug_* sections: libdw's own path */
+	if (!gelf_getehdr(e, &oe) || (oe.e_type != ET_EXEC && oe.e_type != ET_DYN) ||
+	    dw_isec_collect(e, is, &n, &total)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		off = (off + is[i].align - 1) & ~(is[i].align - 1);
+		is[i].off = off;
+		off += is[i].size;
+		is[i].name_off = names;
+		names += (uint32_t)strlen(is[i].name) + 1;
+	}
+	stroff = off;
+	names += sizeof(".shstrtab");
+	shoff = (stroff + names + 7) & ~7ull;
+	len = shoff + (n + 2) * sizeof(*sh);
+	/* calloc: the padding is zero, and a large block comes zeroed from mmap */
+	p = calloc(1, len);
+	dc = p ? libdeflate_alloc_decompressor() : NULL;
+	if (!dc)
+		goto err_out;
+	for (size_t i = 0; i < n; i++) {
+		if (!is[i].zlib)
+			memcpy(p + is[i].off, is[i].src, is[i].size);
+		else if (libdeflate_zlib_decompress(dc, is[i].src, is[i].srclen, p + is[i].off,
+						    is[i].size, NULL) != LIBDEFLATE_SUCCESS)
+			goto bad;
+	}
+	libdeflate_free_decompressor(dc);
+	dc = NULL;
+	eh = (Elf64_Ehdr *)p;
+	memcpy(eh->e_ident, elf_getident(e, NULL), EI_NIDENT);
+	eh->e_type = oe.e_type;
+	eh->e_machine = oe.e_machine;
+	eh->e_version = EV_CURRENT;
+	eh->e_flags = (uint32_t)oe.e_flags;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_shentsize = sizeof(*sh);
+	eh->e_shnum = (uint16_t)(n + 2);
+	eh->e_shstrndx = (uint16_t)(n + 1);
+	eh->e_shoff = shoff;
+	sh = (Elf64_Shdr *)(p + shoff);
+	for (size_t i = 0; i < n; i++) {
+		Elf64_Shdr *s = &sh[i + 1];
+
+		memcpy(p + stroff + is[i].name_off, is[i].name, strlen(is[i].name));
+		s->sh_name = is[i].name_off;
+		s->sh_type = is[i].sh.sh_type;
+		s->sh_flags = is[i].sh.sh_flags & ~(uint64_t)SHF_COMPRESSED;
+		s->sh_offset = is[i].off;
+		s->sh_size = is[i].size;
+		s->sh_addralign = is[i].align;
+		s->sh_entsize = is[i].sh.sh_entsize;
+	}
+	memcpy(p + stroff + names - sizeof(".shstrtab"), ".shstrtab", sizeof(".shstrtab"));
+	sh[n + 1] = (Elf64_Shdr){.sh_name = names - (uint32_t)sizeof(".shstrtab"),
+				 .sh_type = SHT_STRTAB,
+				 .sh_offset = stroff,
+				 .sh_size = names,
+				 .sh_addralign = 1};
+	out = elf_memory((char *)p, len);
+	if (!out)
+		goto bad;
+	*img = p;
+	return out;
+bad:
+	errno = EBADMSG;
+	libdeflate_free_decompressor(dc);
+	free(p);
+	return NULL;
+err_out:
+	errno = ENOMEM;
+	libdeflate_free_decompressor(dc);
+	free(p);
+	return NULL;
+}
+
+/* A failed start holds no inflated image (up to DW_INFLATE_MAX). */
+static void dw_drop_inflated(struct symb_dwarf *d)
+{
+	elf_end(d->inflated);
+	free(d->inflated_img);
+	d->inflated = NULL;
+	d->inflated_img = NULL;
+}
+
 /*
  * Starts libdw and indexes the units, once: true when lookups can walk
  * DWARF. A failure is final (the object then finds nothing, as an object
@@ -514,12 +753,18 @@ static bool dw_ready(struct symb_dwarf *d)
 		d->degraded = true; /* what is learnt now is not the file's */
 		return false;
 	}
+	d->inflated = dw_inflate(d->elf, &d->inflated_img);
+	if (!d->inflated && errno == ENOMEM) {
+		d->degraded = true;
+		return false;
+	}
 	errno = 0;
-	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
+	d->dw = dwarf_begin_elf(d->inflated ? d->inflated : d->elf, DWARF_C_READ, NULL);
 	if (!d->dw) {
 		/* libdw's own codes are private; malloc's errno tells memory apart */
 		if (errno == ENOMEM)
 			d->degraded = true;
+		dw_drop_inflated(d);
 		return false;
 	}
 	err = dw_index_units(d);
@@ -533,6 +778,7 @@ static bool dw_ready(struct symb_dwarf *d)
 		d->units = NULL;
 		d->ranges = NULL;
 		d->nunits = d->nranges = 0;
+		dw_drop_inflated(d);
 		return false;
 	}
 	d->state = DW_OPEN;
@@ -552,6 +798,7 @@ void symb_dwarf__free(struct symb_dwarf *d)
 		return;
 	if (d->dw)
 		dwarf_end(d->dw);
+	dw_drop_inflated(d);
 	for (c = d->chunks; c; c = next) {
 		next = c->next;
 		free(c);
@@ -561,6 +808,7 @@ void symb_dwarf__free(struct symb_dwarf *d)
 	free(d->results);
 	free(d->index);
 	free(d->frames);
+	dw_free_uscopes(d);
 	free(d->units);
 	free(d->ranges);
 	free(d);
@@ -594,6 +842,32 @@ struct dw_walk {
 	Dwarf_Die chain[DW_MAX_DEPTH]; /* scopes containing pc, outermost first */
 };
 
+/* What a DIE is to a lookup: a scope with addresses, one that may hold such scopes, neither. */
+enum { DW_SCOPE_NONE, DW_SCOPE_PC, DW_SCOPE_HOLDER };
+
+static int dw_scope_kind(int tag)
+{
+	switch (tag) {
+	case DW_TAG_subprogram:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_entry_point:
+	case DW_TAG_lexical_block:
+	case DW_TAG_try_block:
+	case DW_TAG_catch_block:
+	case DW_TAG_with_stmt:
+		return DW_SCOPE_PC;
+	case DW_TAG_namespace:
+	case DW_TAG_module:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+	case DW_TAG_union_type:
+	case DW_TAG_interface_type:
+		return DW_SCOPE_HOLDER;
+	default:
+		return DW_SCOPE_NONE;
+	}
+}
+
 /*
  * Follows the scopes below parent that contain w->pc, appending them to
  * w->chain from index depth. Returns the chain's new length. Namespaces,
@@ -610,24 +884,13 @@ static int dw_descend(struct dw_walk *w, Dwarf_Die *parent, int depth, int level
 	do {
 		if (++w->visits > DW_MAX_VISITS)
 			return depth;
-		switch (dwarf_tag(&child)) {
-		case DW_TAG_subprogram:
-		case DW_TAG_inlined_subroutine:
-		case DW_TAG_entry_point:
-		case DW_TAG_lexical_block:
-		case DW_TAG_try_block:
-		case DW_TAG_catch_block:
-		case DW_TAG_with_stmt:
+		switch (dw_scope_kind(dwarf_tag(&child))) {
+		case DW_SCOPE_PC:
 			if (dwarf_haspc(&child, w->pc) <= 0)
 				break;
 			w->chain[depth] = child;
 			return dw_descend(w, &child, depth + 1, level + 1);
-		case DW_TAG_namespace:
-		case DW_TAG_module:
-		case DW_TAG_class_type:
-		case DW_TAG_structure_type:
-		case DW_TAG_union_type:
-		case DW_TAG_interface_type:
+		case DW_SCOPE_HOLDER:
 			n = dw_descend(w, &child, depth, level + 1);
 			if (n > depth)
 				return n;
@@ -660,6 +923,132 @@ static void dw_call_site(struct symb_dwarf *d, Dwarf_Die *cu, Dwarf_Die *inl, st
 		out->file = dw_file(d, dwarf_filesrc(files, val, NULL, NULL));
 }
 
+static void dw_free_uscopes(struct symb_dwarf *d)
+{
+	for (size_t i = 0; d->uscopes && i < d->nunits; i++)
+		free(d->uscopes[i].v);
+	free(d->uscopes);
+	d->uscopes = NULL;
+}
+
+static int dw_scope_cmp(const void *a, const void *b)
+{
+	const struct dw_scope *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * Collects the scopes below parent as dw_descend looks at them (the same
+ * tags, levels and visit bound), in DIE order. -ENOMEM, else 0.
+ */
+static int dw_collect(struct dw_uscopes *u, Dwarf_Die *parent, uint32_t level, uint32_t *order,
+		      unsigned int *visits)
+{
+	Dwarf_Die child;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off;
+	int err;
+
+	if (level >= DW_MAX_LEVELS || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		if (++*visits > DW_MAX_VISITS)
+			return 0;
+		switch (dw_scope_kind(dwarf_tag(&child))) {
+		case DW_SCOPE_PC:
+			off = 0;
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (u->n == u->cap) {
+					size_t cap = u->cap ? u->cap * 2 : 64;
+					struct dw_scope *v = realloc(u->v, cap * sizeof(*v));
+
+					if (!v)
+						return -ENOMEM;
+					u->v = v;
+					u->cap = cap;
+				}
+				u->v[u->n++] = (struct dw_scope){lo, hi, 0, child, *order, level};
+			}
+			(*order)++;
+			break;
+		case DW_SCOPE_HOLDER:
+			err = dw_collect(u, &child, level + 1, order, visits);
+			if (err)
+				return err;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+/* Unit u's scopes, built on its first lookup; NULL without memory. */
+static struct dw_uscopes *dw_unit_scopes(struct symb_dwarf *d, Dwarf_Die *cu)
+{
+	size_t i = (size_t)(cu - d->units);
+	struct dw_uscopes *u;
+	unsigned int visits = 0;
+	uint32_t order = 0;
+
+	if (!d->uscopes) {
+		d->uscopes = calloc(d->nunits, sizeof(*d->uscopes));
+		if (!d->uscopes)
+			return NULL;
+	}
+	u = &d->uscopes[i];
+	if (u->built)
+		return u;
+	if (dw_collect(u, cu, 0, &order, &visits)) {
+		free(u->v);
+		*u = (struct dw_uscopes){0};
+		return NULL;
+	}
+	if (u->n > 1)
+		qsort(u->v, u->n, sizeof(*u->v), dw_scope_cmp);
+	for (size_t k = 0; k < u->n; k++)
+		u->v[k].max_hi =
+			k && u->v[k - 1].max_hi > u->v[k].hi ? u->v[k - 1].max_hi : u->v[k].hi;
+	u->built = true;
+	return u;
+}
+
+/*
+ * dw_descend from the unit cu, through its scope index: the first scope
+ * in DIE order that holds w->pc, then its subtree as dw_descend walks it.
+ */
+static int dw_descend_unit(struct symb_dwarf *d, struct dw_walk *w, Dwarf_Die *cu)
+{
+	struct dw_uscopes *u = dw_unit_scopes(d, cu);
+	const struct dw_scope *best = NULL;
+	size_t lo = 0, hi;
+
+	if (!u)
+		return dw_descend(w, cu, 0, 0);
+	hi = u->n;
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (u->v[m].lo <= w->pc)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	/* entries [0, lo) start at or below pc; max_hi ends the search */
+	while (lo-- > 0 && u->v[lo].max_hi > w->pc)
+		if (w->pc < u->v[lo].hi && (!best || u->v[lo].order < best->order))
+			best = &u->v[lo];
+	if (!best)
+		return 0;
+	w->chain[0] = best->die;
+	return dw_descend(w, &w->chain[0], 1, (int)best->level + 1);
+}
+
 /* The frames at vaddr from DWARF (at most DW_MAX_FRAMES); libdw must be ready. */
 static int dw_walk_frames(struct symb_dwarf *d, uint64_t vaddr, struct dw_frame *out)
 {
@@ -673,7 +1062,7 @@ static int dw_walk_frames(struct symb_dwarf *d, uint64_t vaddr, struct dw_frame 
 		return 0;
 	w->pc = vaddr;
 	w->visits = 0;
-	depth = dw_descend(w, cu, 0, 0);
+	depth = dw_descend_unit(d, w, cu);
 	/* Innermost first: inlined instances up to the first real function. */
 	for (i = depth - 1; i >= 0 && n < DW_MAX_FRAMES; i--) {
 		scope = &w->chain[i];

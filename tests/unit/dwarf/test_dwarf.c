@@ -142,17 +142,23 @@ static void check_c_fixture(struct symb_dwarf *d, Elf *sym_elf)
 	assert_string_equal(out[0].function + SYMB_DWARF_NAME_MAX - 3, "...");
 }
 
-static void test_inline_default(void **state)
+/* The C fixture built into path, its DWARF in the binary itself. */
+static void check_c_file(const char *path)
 {
 	struct symb_dwarf *d;
 	struct fx f;
 
-	fx_open(&f, DWARF_FIXTURE_DEFAULT);
+	fx_open(&f, path);
 	d = symb_dwarf__open(f.elf, NULL);
 	assert_non_null(d);
 	check_c_fixture(d, f.elf);
 	symb_dwarf__free(d);
 	fx_close(&f);
+}
+
+static void test_inline_default(void **state)
+{
+	check_c_file(DWARF_FIXTURE_DEFAULT);
 }
 
 #ifdef DWARF_FIXTURE_GCC
@@ -172,6 +178,67 @@ static void test_inline_gcc(void **state)
 	check_c_fixture(d, f.elf);
 	symb_dwarf__free(d);
 	fx_close(&f);
+}
+
+/*
+ * Compressed debug sections (what distributions ship): the sections lookups
+ * read are inflated by dwarf.c itself, the answers are the same.
+ */
+static void test_inline_compressed(void **state)
+{
+	check_c_file(DWARF_FIXTURE_ZLIB);
+}
+
+/* The file's bytes, with .debug_info's compressed stream damaged at its middle. */
+static char *damaged_copy(const char *path, size_t *len)
+{
+	struct fx f;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+	struct stat st;
+	char *buf = NULL;
+	int fd;
+
+	fx_open(&f, path);
+	assert_int_equal(elf_getshdrstrndx(f.elf, &shstrndx), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0 && fstat(fd, &st) == 0);
+	*len = (size_t)st.st_size;
+	buf = malloc(*len);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, *len, 0), (ssize_t)*len);
+	close(fd);
+	while ((scn = elf_nextscn(f.elf, scn))) {
+		assert_non_null(gelf_getshdr(scn, &sh));
+		if (strcmp(elf_strptr(f.elf, shstrndx, sh.sh_name), ".debug_info"))
+			continue;
+		assert_true(sh.sh_flags & SHF_COMPRESSED);
+		memset(buf + sh.sh_offset + sizeof(Elf64_Chdr) + 4, 0xff, 16);
+	}
+	fx_close(&f);
+	return buf;
+}
+
+/* A stream that does not inflate to its claimed size finds nothing, safely. */
+static void test_compressed_damaged(void **state)
+{
+	struct symb_srcline out[8];
+	struct symb_dwarf *d;
+	struct fx f;
+	size_t len;
+	char *buf = damaged_copy(DWARF_FIXTURE_ZLIB, &len);
+	Elf *elf = elf_memory(buf, len);
+
+	assert_non_null(elf);
+	fx_open(&f, DWARF_FIXTURE_ZLIB);
+	d = symb_dwarf__open(elf, NULL);
+	assert_non_null(d);
+	assert_int_equal(symb_dwarf__lookup(d, fx_symbol(f.elf, "fx_mark_leaf"), out, 8), 0);
+	symb_dwarf__free(d);
+	fx_close(&f);
+	elf_end(elf);
+	free(buf);
 }
 
 static void hex_to_bytes(const char *hex, uint8_t *out, size_t *len)
@@ -576,6 +643,8 @@ int main(void)
 #ifdef DWARF_FIXTURE_GCC
 		cmocka_unit_test(test_inline_gcc),
 		cmocka_unit_test(test_split_debug),
+		cmocka_unit_test(test_inline_compressed),
+		cmocka_unit_test(test_compressed_damaged),
 #endif
 #ifdef DWARF_FIXTURE_CXX
 		cmocka_unit_test(test_cxx),
