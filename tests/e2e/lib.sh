@@ -141,9 +141,11 @@ leftovers_now() {
 }
 
 # share FOLDED REGEX: percent (integer) of samples whose stack matches REGEX
+# (the regex reaches awk through the environment: -v would turn its \[ into
+# [ in gawk, not in mawk)
 share() {
-	awk -v re="$2" '{ n = $NF; total += n; line = $0; sub(/ [0-9]+$/, "", line);
-		if (line ~ re) hit += n } END { if (!total) print 0; else print int(100 * hit / total) }' "$1"
+	LP_RE="$2" awk '{ n = $NF; total += n; line = $0; sub(/ [0-9]+$/, "", line);
+		if (line ~ ENVIRON["LP_RE"]) hit += n } END { if (!total) print 0; else print int(100 * hit / total) }' "$1"
 }
 
 # same_as_live LIVE REPLAY SUMMARY: a replay's folded FILE is the live run's,

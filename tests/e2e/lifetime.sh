@@ -21,9 +21,9 @@ TCHAIN='chain_thread;chain_one;chain_two;chain_three;chain_leaf'
 
 # share_of F COMM PATTERN: "samples of COMM" and "of those, matching PATTERN"
 share_of() {
-	awk -v comm="$2" -v pat="$3" '
+	LP_RE="$3" awk -v comm="$2" '
 		{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
-		index(s, comm ";") == 1 { t += n; if (s ~ pat) f += n }
+		index(s, comm ";") == 1 { t += n; if (s ~ ENVIRON["LP_RE"]) f += n }
 		END { printf "%d %d\n", t, f }' "$1"
 }
 
