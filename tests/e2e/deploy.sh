@@ -14,13 +14,14 @@ if ! command -v systemd-analyze >/dev/null; then
 	exit 77
 fi
 mkdir -p "$TMP/units"
-for u in lowprof-collector.service lowprof-symbolizer.service lowprof-exporter.service; do
+for u in lowprof-collector.service lowprof-symbolizer@.service lowprof-exporter.service; do
 	sed "s#/usr/local/bin/#$BIN/#; s#EnvironmentFile=/etc/lowprof/exporter.env#EnvironmentFile=$TMP/exporter.env#" \
 		"$UNITS/$u" >"$TMP/units/$u"
 done
 echo 'LOWPROF_EXPORTER_ARGS=--pyroscope http://127.0.0.1:4040' >"$TMP/exporter.env"
 out=$(systemd-analyze verify "$TMP/units/lowprof-collector.service" \
-	"$TMP/units/lowprof-symbolizer.service" "$TMP/units/lowprof-exporter.service" 2>&1)
+	"$TMP/units/lowprof-symbolizer@0.service" "$TMP/units/lowprof-symbolizer@1.service" \
+	"$TMP/units/lowprof-exporter.service" 2>&1)
 rc=$?
 echo "$out"
 check "systemd-analyze verify passes (exit $rc)" test "$rc" -eq 0
@@ -28,7 +29,7 @@ check "systemd-analyze verify has nothing to say about our units" \
 	bash -c "! grep -q 'lowprof-' <<<\"\$1\"" _ "$out"
 
 C="$UNITS/lowprof-collector.service"
-S="$UNITS/lowprof-symbolizer.service"
+S="$UNITS/lowprof-symbolizer@.service"
 check "collector: bounding set is BPF PERFMON SYS_PTRACE DAC_READ_SEARCH SYSLOG CHOWN SETPCAP SYS_ADMIN CHECKPOINT_RESTORE" \
 	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG CAP_CHOWN CAP_SETPCAP CAP_SYS_ADMIN CAP_CHECKPOINT_RESTORE' "$C"
 check "collector: no ambient capabilities" grep -qx 'AmbientCapabilities=' "$C"

@@ -40,7 +40,7 @@
 #   LOWPROF_VM_CACHE    cache directory (default /var/cache/lowprof-vm)
 #   LOWPROF_VM_ACCEL    auto (default), kvm or tcg
 #   LOWPROF_VM_TIMEOUT  seconds before the VM is killed (default 1500; 600 with
-#                       -- or --systemd)
+#                       --, 800 with --systemd)
 #   LOWPROF_VM_MEM      guest memory in MiB (default 3584)
 #   LOWPROF_VM_CPUS     guest CPUs (default 2)
 #   LOWPROF_VM_MIRROR   Debian mirror (default http://deb.debian.org/debian)
@@ -96,8 +96,10 @@ MEM=${LOWPROF_VM_MEM:-3584}
 CPUS=${LOWPROF_VM_CPUS:-2}
 MIRROR=${LOWPROF_VM_MIRROR:-http://deb.debian.org/debian}
 TESTS=${LOWPROF_VM_TESTS:-'^(test_bpf_.*|e2e_(chain|offcpu|capture|errors|secrets|kaslr|labels))$'}
-if [[ $MODE == cmd || $MODE == systemd ]]; then
+if [[ $MODE == cmd ]]; then
 	TIMEOUT=${LOWPROF_VM_TIMEOUT:-600}
+elif [[ $MODE == systemd ]]; then
+	TIMEOUT=${LOWPROF_VM_TIMEOUT:-800}
 else
 	TIMEOUT=${LOWPROF_VM_TIMEOUT:-1500}
 fi
@@ -463,7 +465,7 @@ if [[ $ACCEL == kvm ]]; then SCALE=1; else SCALE=${LOWPROF_VM_TIME_SCALE:-3}; fi
 	elif [[ $MODE == systemd ]]; then
 		# run by lpvm-test.service; init, now systemd, reports no "done"
 		echo "lpvm_info"
-		printf "lpvm_test 'systemd' 150 77 / LOWPROF_BIN=%q LOWPROF_WORKLOADS=%q LOWPROF_SRC=%q -- bash %q\n" \
+		printf "lpvm_test 'systemd' 220 77 / LOWPROF_BIN=%q LOWPROF_WORKLOADS=%q LOWPROF_SRC=%q -- bash %q\n" \
 			"$BUILD" "$BUILD/tests/workloads" "$SRC" "$SRC/tests/vm/systemd-check.sh"
 		echo 'echo "@@LPVM done $? $(lpvm_now)"'
 	else

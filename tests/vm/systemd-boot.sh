@@ -31,7 +31,7 @@ install -m 755 "$LPVM_BUILD/lowprof-collector" "$LPVM_BUILD/lowprof-symbolizer" 
 ETC=/etc/systemd/system
 mkdir -p "$ETC" /etc/sysusers.d
 install -m 644 "$LPVM_SRC/deploy/systemd/lowprof-collector.service" \
-	"$LPVM_SRC/deploy/systemd/lowprof-symbolizer.service" \
+	"$LPVM_SRC/deploy/systemd/lowprof-symbolizer@.service" \
 	"$LPVM_SRC/deploy/systemd/lowprof-exporter.service" "$ETC/"
 install -m 644 "$LPVM_SRC/deploy/systemd/lowprof.sysusers.conf" /etc/sysusers.d/lowprof.conf
 # no drop-in may change them
@@ -48,6 +48,10 @@ rm -f /etc/.updated
 cat >"$ETC/lpvm.target" <<-'EOF'
 	[Unit]
 	Description=lowprof's systemd test (tests/vm/run.sh --systemd)
+	# not ordered after what it wants (a target's default): its job, and
+	# the timeout below, end at basic.target, not with the test, which
+	# has its own timeout (tests/vm/run.sh)
+	DefaultDependencies=no
 	Requires=basic.target
 	After=basic.target
 	Wants=lpvm-test.service
@@ -61,7 +65,7 @@ cat >"$ETC/lpvm-test.service" <<-'EOF'
 	Description=lowprof's systemd test: tests/vm/systemd-check.sh
 	After=basic.target
 	# (also keeps them loaded once stopped: their exit status stays to see)
-	After=lowprof-collector.service lowprof-symbolizer.service lowprof-exporter.service
+	After=lowprof-collector.service lowprof-symbolizer@0.service lowprof-symbolizer@1.service lowprof-exporter.service
 	SuccessAction=poweroff-force
 	FailureAction=poweroff-force
 

@@ -14,6 +14,8 @@
 #     process, and its windows have the chain again
 #   - systemctl stop, some seconds into a window: both exit 0 and nothing
 #     of theirs is left (processes, cgroups, /run/lowprof, BPF programs);
+#   - the collector with --shards 2 (a drop-in) and lowprof-symbolizer@0 and
+#     @1: both shards write their windows, the workload's samples in one;
 #   - the windows in /var/lib/lowprof/spool: two or more written while it
 #     ran and the partial last one, numbered without gap, the user's, whole
 #     gzip'd pprof that go tool pprof reads, 10 s each but the first and
@@ -22,7 +24,9 @@ source "$(dirname "$0")/../e2e/lib.sh"
 require_root
 
 SPOOL=/var/lib/lowprof/spool
-UNITS="lowprof-collector.service lowprof-symbolizer.service"
+UNITS="lowprof-collector.service lowprof-symbolizer@0.service"
+# the file of a unit: a template's for an instance
+ufile() { sed 's/@[^.]*\./@./' <<<"$1"; }
 export HOME=$TMP
 # go tool pprof's own binary: the go command around it costs seconds under emulation
 PPROF=$(go env GOTOOLDIR 2>/dev/null)/pprof
@@ -32,7 +36,7 @@ st() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "/proc/$1/stat
 windows() { ls "$SPOOL" 2>/dev/null | grep -E '^cpu-[0-9]{8}T[0-9]{6}Z-[0-9]{6}\.pb\.gz$' | sort -t- -k3; }
 journal() {
 	echo "--- journal of the lowprof units"
-	journalctl -b --no-pager -o short-monotonic -u lowprof-collector -u lowprof-symbolizer \
+	journalctl -b --no-pager -o short-monotonic -u lowprof-collector -u 'lowprof-symbolizer@*' \
 		-u lowprof-exporter | tail -n 40
 }
 
@@ -44,7 +48,7 @@ failed=$(systemctl list-units --failed --plain --no-legend | awk '{print $1}' | 
 [[ -z "$failed" ]] || echo "units that failed at boot (not ours to judge): $failed"
 for u in $UNITS; do
 	check "$u is deploy/systemd's, unchanged, with no drop-in" \
-		bash -c "cmp -s /etc/systemd/system/$u '$LOWPROF_SRC/deploy/systemd/$u' &&
+		bash -c "cmp -s /etc/systemd/system/$(ufile $u) '$LOWPROF_SRC/deploy/systemd/$(ufile $u)' &&
 			test -z \"\$(systemctl show -p DropInPaths --value $u)\""
 done
 
@@ -82,7 +86,7 @@ check "the collector's unit gives it the bounding set it names: '$got'" \
 	test "$(tr ' ' '\n' <<<"$got" | sort | xargs)" = "$(tr ' ' '\n' <<<"$want" | sort | xargs)"
 # the filters systemd itself puts on a process of the symbolizer's unit
 # (SystemCallFilter=, SystemCallArchitectures=, MemoryDenyWriteExecute=...)
-P=$(probe lowprof-symbolizer.service)
+P=$(probe lowprof-symbolizer@.service)
 UNITF=$(awk '$1 == "Seccomp_filters:" {print $2}' <<<"$P")
 check "the symbolizer's unit alone puts a process under ${UNITF:-no} seccomp filters" \
 	bash -c "grep -q '^Seccomp:[[:space:]]*2$' <<<\"\$1\" && test '${UNITF:-0}' -gt 0" _ "$P"
@@ -114,7 +118,7 @@ done
 
 # ---- the privilege split, while they run
 COL=$(prop lowprof-collector.service MainPID)
-SYM=$(prop lowprof-symbolizer.service MainPID)
+SYM=$(prop lowprof-symbolizer@0.service MainPID)
 WR=0
 [[ ${SYM:-0} -gt 0 ]] && WR=$(pgrep -P "$SYM" | head -1)
 [[ -n "$WR" ]] || WR=0
@@ -168,9 +172,9 @@ for ((i = 0; i < 90; i++)); do
 	sleep 2
 done
 check "the symbolizer is the same process ($SYM) after the collector's restart" \
-	test "$(prop lowprof-symbolizer.service MainPID)" = "$SYM"
-check "  and systemd did not restart it ($(prop lowprof-symbolizer.service NRestarts))" \
-	test "$(prop lowprof-symbolizer.service NRestarts)" = 0
+	test "$(prop lowprof-symbolizer@0.service MainPID)" = "$SYM"
+check "  and systemd did not restart it ($(prop lowprof-symbolizer@0.service NRestarts))" \
+	test "$(prop lowprof-symbolizer@0.service NRestarts)" = 0
 said=$(for f in $(windows); do go tool pprof -comments "$SPOOL/$f" 2>/dev/null; done |
 	grep -c 'collector started again')
 check "one window says the collector started again (got $said)" test "$said" = 1
@@ -302,11 +306,69 @@ check "lowprof-exporter.service stops and exited 0 ($(prop lowprof-exporter.serv
 	test "$(prop lowprof-exporter.service Result)" = success -a "$(prop lowprof-exporter.service ExecMainStatus)" = 0
 kill "$RPID" 2>/dev/null
 wait "$RPID" 2>/dev/null
+
+# ---- two symbolizers, as lowprof-symbolizer@.service's comment says: the
+# collector with --shards 2 (a drop-in), instances 0 and 1 of the template
+shard_windows() { # shard_windows K: shard K of 2's windows
+	# (a shard's window number is the clock's multiple of the window)
+	ls "$SPOOL" 2>/dev/null | grep -E "^cpu-[0-9]{8}T[0-9]{6}Z-[0-9]+\.s$1of2\.pb\.gz\$"
+}
+DROP=/run/systemd/system/lowprof-collector.service.d
+mkdir -p "$DROP"
+{
+	echo '[Service]'
+	echo 'ExecStart='
+	sed -n 's/^ExecStart=.*/& --shards 2/p' /etc/systemd/system/lowprof-collector.service
+} >"$DROP/shards.conf"
+systemctl daemon-reload
+SH_UNITS="lowprof-collector.service lowprof-symbolizer@0.service lowprof-symbolizer@1.service"
+systemctl start $SH_UNITS
+rc=$?
+check "systemctl start the collector with --shards 2 and symbolizers @0 and @1 (exit $rc)" test "$rc" = 0
+# two windows each: the first begins when the symbolizer took its ring, the
+# second is whole
+t1=$SECONDS
+for ((i = 0; i < $(scaled 60) * 2; i++)); do
+	[[ $(shard_windows 1 | wc -l) -ge 2 && $(shard_windows 2 | wc -l) -ge 2 ]] && break
+	sleep 0.5
+done
+echo "after $((SECONDS - t1)) s: $(ls "$SPOOL" | grep -c 'of2\.pb\.gz$') shard windows"
+S0=$(prop lowprof-symbolizer@0.service MainPID)
+S1=$(prop lowprof-symbolizer@1.service MainPID)
+check "two symbolizer processes ($S0, $S1), both lowprof's" \
+	test "${S0:-0}" -gt 0 -a "${S1:-0}" -gt 0 -a "$S0" != "$S1" -a \
+	"$(st "${S0:-0}" Uid 2>/dev/null)" = "$LUID $LUID $LUID $LUID" -a "$(st "${S1:-0}" Uid 2>/dev/null)" = "$LUID $LUID $LUID $LUID"
+check "shard 1 of 2 wrote two windows ($(shard_windows 1 | xargs))" test "$(shard_windows 1 | wc -l)" -ge 2
+check "shard 2 of 2 wrote two windows ($(shard_windows 2 | xargs))" test "$(shard_windows 2 | wc -l)" -ge 2
+# the workload's samples are all in its shard's windows (lp_shard_of its
+# pid): its pid label in one shard's windows, never in the other's
+pid_in() { # pid_in K: the number of shard K's windows with the workload's samples
+	local f
+	for f in $(shard_windows "$1"); do
+		$PPROF -traces "$SPOOL/$f" 2>/dev/null | grep -Eq "pid: +$WPID\$" && echo "$f"
+	done | wc -l
+}
+c1=$(pid_in 1)
+c2=$(pid_in 2)
+check "the workload's samples are in one shard's windows, not the other's ($c1 and $c2 windows)" \
+	test "$((c1 > 0 && c2 == 0 || c1 == 0 && c2 > 0))" = 1
+for k in 1 2; do
+	f=$(shard_windows $k | tail -1)
+	echo "--- shard $k's $f"
+	$PPROF -top -nodecount=6 "$SPOOL/$f" 2>&1 | sed -n '/flat%/,$p'
+done
+systemctl stop $SH_UNITS
+for u in $SH_UNITS; do
+	check "$u exited 0 ($(prop $u Result))" test "$(prop $u Result)" = success
+done
+rm -rf "$DROP"
+systemctl daemon-reload
+
 sleep "$(scaled 1)"
-for u in $UNITS; do
+for u in $SH_UNITS; do
 	check "$u stays stopped: $(prop $u ActiveState), MainPID $(prop $u MainPID)" \
 		test "$(prop $u ActiveState)" = inactive -a "$(prop $u MainPID)" = 0
-	check "$u's cgroup is gone" test ! -e "/sys/fs/cgroup/system.slice/$u"
+	check "$u's cgroup is gone" test -z "$(find /sys/fs/cgroup/system.slice -name "$u")"
 done
 left=$(ps -e -o pid=,comm= | awk '$2 ~ /^lowprof/')
 check "no lowprof process left: '$left'" test -z "$left"
