@@ -55,8 +55,9 @@ struct lp_offcpu_task {
 /*
  * A sampled block between its switch-in (kernel stack and user registers
  * taken then, from the not-running task) and the moment the task itself is
- * next in the kernel (its syscall exit, or its next block's switch-out),
- * where the user stack is read. Keyed by tid.
+ * next in the kernel (its syscall exit or, with BPF task work, its return
+ * to user mode; or its next block's switch-out), where the user stack is
+ * read. Keyed by tid.
  */
 struct lp_offcpu_pending {
 	__u64 time_ns; /* switch-in */
@@ -76,7 +77,6 @@ struct lp_offcpu_pending {
 struct lp_offcpu_scratch {
 	struct lp_ev_offcpu e;
 	__u8 copy[LP_BPF_MAX_STACK_COPY + 2 * LP_BPF_PAGE_SIZE];
-	struct lp_offcpu_pending pend; /* a pending entry is staged here */
 };
 
 /*
