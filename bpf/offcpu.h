@@ -47,9 +47,11 @@ struct lp_ev_offcpu {
  * switch needs, so an entry stays small for every task that ever blocks.
  */
 struct lp_offcpu_task {
-	__u64 t_out;   /* switch-out time of the current voluntary block; 0: none */
-	__u32 pending; /* a sampled block waits in the pending map for its user stack */
-	__u32 hint;    /* while pending: the pend_hint bucket it is counted in */
+	__u64 t_out;	  /* switch-out time of the current voluntary block; 0: none */
+	__u8 pending;	  /* a sampled block waits in the pending map for its user stack */
+	__u8 wanted;	  /* whole host: not lowprof's own (lp_self), as of wanted_gen */
+	__u16 hint;	  /* while pending: the pend_hint bucket it is counted in */
+	__u32 wanted_gen; /* offcpu.bpf.c self_gen + 1 when wanted was decided; 0: never */
 };
 
 /*

@@ -987,6 +987,17 @@ static int send_ring(struct coll *c, uint32_t k, int sock, bool resumed)
 }
 
 /*
+ * Processes that already run were added to lowprof's own (self_tgids):
+ * the off-CPU programs decide again for the tasks whose answer they keep
+ * (offcpu.bpf.c self_gen).
+ */
+static void self_changed(struct coll *c)
+{
+	if (c->off)
+		__atomic_fetch_add(&c->off->bss->self_gen, 1, __ATOMIC_RELEASE);
+}
+
+/*
  * Accepts one pending symbolizer on the --ring socket: of the ring's user
  * (or root), and only while a ring has none attached (its file channel is
  * open until the attached one exits); it gets the lowest such shard. Once
@@ -1030,8 +1041,10 @@ static int accept_consumer(struct coll *c)
 	}
 	k--;
 	/* lowprof's own from now on; its exit takes it out (profile.bpf.c) */
-	if (!c->o->include_self)
+	if (!c->o->include_self) {
 		coll_self_add(bpf_map__fd(c->skel->maps.self_tgids), cred.pid);
+		self_changed(c);
+	}
 	/*
 	 * the file channel's credentials on before the ring goes: a request
 	 * sent as soon as the ring arrives must carry them
@@ -2775,6 +2788,7 @@ int coll_run(const struct coll_opts *o)
 	if (err)
 		goto err_out;
 	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
+	self_changed(&c);
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)
