@@ -485,6 +485,9 @@ static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw
 	__u64 now;
 	long n;
 
+	/* kernel threads and the idle task never block here: no state to look up */
+	if ((next->flags & PF_KTHREAD) || !next->pid)
+		return;
 	ts = task_state(next, next->pid, false);
 	if (!ts || !ts->t_out)
 		return;
