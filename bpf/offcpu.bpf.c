@@ -24,7 +24,15 @@
  * still current, its user memory mapped). The latter is common: one syscall
  * often blocks several times (a write with O_DSYNC waits for the page's
  * writeback, then the buffer, then the cache flush), and each block but the
- * last is emitted there. In both places, if the user registers still match
+ * last is emitted there. Where the kernel has BPF task work (Linux 6.18:
+ * bpf_task_work_schedule_resume_impl), sys_exit is not attached at all: the
+ * switch-in of a sampled block schedules a task work on the task, whose
+ * callback runs in the task's own context when it next returns to user mode
+ * (after the syscall, or the page fault or interrupt it blocked in), and
+ * emits the block there. Time mode samples few blocks, so this moves the
+ * work from every system call exit of the host (an empty raw_tp/sys_exit
+ * program alone cost a pipe ping-pong 14-16% of its throughput) to the few
+ * sampled blocks. In every place, if the user registers still match
  * those taken at the switch-in, the task is still in (or returning from) the
  * kernel entry it blocked in, its user stack untouched since: the record is
  * emitted with the kernel stack, the registers and the user stack. If they
@@ -56,6 +64,35 @@ const volatile __u32 mode = LP_OFFCPU_EVENT;
 const volatile __u64 rate_threshold = LP_OFFCPU_ALWAYS; /* event: rate * 2^32 */
 const volatile __u64 min_ns = 0;
 const volatile __u64 period_ns = 10000000; /* time mode, <= LP_OFFCPU_MAX_PERIOD_NS */
+/* sampled blocks go out from a task work (offcpu_switch_tw), not at sys_exit */
+const volatile bool have_task_work = false;
+
+/*
+ * Raised by the collector each time it adds processes that already run to
+ * lowprof's own (self_tgids: a symbolizer that takes the ring, the walk of
+ * --self-pid's tree after attaching), so that answers of lp_self cached in
+ * the task state before (wanted) are decided again. on_fork's additions
+ * need no raise: they are of new processes, whose tasks have no answer yet.
+ */
+__u32 self_gen = 0;
+
+/*
+ * BPF task work (Linux 6.18, kernel/bpf/helpers.c): the callback runs in
+ * the task's context when it returns to user mode, with migration (not
+ * preemption) disabled, verified as a sleepable async callback. Weak:
+ * unresolved on older kernels, where offcpu_switch_tw, the one program
+ * that calls them, is not loaded. aux__prog: NULL (the verifier sets it).
+ */
+struct bpf_map {
+	int __unused; /* only pointed to: a STRUCT for libbpf < 1.2, which finds no FWD compatible */
+};
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map,
+					      int (*callback)(struct bpf_map *map, void *key,
+							      void *value),
+					      void *aux__prog) __ksym __weak;
+extern void bpf_preempt_disable(void) __ksym __weak;
+extern void bpf_preempt_enable(void) __ksym __weak;
 
 /*
  * Switch-out time of each blocked task: storage attached to the task, freed
@@ -101,24 +138,31 @@ static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, 
 }
 
 /*
- * Sampled blocks waiting for their task's syscall exit, by tid. An entry
- * lives from a switch-in until the task's next syscall exit or voluntary
- * switch-out, so its holders are running or runnable tasks: the collector
- * sizes it at max(128, 64 * online CPUs) (run-queue depth with margin);
- * when full the sample is lost and counted. Kept out of the task storage so
- * that the ~1 KiB kernel stack is not paid by every task that blocks.
+ * Sampled blocks waiting for their task's syscall exit (or task work), by
+ * tid. An entry lives from a switch-in until the task's next syscall exit
+ * (return to user mode) or voluntary switch-out, so its holders are running
+ * or runnable tasks: the collector sizes it at max(128, 64 * online CPUs)
+ * (run-queue depth with margin); when full the sample is lost and counted.
+ * Kept out of the task storage so that the ~1 KiB kernel stack is not paid
+ * by every task that blocks. With task work, an entry's deletion cancels
+ * its work if still scheduled (the kernel frees the field with the entry).
  */
+struct lp_offcpu_pend_entry {
+	struct lp_offcpu_pending p;
+	struct bpf_task_work tw; /* have_task_work: the work that emits p */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 128);
 	__type(key, __u32);
-	__type(value, struct lp_offcpu_pending);
+	__type(value, struct lp_offcpu_pend_entry);
 } pending SEC(".maps");
 
 /*
- * How many sampled blocks wait in pending, by bucket of their task's
- * saved user registers' address (task_pt_regs: fixed for a task's life,
- * and the first argument of sys_exit, so that sys_exit finds its bucket
+ * Without task work: how many sampled blocks wait in pending, by bucket of
+ * their task's saved user registers' address (task_pt_regs: fixed for a
+ * task's life, and the first argument of sys_exit, so that sys_exit finds its bucket
  * without any helper call). sys_exit runs at every system call exit of
  * every thread on the host and returns at once when the bucket is empty,
  * without looking up the task's storage (one array load instead of ~50
@@ -204,12 +248,15 @@ struct {
  * Emits task's pending block (task is current) and clears it, with its user
  * stack when task's user registers are still those of the block. ctx is the
  * program's context (sys_exit's, or sched_switch's at task's switch-out):
- * both are raw tracepoints, whose bpf_get_stack walks current's user stack.
+ * both are raw tracepoints, whose bpf_get_stack walks current's user stack;
+ * NULL in the task work's callback, which has none (task is then a BTF
+ * pointer, which bpf_get_task_stack walks).
  */
 static __always_inline void emit_pending(void *ctx, struct task_struct *task, __u64 pid_tgid,
 					 struct lp_offcpu_task *ts, struct lp_offcpu_counts *cnt,
 					 __u32 cpu)
 {
+	struct lp_offcpu_pend_entry *pe;
 	struct lp_offcpu_pending *p;
 	struct lp_offcpu_scratch *sc;
 	struct lp_ev_offcpu *e;
@@ -219,10 +266,12 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 	bool same = false;
 
 	ts->pending = 0;
-	hint_add(ts->hint, -1);
-	p = bpf_map_lookup_elem(&pending, &tid);
-	if (!p)
+	if (!have_task_work)
+		hint_add(ts->hint, -1);
+	pe = bpf_map_lookup_elem(&pending, &tid);
+	if (!pe)
 		return;
+	p = &pe->p;
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc) {
 		bpf_map_delete_elem(&pending, &tid);
@@ -262,7 +311,10 @@ static __always_inline void emit_pending(void *ctx, struct task_struct *task, __
 	} else if (same) {
 		if (stack_bytes)
 			cnt->ustack_fp++;
-		long n = bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8, BPF_F_USER_STACK);
+		long n = ctx ? bpf_get_stack(ctx, &e->stack[nk], LP_BPF_MAX_FRAMES * 8,
+					     BPF_F_USER_STACK)
+			     : bpf_get_task_stack(task, &e->stack[nk], LP_BPF_MAX_FRAMES * 8,
+						  BPF_F_USER_STACK);
 
 		if (n < 0)
 			cnt->ustack_errors++;
@@ -351,14 +403,34 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 
 	if (preempt || prev_state == TASK_RUNNING)
 		return; /* still runnable: not a block */
-	if ((prev->flags & PF_KTHREAD) || !prev->pid || !lp_wanted(prev->tgid))
+	if ((prev->flags & PF_KTHREAD) || !prev->pid)
 		return;
+	/*
+	 * With a pid or cgroup filter most tasks are not profiled: they are
+	 * left out before any state is made for them. Whole host, all are
+	 * but lowprof's own, and the answer (a hash lookup, ~35 ns a block)
+	 * is kept in the task's state until self_gen moves; a task that takes
+	 * the ring owner's uid after its first block is still profiled until
+	 * then.
+	 */
+	if ((filter_pids || filter_cgroups) && !lp_wanted(prev->tgid))
+		return;
+	ts = task_state(prev, prev->pid, true);
+	if (ts && !filter_pids && !filter_cgroups) {
+		__u32 gen = *(volatile __u32 *)&self_gen + 1;
+
+		if (ts->wanted_gen != gen) {
+			ts->wanted = !lp_self(prev->tgid);
+			ts->wanted_gen = gen;
+		}
+		if (!ts->wanted)
+			return;
+	}
 	sw_clock(w);
 	cpu = w->cpu;
 	cnt = bpf_map_lookup_elem(&counts, &cpu);
 	if (!cnt)
 		return;
-	ts = task_state(prev, prev->pid, true);
 	if (!ts) {
 		cnt->storage_errors++;
 		return;
@@ -371,10 +443,38 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		emit_pending(ctx, prev, ((__u64)prev->tgid << 32) | (__u32)prev->pid, ts, cnt, cpu);
 	cnt->switches++;
 	ts->t_out = (prev_state & TASK_DEAD) ? 0 : w->now;
+	/* the hash by thread id (Linux < 5.11) gives the id to a new thread next */
+	if (prev_state & TASK_DEAD)
+		ts->wanted_gen = 0;
 }
 
-static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw)
+/*
+ * Emits the pending block of the task this runs in (offcpu_switch_tw's task
+ * work callback): with preemption off, as in the programs, since the
+ * scratch of this CPU is shared with them and with other tasks' callbacks.
+ */
+static int offcpu_task_work(struct bpf_map *map, void *key, void *value)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct lp_offcpu_counts *cnt;
+	struct lp_offcpu_task *ts;
+	__u32 cpu;
+
+	bpf_preempt_disable();
+	cpu = bpf_get_smp_processor_id();
+	cnt = bpf_map_lookup_elem(&counts, &cpu);
+	ts = task_state(task, (__u32)pid_tgid, false);
+	if (cnt && ts && ts->pending)
+		emit_pending(NULL, task, pid_tgid, ts, cnt, cpu);
+	bpf_preempt_enable();
+	return 0;
+}
+
+/* tw: the block goes out from a task work, not at sys_exit (offcpu_switch_tw) */
+static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw, bool tw)
+{
+	struct lp_offcpu_pend_entry *pe;
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_scratch *sc;
 	struct lp_offcpu_pending *p;
@@ -385,6 +485,9 @@ static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw
 	__u64 now;
 	long n;
 
+	/* kernel threads and the idle task never block here: no state to look up */
+	if ((next->flags & PF_KTHREAD) || !next->pid)
+		return;
 	ts = task_state(next, next->pid, false);
 	if (!ts || !ts->t_out)
 		return;
@@ -407,7 +510,18 @@ static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw
 	sc = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!sc)
 		return;
-	p = &sc->pend;
+	/*
+	 * the entry is made (from any bytes: the scratch's) and filled in
+	 * place, so that its kernel stack is copied once; no other program
+	 * reads it before the task runs again
+	 */
+	tid = next->pid;
+	if (bpf_map_update_elem(&pending, &tid, sc, BPF_ANY) ||
+	    !(pe = bpf_map_lookup_elem(&pending, &tid))) {
+		cnt->lost++;
+		return;
+	}
+	p = &pe->p;
 	p->time_ns = now;
 	p->weight_ns = w;
 	p->blocked_ns = d;
@@ -424,12 +538,14 @@ static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw
 		n = 0;
 	}
 	p->nkstack = (__u16)(n / 8);
-	tid = next->pid;
-	if (bpf_map_update_elem(&pending, &tid, p, BPF_ANY)) {
-		cnt->lost++;
-		return;
-	}
-	if (!ts->pending) {
+	if (tw) {
+		/*
+		 * fails only without memory (for its context, once per entry)
+		 * or while the task exits: the block then goes out at the
+		 * task's next switch-out, or is left pending (counted)
+		 */
+		bpf_task_work_schedule_resume_impl(next, &pe->tw, &pending, offcpu_task_work, NULL);
+	} else if (!ts->pending) {
 		ts->hint = hint_bucket(task_regs_addr(next));
 		hint_add(ts->hint, 1);
 	}
@@ -454,16 +570,34 @@ static __always_inline unsigned int switch_state(__u64 *ctx, struct task_struct 
 	return (unsigned int)BPF_CORE_READ(old, state);
 }
 
-SEC("tp_btf/sched_switch")
-int offcpu_switch(__u64 *ctx)
+/* sched_switch: a block ends for next and begins for prev (tw: see switch_in) */
+static __always_inline int on_switch(__u64 *ctx, bool tw)
 {
 	struct task_struct *prev = (struct task_struct *)ctx[1];
 	struct task_struct *next = (struct task_struct *)ctx[2];
 	struct lp_sw w = {};
 
 	switch_out(ctx, prev, (bool)ctx[0], switch_state(ctx, prev), &w);
-	switch_in(next, &w);
+	switch_in(next, &w, tw);
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int offcpu_switch(__u64 *ctx)
+{
+	return on_switch(ctx, false);
+}
+
+/*
+ * The same where the kernel has BPF task work and few blocks are sampled
+ * (have_task_work; then offcpu_sys_exit is neither loaded nor attached). A
+ * program of its own: the callback's address (a BPF_PSEUDO_FUNC load) is
+ * refused by Linux < 5.13 even in code the verifier would drop.
+ */
+SEC("tp_btf/sched_switch")
+int offcpu_switch_tw(__u64 *ctx)
+{
+	return on_switch(ctx, true);
 }
 
 SEC("raw_tp/sys_exit")

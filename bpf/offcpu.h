@@ -47,16 +47,19 @@ struct lp_ev_offcpu {
  * switch needs, so an entry stays small for every task that ever blocks.
  */
 struct lp_offcpu_task {
-	__u64 t_out;   /* switch-out time of the current voluntary block; 0: none */
-	__u32 pending; /* a sampled block waits in the pending map for its user stack */
-	__u32 hint;    /* while pending: the pend_hint bucket it is counted in */
+	__u64 t_out;	  /* switch-out time of the current voluntary block; 0: none */
+	__u8 pending;	  /* a sampled block waits in the pending map for its user stack */
+	__u8 wanted;	  /* whole host: not lowprof's own (lp_self), as of wanted_gen */
+	__u16 hint;	  /* while pending: the pend_hint bucket it is counted in */
+	__u32 wanted_gen; /* offcpu.bpf.c self_gen + 1 when wanted was decided; 0: never */
 };
 
 /*
  * A sampled block between its switch-in (kernel stack and user registers
  * taken then, from the not-running task) and the moment the task itself is
- * next in the kernel (its syscall exit, or its next block's switch-out),
- * where the user stack is read. Keyed by tid.
+ * next in the kernel (its syscall exit or, with BPF task work, its return
+ * to user mode; or its next block's switch-out), where the user stack is
+ * read. Keyed by tid.
  */
 struct lp_offcpu_pending {
 	__u64 time_ns; /* switch-in */
@@ -76,7 +79,6 @@ struct lp_offcpu_pending {
 struct lp_offcpu_scratch {
 	struct lp_ev_offcpu e;
 	__u8 copy[LP_BPF_MAX_STACK_COPY + 2 * LP_BPF_PAGE_SIZE];
-	struct lp_offcpu_pending pend; /* a pending entry is staged here */
 };
 
 /*

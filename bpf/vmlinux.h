@@ -18,6 +18,14 @@ typedef int pid_t;
 typedef _Bool bool;
 enum { false = 0, true = 1 };
 
+/*
+ * include/uapi/linux/bpf.h of Linux 6.18: a map value field the kernel
+ * recognizes by this name (BPF task work, offcpu.bpf.c)
+ */
+struct bpf_task_work {
+	__u64 __opaque;
+} __attribute__((aligned(8)));
+
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
 struct mm_struct {

@@ -980,6 +980,17 @@ static int send_ring(struct coll *c, uint32_t k, int sock, bool resumed)
 }
 
 /*
+ * Processes that already run were added to lowprof's own (self_tgids):
+ * the off-CPU programs decide again for the tasks whose answer they keep
+ * (offcpu.bpf.c self_gen).
+ */
+static void self_changed(struct coll *c)
+{
+	if (c->off)
+		__atomic_fetch_add(&c->off->bss->self_gen, 1, __ATOMIC_RELEASE);
+}
+
+/*
  * Accepts one pending symbolizer on the --ring socket: of the ring's user
  * (or root), and only while a ring has none attached (its file channel is
  * open until the attached one exits); it gets the lowest such shard. Once
@@ -1023,8 +1034,10 @@ static int accept_consumer(struct coll *c)
 	}
 	k--;
 	/* lowprof's own from now on; its exit takes it out (profile.bpf.c) */
-	if (!c->o->include_self)
+	if (!c->o->include_self) {
 		coll_self_add(bpf_map__fd(c->skel->maps.self_tgids), cred.pid);
+		self_changed(c);
+	}
 	/*
 	 * the file channel's credentials on before the ring goes: a request
 	 * sent as soon as the ring arrives must carry them
@@ -1592,7 +1605,10 @@ static int load_offcpu_with(struct coll *c)
 	bpf_map__set_max_entries(off->maps.scratch, max_id);
 	bpf_map__set_max_entries(off->maps.counts, max_id);
 	bpf_map__set_max_entries(off->maps.pending, coll_offcpu_pending_size(sizing_cpus(c)));
-	err = coll_features__apply_offcpu(&c->feat, off, c->skel);
+	err = coll_features__apply_offcpu(&c->feat, off, c->skel,
+					  o->off_cpu_mode == COLL_OFFCPU_TIME ||
+						  o->off_cpu_rate <=
+							  COLL_OFFCPU_TASK_WORK_MAX_RATE);
 	if (err) {
 		lp_err("bpf: sharing the ring, pid filter and stack tops with the off-CPU "
 		       "programs: %s",
@@ -1645,11 +1661,31 @@ static bool retry_full_btf(struct coll *c, int err, const char *what)
 }
 
 /*
- * The off-CPU programs, with sched_switch's prev_state argument first: a
- * kernel before 5.18 refuses the program that reads it (the verifier
- * checks the argument's index against the tracepoint's BTF), and the next
- * attempt reads the state from the task instead (no-switch-state). The
- * minimal BTF gets its own retry, with the full one.
+ * After a refused off-CPU load (err) that needed feature f: loads again
+ * without it, saying why (what: what is done instead). Returns the new
+ * load's result, or err when f was not in use.
+ */
+static int load_offcpu_without(struct coll *c, int err, enum coll_feature f, bool used,
+			       const char *why, const char *what)
+{
+	if (!err || perm_error(err) || !c->feat.have[f] || !used)
+		return err;
+	lp_debug("bpf: the off-CPU programs with %s were refused (%s); %s", why, strerror(-err),
+		 what);
+	offcpu_bpf__destroy(c->off);
+	c->off = NULL;
+	coll_features__lack(&c->feat, f);
+	return load_offcpu_with(c);
+}
+
+/*
+ * The off-CPU programs, with BPF task work and sched_switch's prev_state
+ * argument first: a kernel before 5.18 refuses the program that reads it
+ * (the verifier checks the argument's index against the tracepoint's BTF),
+ * and the next attempt reads the state from the task instead
+ * (no-switch-state); a kernel that names the task work kfuncs but refuses
+ * their use gets sys_exit instead (no-task-work). The minimal BTF gets its
+ * own retry, with the full one.
  */
 static int load_offcpu(struct coll *c)
 {
@@ -1663,15 +1699,16 @@ static int load_offcpu(struct coll *c)
 		err = load_offcpu_with(c);
 	}
 	quiet_libbpf = false;
-	if (err && !perm_error(err) && c->feat.have[COLL_F_SWITCH_STATE]) {
-		lp_debug("bpf: the off-CPU programs with sched_switch's prev_state were refused "
-			 "(%s); reading the state from the task",
-			 strerror(-err));
-		offcpu_bpf__destroy(c->off);
-		c->off = NULL;
-		coll_features__lack(&c->feat, COLL_F_SWITCH_STATE);
-		err = load_offcpu_with(c);
-	}
+	err = load_offcpu_without(c, err, COLL_F_TASK_WORK,
+				  c->off && bpf_program__autoload(c->off->progs.offcpu_switch_tw),
+				  "BPF task work", "emitting at system call exits");
+	err = load_offcpu_without(c, err, COLL_F_SWITCH_STATE, true, "sched_switch's prev_state",
+				  "reading the state from the task");
+	if (!err)
+		lp_debug("bpf: off-CPU: sampled blocks go out %s",
+			 bpf_program__autoload(c->off->progs.offcpu_switch_tw)
+				 ? "from a BPF task work (no sys_exit program)"
+				 : "at system call exits (raw_tp/sys_exit)");
 	if (err)
 		lp_err("bpf: loading the off-CPU programs: %s%s", strerror(-err),
 		       perm_error(err) ? " (needs CAP_BPF and CAP_PERFMON, or root)"
@@ -1888,9 +1925,13 @@ static int attach_bpf(struct coll *c)
 	}
 	if (!c->off)
 		return 0;
-	tps[0] = c->off->progs.offcpu_switch;
+	/* with task work, sched_switch alone (kfeatures.h) */
+	tps[0] = bpf_program__autoload(c->off->progs.offcpu_switch_tw)
+			 ? c->off->progs.offcpu_switch_tw
+			 : c->off->progs.offcpu_switch;
 	tps[1] = c->off->progs.offcpu_sys_exit;
-	for (int i = 0; i < 2; i++) {
+	ntps = bpf_program__autoload(tps[1]) ? 2 : 1;
+	for (int i = 0; i < ntps; i++) {
 		c->links[c->nlinks] = bpf_program__attach(tps[i]);
 		if (!c->links[c->nlinks]) {
 			err = -errno;
@@ -2741,6 +2782,7 @@ int coll_run(const struct coll_opts *o)
 	if (err)
 		goto err_out;
 	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
+	self_changed(&c);
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)

@@ -228,6 +228,19 @@ void coll_self_walk(int map_fd, const struct coll_opts *o);
 #define COLL_OFFCPU_TASKS_FALLBACK 16384
 
 /*
+ * Event mode's highest rate at which sampled blocks go out from a BPF task
+ * work rather than at sys_exit (kfeatures.h). A task work costs each sampled
+ * block ~5 us here (a self-interrupt to queue it, its context, the callback:
+ * offcpu_switch went from 1.4 to 5.0 us a switch at rate 1 on the pipe
+ * ping-pong of tests/bench/bench.sh, section 2b), sys_exit every system
+ * call of the host (~0.13 us of BPF a switch there, and the slow exit path:
+ * ~15% of its throughput): the task work is cheaper while under ~6% of the
+ * blocks are sampled. Time mode samples at most one block per period and
+ * thread, always few: it always takes the task work.
+ */
+#define COLL_OFFCPU_TASK_WORK_MAX_RATE 0.05
+
+/*
  * The BPF ring's budget. The programs wake the collector when the ring is
  * half full, so the ring only has to hold what arrives while the collector
  * gets to run; its size sets how often that happens, not whether records

@@ -26,7 +26,7 @@
 static const char *const names[COLL_F__COUNT] = {
 	[COLL_F_TASK_BTF] = "no-task-btf",	     [COLL_F_TASK_STORAGE] = "no-task-storage",
 	[COLL_F_TASK_PT_REGS] = "no-task-pt-regs",   [COLL_F_SWITCH_STATE] = "no-switch-state",
-	[COLL_F_PROCMAP_QUERY] = "no-procmap-query",
+	[COLL_F_PROCMAP_QUERY] = "no-procmap-query", [COLL_F_TASK_WORK] = "no-task-work",
 };
 
 /*
@@ -56,6 +56,56 @@ static bool have_procmap_query(void)
 	return r != -EOPNOTSUPP;
 }
 
+/*
+ * Whether the kernel BTF's strings hold name (NUL-terminated on both
+ * sides): a kfunc is callable when the kernel BTF describes it, and its
+ * name is there only then. Read in chunks, without parsing the types:
+ * libbpf's btf__load_vmlinux_btf takes ~7 ms and ~12 MB here, this a
+ * fraction of both. Any error counts as absent.
+ */
+static bool btf_has_name(const char *name)
+{
+	struct {
+		uint16_t magic;
+		uint8_t version, flags;
+		uint32_t hdr_len, type_off, type_len, str_off, str_len;
+	} h;
+	size_t nlen = strlen(name) + 2, keep = 0;
+	char want[128], buf[65536 + 128];
+	bool found = false;
+	uint64_t off, end;
+	int fd;
+
+	if (nlen > sizeof(want))
+		return false;
+	want[0] = '\0';
+	memcpy(want + 1, name, nlen - 1); /* with its NUL */
+	fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != 0xeB9F)
+		goto out;
+	off = (uint64_t)h.hdr_len + h.str_off;
+	end = off + h.str_len;
+	while (!found && off < end) {
+		size_t chunk = end - off < 65536 ? (size_t)(end - off) : 65536, total, carry;
+		ssize_t n = pread(fd, buf + keep, chunk, (off_t)off);
+
+		if (n <= 0)
+			break;
+		total = keep + (size_t)n;
+		found = memmem(buf, total, want, nlen) != NULL;
+		off += (uint64_t)n;
+		/* a name cut by the chunk's end is found with the next */
+		carry = total < nlen - 1 ? total : nlen - 1;
+		memmove(buf, buf + total - carry, carry);
+		keep = carry;
+	}
+out:
+	close(fd);
+	return found;
+}
+
 /* LOWPROF_FALLBACKS: the features to report missing; -EINVAL for a bad name */
 static int forced(struct coll_features *f)
 {
@@ -77,7 +127,7 @@ static int forced(struct coll_features *f)
 		if (!any) {
 			lp_err("LOWPROF_FALLBACKS: unknown fallback '%s' (known: all, no-task-btf, "
 			       "no-task-storage, no-task-pt-regs, no-switch-state, "
-			       "no-procmap-query)",
+			       "no-procmap-query, no-task-work)",
 			       tok);
 			err = -EINVAL;
 		}
@@ -101,6 +151,8 @@ int coll_features__probe(struct coll_features *f)
 	f->have[COLL_F_TASK_PT_REGS] = have_helper(BPF_FUNC_task_pt_regs);
 	f->have[COLL_F_SWITCH_STATE] = true;
 	f->have[COLL_F_PROCMAP_QUERY] = have_procmap_query();
+	f->have[COLL_F_TASK_WORK] = btf_has_name("bpf_task_work_schedule_resume_impl") &&
+				    btf_has_name("bpf_preempt_disable");
 	for (int i = 0; i < COLL_F__COUNT; i++)
 		if (f->forced[i])
 			f->have[i] = false;
@@ -112,6 +164,9 @@ int coll_features__probe(struct coll_features *f)
 		f->have[COLL_F_TASK_STORAGE] = false;
 		f->have[COLL_F_TASK_PT_REGS] = false;
 	}
+	/* the task work's callback finds the block's task state in task storage */
+	if (!f->have[COLL_F_TASK_STORAGE])
+		f->have[COLL_F_TASK_WORK] = false;
 	return 0;
 }
 
@@ -174,13 +229,17 @@ void coll_features__apply_profile(const struct coll_features *f, struct profile_
 }
 
 int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf *off,
-				const struct profile_bpf *prof)
+				const struct profile_bpf *prof, bool sparse)
 {
-	bool storage = f->have[COLL_F_TASK_STORAGE];
+	bool storage = f->have[COLL_F_TASK_STORAGE], tw = f->have[COLL_F_TASK_WORK] && sparse;
 	int err;
 
 	set_flags(f, off->rodata);
 	off->rodata->have_switch_state = f->have[COLL_F_SWITCH_STATE];
+	off->rodata->have_task_work = tw;
+	bpf_program__set_autoload(off->progs.offcpu_switch, !tw);
+	bpf_program__set_autoload(off->progs.offcpu_switch_tw, tw);
+	bpf_program__set_autoload(off->progs.offcpu_sys_exit, !tw);
 	bpf_map__set_autocreate(off->maps.tasks, storage);
 	bpf_map__set_autocreate(off->maps.tasks_h, !storage);
 	bpf_map__set_max_entries(off->maps.tasks_h, COLL_OFFCPU_TASKS_FALLBACK);

@@ -31,6 +31,7 @@ enum coll_feature {
 	COLL_F_TASK_PT_REGS,  /* bpf_task_pt_regs: 5.15 */
 	COLL_F_SWITCH_STATE,  /* sched_switch's prev_state argument: 5.18 */
 	COLL_F_PROCMAP_QUERY, /* the PROCMAP_QUERY ioctl with build-ids: 6.11 */
+	COLL_F_TASK_WORK,     /* BPF task work (bpf_task_work_schedule_resume_impl): 6.18 */
 	COLL_F__COUNT,
 };
 
@@ -41,11 +42,13 @@ struct coll_features {
 
 /*
  * Probes what does not need the programs loaded: the helpers and map types
- * (libbpf_probe_bpf_helper/_map_type, a tiny program each) and
- * PROCMAP_QUERY (on /proc/self/maps). COLL_F_SWITCH_STATE is assumed
- * present; the off-CPU load tells (coll_features__lack). Dependent
- * features follow: without task BTF pointers, no task storage and no
- * bpf_task_pt_regs (both take one). Returns 0, or
+ * (libbpf_probe_bpf_helper/_map_type, a tiny program each), PROCMAP_QUERY
+ * (on /proc/self/maps) and BPF task work (its kfunc's name in the kernel
+ * BTF's strings). COLL_F_SWITCH_STATE is assumed present; the off-CPU load
+ * tells (coll_features__lack). Dependent features follow: without task
+ * BTF pointers, no task storage and no bpf_task_pt_regs (both take one);
+ * without task storage, no task work (its callback finds the block's task
+ * state there). Returns 0, or
  * -EINVAL for an unknown name in LOWPROF_FALLBACKS (said on stderr).
  */
 int coll_features__probe(struct coll_features *f);
@@ -80,9 +83,12 @@ void coll_features__apply_profile(const struct coll_features *f, struct profile_
  * storage, stack tops (bpf_map__reuse_fd; prof NULL:
  * it has its own, as in the BPF tests); its
  * switch-out times go to task storage or, without, to a hash by thread id
- * (COLL_OFFCPU_TASKS_FALLBACK entries). 0 or the reuse's -errno.
+ * (COLL_OFFCPU_TASKS_FALLBACK entries). With task work (the kernel has it
+ * and sparse: few blocks are sampled, see COLL_OFFCPU_TASK_WORK_MAX_RATE),
+ * offcpu_switch_tw is loaded in place of offcpu_switch and
+ * offcpu_sys_exit (attach it alone). 0 or the reuse's -errno.
  */
 int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf *off,
-				const struct profile_bpf *prof);
+				const struct profile_bpf *prof, bool sparse);
 
 #endif /* LOWPROF_COLL_KFEATURES_H */

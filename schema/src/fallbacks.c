@@ -26,6 +26,9 @@ static const struct {
 	{"no-procmap-query", "no PROCMAP_QUERY (< 6.11): mappings carry no build-ids; live runs "
 			     "read them from the files, a capture replays only where its "
 			     "binaries are at their paths"},
+	{"no-task-work", "no BPF task work (< 6.18): a sampled off-CPU block's user stack read at "
+			 "its thread's next system call exit, a program run at every system call "
+			 "exit of the host (a pipe ping-pong lost ~15% of its throughput to it)"},
 	{"no-mmap-events", "no side-band mmap events (perf_event_open refused): mappings read "
 			   "from /proc/PID/maps when a process is first sampled, so processes "
 			   "that end within a drain interval are not symbolized"},

@@ -1056,8 +1056,9 @@ offcpu_rows() {
 			continue
 		}
 		n="$tmp/names.$cfg"
-		dsw=$(calc "$(prog_field "$tmp/bpf.$cfg.B" "$n" offcpu_switch 3) - $(prog_field "$tmp/bpf.$cfg.A" "$n" offcpu_switch 3)")
-		sw=$(calc "$(prog_field "$tmp/bpf.$cfg.B" "$n" offcpu_switch 4) - $(prog_field "$tmp/bpf.$cfg.A" "$n" offcpu_switch 4)")
+		# offcpu_switch_tw in its place where the kernel has BPF task work
+		dsw=$(calc "$(prog_field "$tmp/bpf.$cfg.B" "$n" offcpu_switch 3) + $(prog_field "$tmp/bpf.$cfg.B" "$n" offcpu_switch_tw 3) - $(prog_field "$tmp/bpf.$cfg.A" "$n" offcpu_switch 3) - $(prog_field "$tmp/bpf.$cfg.A" "$n" offcpu_switch_tw 3)")
+		sw=$(calc "$(prog_field "$tmp/bpf.$cfg.B" "$n" offcpu_switch 4) + $(prog_field "$tmp/bpf.$cfg.B" "$n" offcpu_switch_tw 4) - $(prog_field "$tmp/bpf.$cfg.A" "$n" offcpu_switch 4) - $(prog_field "$tmp/bpf.$cfg.A" "$n" offcpu_switch_tw 4)")
 		dsx=$(calc "$(prog_field "$tmp/bpf.$cfg.B" "$n" offcpu_sys_exit 3) - $(prog_field "$tmp/bpf.$cfg.A" "$n" offcpu_sys_exit 3)")
 		don=$(calc "$(prog_field "$tmp/bpf.$cfg.B" "$n" on_cpu_sample 3) - $(prog_field "$tmp/bpf.$cfg.A" "$n" on_cpu_sample 3)")
 		dc=$(calc "${C[$cfg.B.coll_ns]} - ${C[$cfg.A.coll_ns]}")
@@ -1065,7 +1066,7 @@ offcpu_rows() {
 		dp=$(calc "${C[$cfg.B.parent_ns]} - ${C[$cfg.A.parent_ns]}")
 		local m
 		m="during one run of the pipe benchmark under lowprof record $mode with kernel.bpf_stats_enabled=1 (a separate run from the throughput ones); per switch = / the sched_switch program's run_cnt delta ($(fmt %.0f "$sw") switches); blocks: ${C[$cfg.summary]:-?}"
-		add_row "$sec" "$cfg: BPF offcpu_switch" "$(fmt %.0f "$(calc "$dsw / $sw")") ns/switch" "" "" "run_time_ns delta / run_cnt delta of tp_btf/sched_switch; $m"
+		add_row "$sec" "$cfg: BPF offcpu_switch" "$(fmt %.0f "$(calc "$dsw / $sw")") ns/switch" "" "" "run_time_ns delta / run_cnt delta of tp_btf/sched_switch (offcpu_switch, or offcpu_switch_tw where the kernel has BPF task work, whose callbacks are in no program's run time: they run at a sampled block's return to user mode); $m"
 		add_row "$sec" "$cfg: BPF offcpu_sys_exit" "$(fmt %.0f "$(calc "$dsx / $sw")") ns/switch" "" "" "run_time_ns delta of raw_tp/sys_exit (runs at every system call exit) / switches; $m"
 		add_row "$sec" "$cfg: collector + symbolizer + record" "$(fmt %.0f "$(calc "($dc + $ds + $dp) / $sw")") ns/switch (collector $(fmt %.0f "$(calc "$dc / $sw")"), symbolizer $(fmt %.0f "$(calc "$ds / $sw")"))" "" "" \
 			"schedstat deltas of the three processes / switches (they also handle the 99 Hz on-CPU samples: BPF on_cpu_sample added $(fmt %.1f "$(calc "$don / $sw")") ns/switch); $m"

@@ -3,7 +3,9 @@
  * The minimal kernel BTF (collector/btf.h): on the machine that built it
  * the collector must choose it, libbpf must load both objects with it
  * without parsing /sys/kernel/btf/vmlinux (its "loading kernel BTF" debug
- * message), and the tp_btf programs, given their attach targets from the
+ * message) but once for the off-CPU object's kfunc externs (BPF task work:
+ * libbpf resolves a kfunc against the full kernel BTF whatever
+ * btf_custom_path says), and the tp_btf programs, given their attach targets from the
  * build, must attach and run: exec/exit events for a child, switches for
  * a task that sleeps. The full-BTF fallback must still work with our
  * tp_btf handler registered.
@@ -57,7 +59,8 @@ static int ncpus;
 struct objs {
 	struct profile_bpf *prof;
 	struct offcpu_bpf *off;
-	int retries; /* off-CPU loads again without sched_switch's prev_state */
+	int retries;	/* off-CPU loads again without sched_switch's prev_state */
+	int prof_loads; /* kernel_btf_loads once the profile object is loaded */
 	struct bpf_link *links[3];
 };
 
@@ -77,6 +80,7 @@ static void load_both(struct coll_btf *b, struct objs *o)
 	coll_features__apply_profile(&f, o->prof, false);
 	assert_int_equal(coll_btf__prepare(b, o->prof->obj), 0);
 	assert_int_equal(profile_bpf__load(o->prof), 0);
+	o->prof_loads = kernel_btf_loads;
 
 	/* with sched_switch's prev_state first, as the collector loads it */
 	for (;;) {
@@ -87,7 +91,7 @@ static void load_both(struct coll_btf *b, struct objs *o)
 		bpf_map__set_max_entries(o->off->maps.scratch, max_id);
 		bpf_map__set_max_entries(o->off->maps.counts, max_id);
 		bpf_map__set_max_entries(o->off->maps.pending, 128);
-		assert_int_equal(coll_features__apply_offcpu(&f, o->off, o->prof), 0);
+		assert_int_equal(coll_features__apply_offcpu(&f, o->off, o->prof, true), 0);
 		assert_int_equal(coll_btf__prepare(b, o->off->obj), 0);
 		err = offcpu_bpf__load(o->off);
 		if (!err || !f.have[COLL_F_SWITCH_STATE])
@@ -122,7 +126,9 @@ static void attach_and_run(struct objs *o)
 
 	o->links[0] = bpf_program__attach(o->prof->progs.on_exec);
 	o->links[1] = bpf_program__attach(o->prof->progs.on_exit);
-	o->links[2] = bpf_program__attach(o->off->progs.offcpu_switch);
+	o->links[2] = bpf_program__attach(bpf_program__autoload(o->off->progs.offcpu_switch_tw)
+						  ? o->off->progs.offcpu_switch_tw
+						  : o->off->progs.offcpu_switch);
 	for (int i = 0; i < 3; i++)
 		assert_non_null(o->links[i]);
 	pid = fork();
@@ -177,9 +183,10 @@ static void test_minimal_btf_is_used(void **state)
 	assert_non_null(coll_btf__path(&b));
 	kernel_btf_loads = 0;
 	load_both(&b, &o);
-	assert_int_equal(kernel_btf_loads, 0);
+	assert_int_equal(o.prof_loads, 0);
+	assert_int_equal(kernel_btf_loads, 1 + o.retries); /* the off-CPU kfunc externs */
 	attach_and_run(&o);
-	assert_int_equal(kernel_btf_loads, 0);
+	assert_int_equal(kernel_btf_loads, 1 + o.retries);
 	destroy(&o);
 	coll_btf__free(&b);
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Loads offcpu.bpf.o through its skeleton (as the collector does), attaches
- * its sched_switch and sys_exit programs with a pid filter, and checks what
+ * its sched_switch and sys_exit programs (sched_switch alone where the
+ * kernel has BPF task work) with a pid filter, and checks what
  * it records for a child that alternately sleeps in nanosleep and in poll,
  * while another process moves it between CPU 0 and CPU 1 during every block
  * so that it wakes up on another CPU than the one it went to sleep on: per blocking syscall (told
@@ -308,7 +309,11 @@ static struct offcpu_bpf *open_offcpu(const struct seen *s, const struct cfg *cf
 		bpf_map__set_max_entries(skel->maps.scratch, cpus[ncpus - 1] + 1);
 		bpf_map__set_max_entries(skel->maps.counts, cpus[ncpus - 1] + 1);
 		bpf_map__set_max_entries(skel->maps.pending, 128);
-		assert_int_equal(coll_features__apply_offcpu(&f, skel, NULL), 0);
+		/* BPF task work where the collector would take it */
+		assert_int_equal(coll_features__apply_offcpu(&f, skel, NULL,
+							     cfg->mode == LP_OFFCPU_TIME ||
+								     cfg->rate <= 0.05),
+				 0);
 		err = offcpu_bpf__load(skel);
 		if (!err || !f.have[COLL_F_SWITCH_STATE])
 			break;
@@ -364,10 +369,16 @@ static void run(const struct cfg *cfg, struct seen *s, struct child_result *res,
 			 0);
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
 	assert_non_null(rb);
-	l1 = bpf_program__attach(skel->progs.offcpu_switch);
+	/* with BPF task work, sched_switch alone (kfeatures.h) */
+	if (bpf_program__autoload(skel->progs.offcpu_switch_tw)) {
+		l1 = bpf_program__attach(skel->progs.offcpu_switch_tw);
+		l2 = NULL;
+	} else {
+		l1 = bpf_program__attach(skel->progs.offcpu_switch);
+		l2 = bpf_program__attach(skel->progs.offcpu_sys_exit);
+		assert_non_null(l2);
+	}
 	assert_non_null(l1);
-	l2 = bpf_program__attach(skel->progs.offcpu_sys_exit);
-	assert_non_null(l2);
 
 	assert_int_equal(write(go[1], &one, 1), 1);
 	close(go[1]);

@@ -17,7 +17,8 @@ start_bg dd if=/dev/zero of=/dev/null bs=64 count=20000000000
 DD=$BGPID
 sleep 0.3
 
-for fb in none no-task-btf no-task-storage no-task-pt-regs no-switch-state no-procmap-query all; do
+for fb in none no-task-btf no-task-storage no-task-pt-regs no-switch-state no-procmap-query \
+	no-task-work all; do
 	env=()
 	[[ $fb != none ]] && env=(LOWPROF_FALLBACKS=$fb)
 	env "${env[@]}" "$BIN/lowprof" record -d 2 -F 499 -p "$WPID" -p "$DD" -o "$TMP/$fb" \
@@ -37,9 +38,13 @@ for fb in none no-task-btf no-task-storage no-task-pt-regs no-switch-state no-pr
 		check "$fb: no fallback named" bash -c "! grep -q '^  fallback' '$TMP/$fb.txt'"
 	else
 		# without task BTF pointers, neither task storage nor
-		# bpf_task_pt_regs can be used
+		# bpf_task_pt_regs can be used; without task storage, no task
+		# work (on a kernel that has it)
+		tw=0
+		grep -q 'bpf_task_work_schedule_resume_impl' /proc/kallsyms && tw=1
 		case $fb in
-		all) want=5 ;; no-task-btf) want=3 ;; *) want=1 ;;
+		all) want=$((5 + tw)) ;; no-task-btf) want=$((3 + tw)) ;;
+		no-task-storage) want=$((1 + tw)) ;; *) want=1 ;;
 		esac
 		n=$(grep -c '^  fallback' "$TMP/$fb.txt")
 		check "$fb: the summary names $want fallback(s) ($n)" test "$n" -eq "$want"
