@@ -1836,7 +1836,7 @@ static int load_bpf(struct coll *c)
 	}
 	if (o->off_cpu && (err = load_offcpu(c)))
 		return err;
-	c->nfallbacks = coll_features__fallbacks(&c->feat, c->fallbacks);
+	c->nfallbacks = coll_features__fallbacks(&c->feat, c->o->off_cpu, c->fallbacks);
 	c->bpf_mem_bytes = bpf_mem(c);
 	lp_debug("bpf: %llu bytes of BPF memory (maps and programs); peak RSS after loading %lu "
 		 "KiB",

@@ -175,12 +175,12 @@ void coll_features__lack(struct coll_features *f, enum coll_feature which)
 	f->have[which] = false;
 }
 
-uint32_t coll_features__fallbacks(const struct coll_features *f, struct lps_str *out)
+uint32_t coll_features__fallbacks(const struct coll_features *f, bool off_cpu, struct lps_str *out)
 {
 	uint32_t n = 0;
 
 	for (int i = 0; i < COLL_F__COUNT && n < LPS_MAX_FALLBACKS; i++)
-		if (!f->have[i])
+		if (!f->have[i] && (off_cpu || i != COLL_F_TASK_WORK))
 			out[n++] = (struct lps_str){names[i], (uint32_t)strlen(names[i])};
 	return n;
 }

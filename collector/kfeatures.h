@@ -59,8 +59,10 @@ void coll_features__lack(struct coll_features *f, enum coll_feature which);
 /*
  * The fallback names of the missing features ("no-task-pt-regs"), for the meta
  * record: at most LPS_MAX_FALLBACKS; returns their number. Names are static.
+ * no-task-work only with off_cpu: nothing else would use it.
  */
-uint32_t coll_features__fallbacks(const struct coll_features *f, struct lps_str *names);
+uint32_t coll_features__fallbacks(const struct coll_features *f, bool off_cpu,
+				  struct lps_str *names);
 
 /* Says once, at -v, what is missing and what is done instead. */
 void coll_features__log(const struct coll_features *f);
