@@ -144,6 +144,7 @@ void coll_sha256_init(struct coll_sha256 *s)
 	memcpy(s->h, h0, sizeof(h0));
 	s->len = 0;
 	s->nbuf = 0;
+	s->portable = false;
 }
 
 void coll_sha256_update(struct coll_sha256 *s, const void *data, size_t n)
