@@ -325,31 +325,35 @@ SH_UNITS="lowprof-collector.service lowprof-symbolizer@0.service lowprof-symboli
 systemctl start $SH_UNITS
 rc=$?
 check "systemctl start the collector with --shards 2 and symbolizers @0 and @1 (exit $rc)" test "$rc" = 0
-# two windows each: the first begins when the symbolizer took its ring, the
-# second is whole
-t1=$SECONDS
-for ((i = 0; i < $(scaled 60) * 2; i++)); do
-	[[ $(shard_windows 1 | wc -l) -ge 2 && $(shard_windows 2 | wc -l) -ge 2 ]] && break
-	sleep 0.5
-done
-echo "after $((SECONDS - t1)) s: $(ls "$SPOOL" | grep -c 'of2\.pb\.gz$') shard windows"
-S0=$(prop lowprof-symbolizer@0.service MainPID)
-S1=$(prop lowprof-symbolizer@1.service MainPID)
-check "two symbolizer processes ($S0, $S1), both lowprof's" \
-	test "${S0:-0}" -gt 0 -a "${S1:-0}" -gt 0 -a "$S0" != "$S1" -a \
-	"$(st "${S0:-0}" Uid 2>/dev/null)" = "$LUID $LUID $LUID $LUID" -a "$(st "${S1:-0}" Uid 2>/dev/null)" = "$LUID $LUID $LUID $LUID"
-check "shard 1 of 2 wrote two windows ($(shard_windows 1 | xargs))" test "$(shard_windows 1 | wc -l)" -ge 2
-check "shard 2 of 2 wrote two windows ($(shard_windows 2 | xargs))" test "$(shard_windows 2 | wc -l)" -ge 2
 # the workload's samples are all in its shard's windows (lp_shard_of its
-# pid): its pid label in one shard's windows, never in the other's
+# pid): its pid label in one shard's windows, never in the other's. Not
+# from the first window on: each ring (2 MiB) first takes the kernel symbol
+# snapshot (~4.4 MiB here), and under emulation samples are dropped (and
+# counted) until the symbolizer has drained it
 pid_in() { # pid_in K: the number of shard K's windows with the workload's samples
 	local f
 	for f in $(shard_windows "$1"); do
 		$PPROF -traces "$SPOOL/$f" 2>/dev/null | grep -Eq "pid: +$WPID\$" && echo "$f"
 	done | wc -l
 }
-c1=$(pid_in 1)
-c2=$(pid_in 2)
+t1=$SECONDS
+c1=0 c2=0
+while ((SECONDS - t1 < $(scaled 60))); do
+	if [[ $(shard_windows 1 | wc -l) -ge 2 && $(shard_windows 2 | wc -l) -ge 2 ]]; then
+		c1=$(pid_in 1)
+		c2=$(pid_in 2)
+		((c1 + c2 > 0)) && break
+	fi
+	sleep 2
+done
+echo "after $((SECONDS - t1)) s: $(shard_windows 1 | wc -l) and $(shard_windows 2 | wc -l) windows"
+S0=$(prop lowprof-symbolizer@0.service MainPID)
+S1=$(prop lowprof-symbolizer@1.service MainPID)
+check "two symbolizer processes ($S0, $S1), both lowprof's" \
+	test "${S0:-0}" -gt 0 -a "${S1:-0}" -gt 0 -a "$S0" != "$S1" -a \
+	"$(st "${S0:-0}" Uid 2>/dev/null)" = "$LUID $LUID $LUID $LUID" -a "$(st "${S1:-0}" Uid 2>/dev/null)" = "$LUID $LUID $LUID $LUID"
+check "shard 1 of 2 wrote two windows or more ($(shard_windows 1 | xargs))" test "$(shard_windows 1 | wc -l)" -ge 2
+check "shard 2 of 2 wrote two windows or more ($(shard_windows 2 | xargs))" test "$(shard_windows 2 | wc -l)" -ge 2
 check "the workload's samples are in one shard's windows, not the other's ($c1 and $c2 windows)" \
 	test "$((c1 > 0 && c2 == 0 || c1 == 0 && c2 > 0))" = 1
 for k in 1 2; do
