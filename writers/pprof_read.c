@@ -19,6 +19,7 @@
 
 #include <libdeflate.h>
 
+#include "lowprof/arena.h"
 #include "lowprof/opts.h"
 #include "lowprof/pprof_read.h"
 #include "profile.pb-c.h"
@@ -33,15 +34,10 @@ typedef Perftools__Profiles__Profile pb_profile;
  * than the unpacking itself. A free is a no-op: nothing is handed back
  * before the end, so used is what was ever asked for, at most max.
  */
-struct rd_chunk {
-	struct rd_chunk *next;
-	size_t size, used; /* bytes after the header */
-};
-
 struct rd_budget {
 	size_t used, max;
 	bool refused;
-	struct rd_chunk *chunks; /* the newest, being carved, first */
+	struct lp_arena arena;
 };
 
 struct lpw_read {
@@ -73,42 +69,22 @@ struct rd_ctx {
 
 /* ---- bytes ---------------------------------------------------------------- */
 
-#define RD_ALIGN       16 /* malloc's alignment on x86_64 */
-#define RD_CHUNK_HDR   ((sizeof(struct rd_chunk) + RD_ALIGN - 1) & ~(size_t)(RD_ALIGN - 1))
-#define RD_CHUNK       (256u << 10)
-#define RD_CHUNK_ALONE (RD_CHUNK / 4) /* a block this large gets a chunk of its own */
+#define RD_ALIGN 16	      /* malloc's alignment on x86_64 */
+#define RD_CHUNK (256u << 10) /* the arena's chunks */
 
 static void *rd_alloc(void *data, size_t size)
 {
 	struct rd_budget *b = data;
-	struct rd_chunk *c = b->chunks;
-	size_t need;
+	void *p;
 
 	if (size > b->max - b->used) {
 		b->refused = true;
 		return NULL;
 	}
-	need = (size + RD_ALIGN - 1) & ~(size_t)(RD_ALIGN - 1); /* size <= max: no overflow */
-	if (!c || c->size - c->used < need) {
-		size_t n = need >= RD_CHUNK_ALONE ? need : RD_CHUNK;
-		struct rd_chunk *nc = malloc(RD_CHUNK_HDR + n);
-
-		if (!nc)
-			return NULL;
-		*nc = (struct rd_chunk){.size = n};
-		/* one of its own goes behind the chunk being carved, which stays first */
-		if (c && need >= RD_CHUNK_ALONE) {
-			nc->next = c->next;
-			c->next = nc;
-		} else {
-			nc->next = c;
-			b->chunks = nc;
-		}
-		c = nc;
-	}
-	b->used += size;
-	c->used += need;
-	return (char *)c + RD_CHUNK_HDR + c->used - need;
+	p = lp_arena_alloc(&b->arena, size, RD_ALIGN);
+	if (p)
+		b->used += size;
+	return p;
 }
 
 static void rd_free(void *data, void *ptr)
@@ -119,12 +95,7 @@ static void rd_free(void *data, void *ptr)
 
 static void rd_free_all(struct rd_budget *b)
 {
-	while (b->chunks) {
-		struct rd_chunk *c = b->chunks;
-
-		b->chunks = c->next;
-		free(c);
-	}
+	lp_arena_free(&b->arena);
 }
 
 static int rd_fail(char *why, size_t len, int err, const char *fmt, ...)
@@ -671,6 +642,7 @@ int lpw_read_pprof(int fd, const struct lpw_read_opts *opts, struct lpw_read **o
 	if (!r)
 		return rd_fail(why, why_len, -ENOMEM, "out of memory");
 	r->budget.max = opts && opts->max_mem ? opts->max_mem : LPW_READ_MAX_MEM;
+	r->budget.arena.chunk = RD_CHUNK;
 	err = rd_read_all(fd, max_bytes, &raw, &len);
 	if (err) {
 		if (err == -EFBIG)

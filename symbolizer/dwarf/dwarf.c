@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "debuginfo.h"
+#include "lowprof/arena.h"
 #include "lowprof/grow.h"
 #include "lowprof/hash.h"
 
@@ -90,13 +91,6 @@ struct dw_range {
 	uint64_t lo; /* [lo, hi) belongs to units[unit] */
 	uint64_t hi;
 	uint32_t unit;
-};
-
-struct dw_chunk {
-	struct dw_chunk *next;
-	size_t used;
-	size_t size;
-	char data[];
 };
 
 /* Open-addressing hash tables: interned strings, and names per DIE. */
@@ -178,7 +172,7 @@ struct symb_dwarf {
 	struct dw_range *ranges; /* sorted by lo */
 	size_t nranges;
 
-	struct dw_chunk *chunks;
+	struct lp_arena arena; /* the interned strings */
 	size_t arena_bytes;
 	struct dw_strtab strs;
 	struct dw_nametab names;
@@ -203,24 +197,14 @@ static uint64_t dw_hash_ptr(const void *p)
 
 static char *dw_arena_alloc(struct symb_dwarf *d, size_t size)
 {
-	struct dw_chunk *c = d->chunks;
-	size_t csize;
+	char *p;
 
 	if (d->arena_bytes + size > DW_ARENA_MAX)
 		return NULL;
-	if (!c || c->size - c->used < size) {
-		csize = size > DW_ARENA_CHUNK ? size : DW_ARENA_CHUNK;
-		c = malloc(sizeof(*c) + csize);
-		if (!c)
-			return NULL;
-		c->used = 0;
-		c->size = csize;
-		c->next = d->chunks;
-		d->chunks = c;
-	}
-	d->arena_bytes += size;
-	c->used += size;
-	return c->data + c->used - size;
+	p = lp_arena_alloc(&d->arena, size, 1);
+	if (p)
+		d->arena_bytes += size;
+	return p;
 }
 
 static int dw_strtab_grow(struct dw_strtab *t)
@@ -482,6 +466,7 @@ static struct symb_dwarf *dw_new(Elf *elf)
 		return NULL;
 	d->elf = elf;
 	d->state = elf ? DW_LAZY : DW_FAILED;
+	d->arena.chunk = DW_ARENA_CHUNK;
 	d->seed = lp_hash_seed(d); /* addresses come from the stream, which may be hostile */
 	return d;
 }
@@ -645,6 +630,7 @@ static Elf *dw_inflate(Elf *e, void **img)
 	uint32_t names = 1;
 	size_t n;
 	Elf *out;
+	int err = EBADMSG; /* a stream that does not inflate, or an image libelf refuses */
 
 	*img = NULL;
 	/* relocatable files need their .rela.debug_* sections: libdw's own path */
@@ -667,14 +653,16 @@ static Elf *dw_inflate(Elf *e, void **img)
 	/* calloc: the padding is zero, and a large block comes zeroed from mmap */
 	p = calloc(1, len);
 	dc = p ? libdeflate_alloc_decompressor() : NULL;
-	if (!dc)
-		goto err_out;
+	if (!dc) {
+		err = ENOMEM;
+		goto fail;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (!is[i].zlib)
 			memcpy(p + is[i].off, is[i].src, is[i].size);
 		else if (libdeflate_zlib_decompress(dc, is[i].src, is[i].srclen, p + is[i].off,
 						    is[i].size, NULL) != LIBDEFLATE_SUCCESS)
-			goto bad;
+			goto fail;
 	}
 	libdeflate_free_decompressor(dc);
 	dc = NULL;
@@ -710,18 +698,13 @@ static Elf *dw_inflate(Elf *e, void **img)
 				 .sh_addralign = 1};
 	out = elf_memory((char *)p, len);
 	if (!out)
-		goto bad;
+		goto fail;
 	*img = p;
 	return out;
-bad:
-	errno = EBADMSG;
+fail:
 	libdeflate_free_decompressor(dc);
 	free(p);
-	return NULL;
-err_out:
-	errno = ENOMEM;
-	libdeflate_free_decompressor(dc);
-	free(p);
+	errno = err;
 	return NULL;
 }
 
@@ -792,17 +775,12 @@ bool symb_dwarf__opened(const struct symb_dwarf *d)
 
 void symb_dwarf__free(struct symb_dwarf *d)
 {
-	struct dw_chunk *c, *next;
-
 	if (!d)
 		return;
 	if (d->dw)
 		dwarf_end(d->dw);
 	dw_drop_inflated(d);
-	for (c = d->chunks; c; c = next) {
-		next = c->next;
-		free(c);
-	}
+	lp_arena_free(&d->arena);
 	free(d->strs.slots);
 	free(d->names.slots);
 	free(d->results);
@@ -963,15 +941,9 @@ static int dw_collect(struct dw_uscopes *u, Dwarf_Die *parent, uint32_t level, u
 			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
 				if (lo >= hi)
 					continue;
-				if (u->n == u->cap) {
-					size_t cap = u->cap ? u->cap * 2 : 64;
-					struct dw_scope *v = realloc(u->v, cap * sizeof(*v));
-
-					if (!v)
-						return -ENOMEM;
-					u->v = v;
-					u->cap = cap;
-				}
+				if (lp_grow((void **)&u->v, &u->cap, u->n + 1, sizeof(*u->v), 64,
+					    SIZE_MAX))
+					return -ENOMEM;
 				u->v[u->n++] = (struct dw_scope){lo, hi, 0, child, *order, level};
 			}
 			(*order)++;

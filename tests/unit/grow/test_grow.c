@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * lp_grow: doubling from the first capacity, the maximum, nothing done when
- * there is room, errors that leave the array as it was.
+ * there is room, errors that leave the array as it was. lp_arena: blocks
+ * aligned as asked, carved one after the other, a large one apart without
+ * ending the chunk being carved, all freed at once.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "lowprof/arena.h"
 #include "lowprof/grow.h"
 
 static void test_doubles(void **state)
@@ -68,12 +71,42 @@ static void test_grow32(void **state)
 	free(a);
 }
 
+static void test_arena(void **state)
+{
+	struct lp_arena a = {.chunk = 1024};
+	char *p, *q, *big, *r;
+
+	(void)state;
+	p = lp_arena_alloc(&a, 3, 1);
+	q = lp_arena_alloc(&a, 5, 1);
+	assert_non_null(p);
+	assert_ptr_equal(q, p + 3); /* carved one after the other */
+	r = lp_arena_alloc(&a, 8, 16);
+	assert_int_equal((uintptr_t)r % 16, 0);
+	assert_ptr_equal(r, p + 16);
+	memset(p, 'x', 3);
+	/* a quarter of a chunk or more: a chunk of its own */
+	big = lp_arena_alloc(&a, 4000, 8);
+	assert_non_null(big);
+	memset(big, 'y', 4000);
+	/* ... and carving goes on where it was */
+	assert_ptr_equal(lp_arena_alloc(&a, 4, 1), r + 8);
+	/* the chunk full: a new one */
+	assert_non_null(lp_arena_alloc(&a, 1000, 1));
+	assert_int_equal(p[0], 'x');
+	lp_arena_free(&a);
+	assert_null(a.chunks);
+	assert_non_null(lp_arena_alloc(&a, 1, 1)); /* usable again */
+	lp_arena_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_doubles),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_grow32),
+		cmocka_unit_test(test_arena),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
