@@ -36,11 +36,11 @@
 #include "btf.h"
 #include "lowprof/clock.h"
 #include "lowprof/files.h"
+#include "lowprof/kernel.h"
 #include "lowprof/log.h"
 #include "min_btf.h"
 #include "sha256.h"
 
-#define KERNEL_BTF    "/sys/kernel/btf/vmlinux"
 #define HASH_CHUNK    65536 /* read in chunks: hashing must not cost the RSS it saves */
 #define TP_BTF_PREFIX "tp_btf/"
 
@@ -53,9 +53,9 @@ static int kernel_btf_sha256(char out[65], const char **why)
 	ssize_t n;
 	int fd, err = 0;
 
-	fd = open(KERNEL_BTF, O_RDONLY | O_CLOEXEC);
+	fd = open(LP_KERNEL_BTF, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		*why = "no " KERNEL_BTF;
+		*why = "no " LP_KERNEL_BTF;
 		return -errno;
 	}
 	if (fstat(fd, &st) || (unsigned long long)st.st_size != lp_min_btf_vmlinux_size) {
@@ -74,7 +74,7 @@ static int kernel_btf_sha256(char out[65], const char **why)
 			if (errno == EINTR)
 				continue;
 			err = -errno;
-			*why = "reading " KERNEL_BTF " failed";
+			*why = "reading " LP_KERNEL_BTF " failed";
 			break;
 		}
 		coll_sha256_update(&s, buf, (size_t)n);

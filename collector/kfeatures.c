@@ -16,6 +16,7 @@
 
 #include "collector_int.h"
 #include "kfeatures.h"
+#include "lowprof/kernel.h"
 #include "lowprof/log.h"
 #include "procfs.h"
 #include "profile.h"
@@ -80,7 +81,7 @@ static bool btf_has_name(const char *name)
 		return false;
 	want[0] = '\0';
 	memcpy(want + 1, name, nlen - 1); /* with its NUL */
-	fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
+	fd = open(LP_KERNEL_BTF, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != 0xeB9F)
