@@ -108,14 +108,20 @@ progs_held_by_others() {
 }
 
 # leftovers: prints anything this test's lowprof runs left behind (processes,
-# BPF programs), after giving the kernel up to 5 s: BPF programs are freed
-# after an RCU grace period once the last fd is gone, not at the instant a
-# process dies
+# BPF programs), after giving the kernel time to finish what they started:
+# BPF programs are freed after an RCU grace period once the last fd is gone,
+# and a process whose user space has ended (empty cmdline) may still be
+# closing its perf events and BPF links in the kernel. That took over 5 s
+# once in CI on a loaded host (e2e_signals, after lowprof was SIGKILLed), so the
+# wait is 30 s (scaled), and it ends as soon as nothing is left. What is
+# still there after it is printed with its state and kernel wait channel.
 leftovers() {
-	local i left
-	for i in $(seq 50); do
+	local end left
+	end=$((SECONDS + $(scaled 30)))
+	while :; do
 		left=$(leftovers_now)
 		[[ -z "$left" ]] && return 0
+		((SECONDS >= end)) && break
 		sleep 0.1
 	done
 	echo "$left"
@@ -125,7 +131,7 @@ leftovers_now() {
 	# lowprof processes in this test's tree: orphans are reparented to it
 	for p in $(descendants $$); do
 		case "$(cat "/proc/$p/comm" 2>/dev/null)" in
-		lowprof*) echo "process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" ;;
+		lowprof*) echo "process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)$(proc_state "$p")" ;;
 		esac
 	done
 	# programs loaded since the test began and not held by anyone else's
@@ -138,6 +144,18 @@ leftovers_now() {
 	for id in $(ls /dev/shm 2>/dev/null | grep -i lowprof); do
 		[[ "$SHM_BEFORE" == *" $id "* ]] || echo "/dev/shm/$id"
 	done
+}
+
+# proc_state PID: " (state S, wchan W, in FUNC)": how far PID got (Z is a
+# zombie; an empty cmdline with another state is a process ending in the
+# kernel), where it waits, and the top of its kernel stack (root only)
+proc_state() {
+	local st wchan top
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	st=${st##*) }
+	wchan=$(cat "/proc/$1/wchan" 2>/dev/null)
+	top=$(head -3 "/proc/$1/stack" 2>/dev/null | awk '{ printf "%s%s", sep, $2; sep = " < " }')
+	echo " (state ${st%% *}, wchan ${wchan:-?}, in ${top:-?})"
 }
 
 # share FOLDED REGEX: percent (integer) of samples whose stack matches REGEX
