@@ -96,6 +96,10 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 	      "The most a sample read during the window was behind the clock: the collector's "
 	      "drain and this symbolizer's backlog.",
 	      c->lag_peak_ns / 1e9);
+	gauge(&p, "lowprof_symbolizer_ring_fill_peak_ratio",
+	      "The fullest this symbolizer's ring was at a read during the window (bytes unread "
+	      "over its size): at 1 the collector drops samples.",
+	      c->ring_bytes ? (double)c->ring_peak_bytes / (double)c->ring_bytes : 0);
 	gauge(&p, "lowprof_symbolizer_window_lag_seconds",
 	      "How late after its end the last window was written.", in->window_lag_s);
 	counter(&p, "lowprof_symbolizer_cache_hits_total",

@@ -794,9 +794,24 @@ static bool peer_gone(int fd)
 	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
 }
 
-static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w, int peer_fd)
+/*
+ * How full the ring came since the last look, into the window's counters,
+ * from the first sample on: before it, the collector's start-up records
+ * (kernel symbols, every process's mappings) fill the ring by design, the
+ * collector waiting for room for each.
+ */
+static void note_ring(struct lp_ring *ring, struct symb_state *s)
 {
-	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0;
+	struct lp_ring_stats st;
+	uint64_t peak = lp_ring__take_peak(ring);
+
+	lp_ring__stats(ring, &st);
+	symb_state__note_ring(s, symb_state__meta(s)->first_ns ? peak : 0, st.data_size);
+}
+
+static int consume_ring(struct lp_ring *ring, struct symb_state *s, struct windows *w, int peer_fd)
+{
+	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0, reads = 0;
 
 	symb_state__measure_lag(s, true);
 	for (;;) {
@@ -805,6 +820,9 @@ static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w
 		unsigned wait_ms = WAIT_MS;
 		int err = lp_ring__read(ring, &data, &len);
 
+		/* the ring keeps its peak between looks: every 64th record loses nothing */
+		if (err || !(++reads & 63))
+			note_ring(ring, s);
 		if (err == 0) {
 			err = w ? feed_window(s, w, data, len) : symb_state__feed(s, data, len);
 			if (err == -EPROTO)
@@ -844,6 +862,14 @@ static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w
 				 (unsigned long long)symb_state__counters(s)->samples);
 		}
 	}
+}
+
+static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w, int peer_fd)
+{
+	int err = consume_ring(ring, s, w, peer_fd);
+
+	note_ring(ring, s);
+	return err;
 }
 
 /* The end of a service run: its last, partial window, and what the spool took. */

@@ -101,6 +101,7 @@ struct lp_ring {
 	/* consumer */
 	uint64_t cons;	  /* private copy of cons_pos */
 	uint64_t pending; /* bytes lp_ring__consume releases; 0 if nothing peeked */
+	uint64_t peak;	  /* most bytes unread at a peek (lp_ring__take_peak) */
 	bool broken;	  /* sticky: a corrupt record or position was seen */
 	uint8_t *copy;	  /* lp_ring__read's private copy of the last record */
 	size_t copy_cap;
@@ -524,6 +525,8 @@ int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len)
 		return cons_corrupt(r, "bad producer position", prod, r->data_size);
 	if (!avail)
 		return closed ? -EPIPE : -EAGAIN;
+	if (avail > r->peak)
+		r->peak = avail;
 
 	off = r->cons & (r->data_size - 1);
 	rec = (const struct lp_ring_rec *)(r->data + off);
@@ -615,6 +618,17 @@ void lp_ring__consume(struct lp_ring *r)
 	r->pending = 0;
 	/* We are done reading the record: the producer may reuse it. */
 	__atomic_store_n(&r->cpage->cons_pos, r->cons, __ATOMIC_RELEASE);
+}
+
+uint64_t lp_ring__take_peak(struct lp_ring *r)
+{
+	uint64_t peak;
+
+	if (!r || r->producer)
+		return 0;
+	peak = r->peak;
+	r->peak = 0;
+	return peak;
 }
 
 void lp_ring__stats(const struct lp_ring *r, struct lp_ring_stats *st)

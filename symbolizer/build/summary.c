@@ -231,6 +231,12 @@ void symb_print_summary(const struct symb_state *s, const struct symb_built *cpu
 	if (c->lag_peak_ns)
 		dprintf(fd, "  lag             samples read at most %.3f s after they were taken\n",
 			c->lag_peak_ns / 1e9);
+	if (c->ring_bytes)
+		dprintf(fd,
+			"  ring            at most %.0f%% full (%.1f of %.1f MiB unread at a "
+			"read)\n",
+			100.0 * (double)c->ring_peak_bytes / (double)c->ring_bytes,
+			c->ring_peak_bytes / 1048576.0, c->ring_bytes / 1048576.0);
 	print_other_losses(s, &bs, fd);
 	print_fallbacks(s, fd);
 	if (c->unmapped_frames)

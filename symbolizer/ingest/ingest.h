@@ -123,6 +123,10 @@ struct symb_counters {
 	uint64_t other_shard;	   /* records of other shards' processes, skipped */
 	/* a live run's lag (symb_state__note_lag): the most, in ns, in this window */
 	uint64_t lag_peak_ns;
+	/* a live run's ring (symb_state__note_ring): its size, and the most
+	 * bytes it held unread at a read in this window */
+	uint64_t ring_bytes;
+	uint64_t ring_peak_bytes;
 	/* what the tables hold */
 	uint32_t procs;	      /* processes (slots are kept) */
 	uint32_t maps;	      /* live mappings of all processes */
@@ -225,6 +229,12 @@ const struct symb_counters *symb_state__counters(const struct symb_state *s);
  * keep up shows. Off (the default) for a capture.
  */
 void symb_state__measure_lag(struct symb_state *s, bool on);
+/*
+ * A live run: the ring of size bytes held peak bytes unread at its fullest
+ * read since the last call (lp_ring__take_peak); the counters keep the
+ * window's most. Near the size, the collector is about to drop samples.
+ */
+void symb_state__note_ring(struct symb_state *s, uint64_t peak, uint64_t size);
 const struct symb_meta *symb_state__meta(const struct symb_state *s);
 bool symb_state__off_cpu(const struct symb_state *s);
 

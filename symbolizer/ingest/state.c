@@ -226,6 +226,13 @@ static void note_lag(struct symb_state *s, uint64_t time_ns)
 		s->n.lag_peak_ns = now - time_ns;
 }
 
+void symb_state__note_ring(struct symb_state *s, uint64_t peak, uint64_t size)
+{
+	s->n.ring_bytes = size;
+	if (peak > s->n.ring_peak_bytes)
+		s->n.ring_peak_bytes = peak;
+}
+
 const struct symb_counters *symb_state__counters(const struct symb_state *s)
 {
 	return &s->n;
@@ -1523,6 +1530,7 @@ void symb_state__new_window(struct symb_state *s)
 	s->n.maps = keep.maps;
 	s->n.loss = keep.loss;
 	s->n.have_loss = keep.have_loss;
+	s->n.ring_bytes = keep.ring_bytes;
 	s->n.exec = keep.exec;
 	s->n.exit = keep.exit;
 	s->n.skipped_resume = keep.skipped_resume;

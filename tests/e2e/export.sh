@@ -75,6 +75,7 @@ for m in lowprof_symbolizer_samples_total 'lowprof_lost_total{cause="bpf_ring_fu
 	'lowprof_lost_total{cause="shm_ring_full"}' lowprof_spool_windows_written_total \
 	lowprof_symbolizer_window_lag_seconds lowprof_symbolizer_cache_hits_total \
 	lowprof_symbolizer_records_total lowprof_symbolizer_lag_peak_seconds \
+	lowprof_symbolizer_ring_fill_peak_ratio \
 	'lowprof_process_resident_bytes{process="symbolizer"}' \
 	'lowprof_process_resident_bytes{process="collector"}' lowprof_spool_bytes; do
 	check "/metrics has the symbolizer's and the spool's $m" grep -qF "$m " "$TMP/metrics1"

@@ -70,6 +70,11 @@ lag_ok=$(awk -v d="$(scaled 5)" '/^lowprof summary: shard / {k = $4} $1 == "lag"
 	END {print (n == 2 && !bad) ? "yes" : "no"}' "$TMP/rec.log")
 check "each shard's summary gives its lag, above 0 and below the run's length ($lags)" \
 	test "$lag_ok" = yes
+# each shard's ring: how full it came at a read, a share of its own size
+rings=$(awk '/^lowprof summary: shard / {k = $4} $1 == "ring" {printf "%s:%s of %s MiB ", k, $4, $8}' "$TMP/rec.log")
+ring_ok=$(awk '/^lowprof summary: shard / {k = $4} $1 == "ring" {n++; p = $4 + 0; if (p < 0 || p > 100 || $8 + 0 <= 0) bad++}
+	END {print (n == 2 && !bad) ? "yes" : "no"}' "$TMP/rec.log")
+check "each shard's summary says how full its ring came ($rings)" test "$ring_ok" = yes
 na=$(samples_of "$OUT/cpu.folded" chain-fp)
 nb=$(samples_of "$OUT/cpu.folded" chain-nofp)
 ca=$(chain_lines "$OUT/cpu.folded" chain-fp | awk '{s += $NF} END {print s + 0}')

@@ -267,6 +267,12 @@ int lp_ring__read(struct lp_ring *r, const void **data, uint32_t *len);
 /* The record in place, in shared memory: to copy, never to parse. */
 int lp_ring__peek(struct lp_ring *r, const void **data, uint32_t *len);
 void lp_ring__consume(struct lp_ring *r);
+/*
+ * Consumer: the most bytes the ring held unread at any peek since the last
+ * call, which starts the count again: how near the producer came to
+ * dropping records (at data_size it drops). 0 for a producer's handle.
+ */
+uint64_t lp_ring__take_peak(struct lp_ring *r);
 
 /* Snapshot of the header's counters (each field read once). */
 void lp_ring__stats(const struct lp_ring *r, struct lp_ring_stats *st);

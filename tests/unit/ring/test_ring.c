@@ -595,6 +595,39 @@ static void test_close_epipe(void **state)
 }
 
 /*
+ * lp_ring__take_peak: the most bytes unread at any peek since the last
+ * call (record headers and padding included), then a new count.
+ */
+static void test_take_peak(void **state)
+{
+	struct fixture f;
+	struct lp_ring *p, *c;
+	const void *data;
+	uint32_t len;
+
+	(void)state;
+	fix_init(&f, 4096);
+	p = lp_ring__producer(f.mem, f.mem_size);
+	c = lp_ring__consumer(f.mem, f.mem_size);
+	assert_int_equal(lp_ring__take_peak(c), 0);
+	assert_int_equal(write_seq(p, 1, 10), 0); /* 8 + 16 bytes */
+	assert_int_equal(write_seq(p, 2, 20), 0); /* 8 + 24 */
+	expect_rec(c, 1, 10);
+	expect_rec(c, 2, 20);
+	assert_int_equal(lp_ring__peek(c, &data, &len), -EAGAIN);
+	assert_int_equal(lp_ring__take_peak(c), 24 + 32);
+	assert_int_equal(lp_ring__take_peak(c), 0);
+	assert_int_equal(write_seq(p, 3, 30), 0); /* 8 + 32 */
+	expect_rec(c, 3, 30);
+	assert_int_equal(lp_ring__take_peak(c), 40);
+	/* the producer's handle has no peak */
+	assert_int_equal(lp_ring__take_peak(p), 0);
+	lp_ring__free(p);
+	lp_ring__free(c);
+	fix_fini(&f);
+}
+
+/*
  * A hostile consumer position makes the producer drop and count, and write
  * nothing at all; a sane position afterwards makes it work again.
  */
@@ -1077,6 +1110,7 @@ int main(void)
 		cmocka_unit_test(test_early_wrap_bounded),
 		cmocka_unit_test(test_full_drops_newest),
 		cmocka_unit_test(test_close_epipe),
+		cmocka_unit_test(test_take_peak),
 		cmocka_unit_test(test_hostile_consumer),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_reserve_commit_short),
