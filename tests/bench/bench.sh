@@ -14,7 +14,8 @@
 # is measured) and DIR/bench.json (the same rows, method included); DIR
 # defaults to build/bench/. A full run takes about 20-25 minutes, --quick
 # (fewer, shorter runs; a smoke run) about 5. --sections runs only the
-# sections listed, e.g. 3 or 1,2b (of 1,1b,2,2b,3,4,4b,5; 2, 4 and 5 share runs).
+# sections listed, e.g. 3 or 1,2b (of 1,1b,2,2b,3,3b,4,4b,5; 2, 4 and 5 share
+# runs).
 #
 #   1. Overhead: a fixed CPU-bound workload (bench_work.c: one thread per
 #      online CPU, a fixed number of work units down a known call chain,
@@ -54,6 +55,13 @@
 #      page cache dropped before lowprof's replay with a new cache, perf
 #      script and perf report (perf with an empty build-id directory); runs
 #      interleaved, medians reported.
+#   3b. Cold start with 1 and 2 symbolizers: large binaries (cc1 and clang
+#      compiling a generated C file, node, perl, python3, gdb running Python,
+#      chromium --headless; those installed), several copies of each started
+#      at once, the whole host recorded at 999 Hz with --no-cache by lowprof
+#      record --symbolizers 1 and 2 (rings from the same budget: one of 16
+#      MiB or two of 8 here); samples lost, each ring at its fullest, load
+#      time; runs interleaved, medians reported.
 #   4. Memory: collector and symbolizer RSS (steady, peak), BPF map and ring
 #      memory, and how they grow with online CPUs and frequency (the sizing
 #      formulas of the README, checked against what the kernel reports here).
@@ -92,11 +100,11 @@ root=$(cd "$here/../.." && pwd)
 build="$root/build"
 out=""
 quick=0
-all_sections=1,1b,2,2b,3,4,4b,5
+all_sections=1,1b,2,2b,3,3b,4,4b,5
 sections=$all_sections
 
 usage() {
-	sed -n '3,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '3,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 while [[ $# -gt 0 ]]; do
@@ -131,6 +139,7 @@ if ((quick)); then
 	symb_secs=6      # the recording that section 3 replays
 	startup_runs=3   # start-up runs of each configuration
 	whole_secs=10    # the 99 Hz cost runs (the whole-run goal is for 60 s)
+	cs_rounds=1      # cold-start rounds (each runs 1 and 2 symbolizers)
 else
 	rounds=5
 	units=2600       # ~3 s alone here
@@ -142,7 +151,9 @@ else
 	symb_secs=20
 	startup_runs=7
 	whole_secs=60
+	cs_rounds=3
 fi
+cs_copies=3 # copies of each large binary started at once in a cold start
 symb_rounds=5 # replays and perf reports take about a second each; 5: two outliers (a 2x warm replay was seen) leave the median
 settle=0.5 # after a profiler is attached, before the workload starts
 
@@ -1775,6 +1786,103 @@ write_outputs() {
 	echo "written: $md, $json (logs in $logs)"
 }
 
+# ---- 3b. cold start: 1 and 2 symbolizers -------------------------------------
+
+declare -A CS # "N.lost", "N.shm", "N.samples", "N.fill" (%), "N.unread" (MiB), "N.ring" (MiB), "N.load" (ms): one value per run
+
+# cs_burst_prepare: the commands of a burst, one per line, in $tmp/cs-burst
+cs_burst_prepare() {
+	local c="$tmp/cs-big.c" py=/usr/bin/python3 cmds="$tmp/cs-burst" chrome
+	awk 'BEGIN { print "#include <stdio.h>";
+		for (i = 0; i < 700; i++) printf "static int f%d(int x){ int s=0; for(int j=0;j<x;j++) s+=j*%d^(s>>3); return s; }\n", i, i;
+		print "int main(void){ int s=0;"; for (i = 0; i < 700; i++) printf " s+=f%d(%d);\n", i, i;
+		print " printf(\"%d\\n\",s); return 0; }" }' >"$c"
+	: >"$cmds"
+	command -v gcc >/dev/null && echo "gcc -O2 -c $c -o /dev/null" >>"$cmds"
+	command -v clang >/dev/null && echo "clang -O2 -c $c -o /dev/null" >>"$cmds"
+	command -v node >/dev/null && echo "node -e 'let s=0; const t=Date.now(); while (Date.now()-t<2000) s+=Math.sqrt(s+1);'" >>"$cmds"
+	command -v perl >/dev/null && echo "perl -e 'my \$s=0; my \$t=time; while (time-\$t<2) { \$s+=sqrt(\$s+1) }'" >>"$cmds"
+	[[ -x $py ]] && echo "$py -c 'import math; s=[math.sqrt(i) for i in range(3000000)]'" >>"$cmds"
+	command -v gdb >/dev/null && echo "gdb -batch -ex 'python import math; s=[math.sqrt(i) for i in range(2000000)]'" >>"$cmds"
+	chrome=$(command -v chromium || command -v google-chrome || true)
+	[[ -n $chrome ]] && echo "$chrome --headless --no-sandbox --disable-gpu --dump-dom about:blank" >>"$cmds"
+	[[ -s $cmds ]]
+}
+
+# cs_run N ROUND: one cold start recorded with N symbolizers
+cs_run() {
+	local n=$1 tlog="$logs/coldstart-$1sym-$2.log" lp b i
+	local -a pids=()
+	wait_ci
+	"$LP" record -F 999 --no-cache --symbolizers "$n" -o "$tmp/cs-out" >"$tlog" 2>&1 &
+	lp=$!
+	track "$lp"
+	if ! wait_line "$tlog" profiling 30 "$lp"; then
+		log "3b. lowprof record --symbolizers $n did not start (see $tlog)"
+		stop_wait "$lp" KILL
+		return 1
+	fi
+	nap 1
+	for ((i = 0; i < cs_copies; i++)); do
+		while IFS= read -r b; do
+			timeout 60 bash -c "$b" >/dev/null 2>&1 &
+			pids+=($!)
+		done <"$tmp/cs-burst"
+	done
+	track "${pids[@]}"
+	for b in "${pids[@]}"; do
+		wait "$b"
+		untrack "$b"
+	done
+	nap 1
+	stop_wait "$lp" INT
+	rm -rf "$tmp/cs-out"
+	# every "samples lost" line is one symbolizer's (the merged summary says "lost:")
+	CS[$n.lost]+="$(awk '$1 == "samples" && $2 == "lost" {s += $3} END {print s + 0}' "$tlog") "
+	CS[$n.shm]+="$(sed -n 's/.*shared ring full \([0-9]*\)).*/\1/p' "$tlog" | awk '{s += $1} END {print s + 0}') "
+	# the last samples line: the only symbolizer's, or the shards merged
+	CS[$n.samples]+="$(awk '$1 == "samples" && $2 ~ /^[0-9]+$/ {v = $2} END {print v + 0}' "$tlog") "
+	# the fullest ring: its share, its unread MiB, its size
+	read -r b i lp <<<"$(awk '$1 == "ring" && $2 == "at" { p = $4 + 0; if (p >= bp) { bp = p; u = substr($6, 2) + 0; z = $8 + 0 } }
+		END { print bp + 0, u + 0, z + 0 }' "$tlog")"
+	CS[$n.fill]+="$b " CS[$n.unread]+="$i " CS[$n.ring]+="$lp "
+	CS[$n.load]+="$(sed -n 's/^ *binaries *loaded in \([0-9.]*\) ms.*/\1/p' "$tlog" | sort -g | tail -n 1) "
+	log "  $n symbolizer(s) round $2: lost $(echo "${CS[$n.lost]}" | awk '{print $NF}'), ring at most $b% full ($i of $lp MiB)"
+}
+
+section_coldstart() {
+	local r
+	cs_burst_prepare || { log "3b. no large binary to start (gcc, clang, node, perl, python3, gdb, chromium)"; return 0; }
+	log "3b. cold start: $(wc -l <"$tmp/cs-burst") large binaries x $cs_copies at once, whole host at 999 Hz, --no-cache, 1 and 2 symbolizers, $cs_rounds round(s)"
+	for ((r = 1; r <= cs_rounds; r++)); do
+		if ((r % 2)); then
+			cs_run 1 "$r"; cs_run 2 "$r"
+		else
+			cs_run 2 "$r"; cs_run 1 "$r"
+		fi
+	done
+}
+
+coldstart_rows() {
+	local sec="3b. cold start, 1 and 2 symbolizers" l1 l2 st how names
+	# shellcheck disable=SC2086
+	l1=$(median ${CS[1.lost]:-}) l2=$(median ${CS[2.lost]:-})
+	if [[ -z "$l1" || -z "$l2" ]]; then
+		add_row "$sec" "samples lost, 1 vs 2 symbolizers" "not measured (see logs/coldstart-*.log)" "" "" ""
+		return
+	fi
+	names=$(awk '{ b = $1; sub(".*/", "", b); printf "%s%s", sep, b; sep = ", " }' "$tmp/cs-burst")
+	how="lowprof record -F 999 --no-cache --symbolizers N (whole host, rings from the one budget), then $cs_copies copies each of $names started at once (cc1 and clang compile a generated 700-function C file; the others loop ~2 s), lowprof stopped 1 s after the last ends; the summaries' samples lost (BPF ring full + shared ring full, every symbolizer's), the fullest ring (its most bytes unread at a read, from the first sample on), the longest load time of binaries; $cs_rounds round(s), 1 and 2 interleaved, medians"
+	if awk -v a="$l1" -v b="$l2" 'BEGIN { exit !(b < a) }'; then st=PASS; else st=MISS; fi
+	add_row "$sec" "samples lost, 1 vs 2 symbolizers" "1: $(med_range "${CS[1.lost]}" %.0f) of $(fmt %.0f "$(median ${CS[1.samples]})") (shared ring full $(med_range "${CS[1.shm]}" %.0f)); 2: $(med_range "${CS[2.lost]}" %.0f) of $(fmt %.0f "$(median ${CS[2.samples]})") (shared ring full $(med_range "${CS[2.shm]}" %.0f))$(awk -v a="$l1" -v b="$l2" 'BEGIN { if (a == 0 && b == 0) print ": none lost either way, one symbolizer keeps up here" }')" "fewer with 2" "$st" "$how"
+	# shellcheck disable=SC2086
+	add_row "$sec" "the fullest ring at a read" "1: $(med_range "${CS[1.fill]}" %.0f)% of $(fmt %.0f "$(median ${CS[1.ring]})") MiB ($(med_range "${CS[1.unread]}" %.1f) MiB unread); 2: the fuller shard's $(med_range "${CS[2.fill]}" %.0f)% of $(fmt %.0f "$(median ${CS[2.ring]})") MiB ($(med_range "${CS[2.unread]}" %.1f) MiB)" "" "" \
+		"the summaries' 'ring at most P% full (X of Y MiB unread at a read)', the fullest of the run's rings; as above"
+	# shellcheck disable=SC2086
+	add_row "$sec" "load time of binaries, the longest symbolizer's" "1: $(med_range "${CS[1.load]}" %.0f) ms; 2: $(med_range "${CS[2.load]}" %.0f) ms" "" "" \
+		"the summaries' 'binaries loaded in X ms' (parsing symbols and stack deltas, no cache), the largest of the run's symbolizers; as above"
+}
+
 # ---- main -----------------------------------------------------------------------
 
 log "$ncpus CPUs, $( ((quick)) && echo quick || echo full) run$([[ $sections == "$all_sections" ]] || echo ", sections $sections"), outputs in $out"
@@ -1785,11 +1893,13 @@ want 4 && section_btf_peak
 want 4b && section_scale
 want 2b && section_offcpu
 want 3 && section_symb
+want 3b && section_coldstart
 want 1 && overhead_rows
 want 1b && startup_rows
 want 2 && cost_rows
 want 2b && offcpu_rows
 want 3 && symb_rows
+want 3b && coldstart_rows
 want 4 && memory_rows
 want 4b && scale_rows
 want 5 && loss_rows
