@@ -242,6 +242,7 @@ int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf
 	bpf_program__set_autoload(off->progs.offcpu_switch_tw, tw);
 	bpf_program__set_autoload(off->progs.offcpu_sys_exit, !tw);
 	bpf_map__set_autocreate(off->maps.tasks, storage);
+	bpf_map__set_autocreate(off->maps.slots, storage);
 	bpf_map__set_autocreate(off->maps.tasks_h, !storage);
 	bpf_map__set_max_entries(off->maps.tasks_h, COLL_OFFCPU_TASKS_FALLBACK);
 	bpf_map__set_autocreate(off->maps.stack_tops, storage);
