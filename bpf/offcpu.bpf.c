@@ -66,6 +66,8 @@ const volatile __u64 min_ns = 0;
 const volatile __u64 period_ns = 10000000; /* time mode, <= LP_OFFCPU_MAX_PERIOD_NS */
 /* sampled blocks go out from a task work (offcpu_switch_tw), not at sys_exit */
 const volatile bool have_task_work = false;
+/* task state in slots before task storage: both it and BPF cmpxchg (Linux 5.12) */
+const volatile bool have_slots = false;
 
 /*
  * Raised by the collector each time it adds processes that already run to
@@ -169,7 +171,7 @@ static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, 
 	struct lp_offcpu_slot *sl;
 	__u64 key;
 
-	if (have_task_storage) {
+	if (have_slots) {
 		sl = slot_of(tid);
 		key = slot_key(t, tid);
 		if (sl && sl->key == key)
@@ -182,8 +184,10 @@ static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, 
 			sl->ts = zero;
 			return &sl->ts;
 		}
-		return bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	}
+	if (have_task_storage)
+		return bpf_task_storage_get(&tasks, t, 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	ts = bpf_map_lookup_elem(&tasks_h, &tid);
 	if (ts || !create)
 		return ts;
@@ -517,7 +521,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		return;
 	block_out(ctx, prev, prev_state, w);
 	/* whether profiled or not now: a filter may have changed since the slot was taken */
-	if (have_task_storage && (prev_state & TASK_DEAD))
+	if (have_slots && (prev_state & TASK_DEAD))
 		slot_release(prev, prev->pid);
 }
 
