@@ -97,8 +97,9 @@ extern void bpf_preempt_disable(void) __ksym __weak;
 extern void bpf_preempt_enable(void) __ksym __weak;
 
 /*
- * Switch-out time of each blocked task: storage attached to the task, freed
- * with it. Grows with the tasks that block while profiled; one entry is 16
+ * Switch-out time of each blocked task that has no slot (see slots below):
+ * storage attached to the task, freed with it. Grows with the tasks that
+ * block while profiled and find their slot taken; one entry is 16
  * bytes of value plus the kernel's element (~100 bytes) and, once per task
  * for all task-storage maps, its bpf_local_storage (~200 bytes).
  */
