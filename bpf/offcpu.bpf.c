@@ -4,8 +4,8 @@
  *
  * sched_switch, at the switch-out of prev (a voluntary block: not preempted,
  * prev_state != TASK_RUNNING; user tasks only; pid filter): stores the time
- * in prev's task storage. Nothing else, so the common path is one storage
- * lookup and a store.
+ * in prev's state (its slot, else its task storage). Nothing else, so the
+ * common path is one array lookup and a store.
  *
  * sched_switch, at the switch-in of next: d = now - t_out. Blocks shorter
  * than min_ns are counted and dropped. Otherwise the block is sampled
@@ -66,6 +66,8 @@ const volatile __u64 min_ns = 0;
 const volatile __u64 period_ns = 10000000; /* time mode, <= LP_OFFCPU_MAX_PERIOD_NS */
 /* sampled blocks go out from a task work (offcpu_switch_tw), not at sys_exit */
 const volatile bool have_task_work = false;
+/* task state in slots before task storage: both it and BPF cmpxchg (Linux 5.12) */
+const volatile bool have_slots = false;
 
 /*
  * Raised by the collector each time it adds processes that already run to
@@ -95,8 +97,9 @@ extern void bpf_preempt_disable(void) __ksym __weak;
 extern void bpf_preempt_enable(void) __ksym __weak;
 
 /*
- * Switch-out time of each blocked task: storage attached to the task, freed
- * with it. Grows with the tasks that block while profiled; one entry is 16
+ * Switch-out time of each blocked task that has no slot (see slots below):
+ * storage attached to the task, freed with it. Grows with the tasks that
+ * block while profiled and find their slot taken; one entry is 16
  * bytes of value plus the kernel's element (~100 bytes) and, once per task
  * for all task-storage maps, its bpf_local_storage (~200 bytes).
  */
@@ -121,12 +124,68 @@ struct {
 	__type(value, struct lp_offcpu_task);
 } tasks_h SEC(".maps");
 
+/*
+ * The switch-out state of most tasks, in front of task storage: a slot per
+ * tid & (LP_OFFCPU_SLOTS - 1), owned from the first block of a task that
+ * finds it free (a compare-and-swap on its key, Linux 5.12) until the
+ * task's last switch-out (TASK_DEAD). The verifier inlines an array lookup,
+ * while bpf_task_storage_get is a helper call (its recursion guard and
+ * returns included, two of them made a third of sched_switch's cost on the
+ * pipe ping-pong). A task's state stays in one place for its life: its
+ * slot, or task storage when the slot was taken at its first block (a task
+ * with storage never claims a slot). The key is the tid and the low half of
+ * the task's start time, so that a slot left behind (a thread whose tid an
+ * exec gave to its leader never sees TASK_DEAD under it) is never taken for
+ * a later thread's with the same id: it only sends that slot's tasks to
+ * task storage. LP_OFFCPU_SLOTS entries of 24 bytes.
+ */
+struct lp_offcpu_slot {
+	__u64 key; /* slot_key of its owner; 0: free */
+	struct lp_offcpu_task ts;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LP_OFFCPU_SLOTS);
+	__type(key, __u32);
+	__type(value, struct lp_offcpu_slot);
+} slots SEC(".maps");
+
+static __always_inline __u64 slot_key(struct task_struct *t, __u32 tid)
+{
+	return (t->start_time << 32) | tid; /* never 0: tid 0 has no state */
+}
+
+/* the slot of tid (free, t's or another task's); NULL cannot happen */
+static __always_inline struct lp_offcpu_slot *slot_of(__u32 tid)
+{
+	__u32 i = tid & (LP_OFFCPU_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&slots, &i);
+}
+
 /* t's switch-out state (tid: t's thread id), created when create; or NULL */
 static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, __u32 tid,
 							 bool create)
 {
 	struct lp_offcpu_task *ts, zero = {};
+	struct lp_offcpu_slot *sl;
+	__u64 key;
 
+	if (have_slots) {
+		sl = slot_of(tid);
+		key = slot_key(t, tid);
+		if (sl && sl->key == key)
+			return &sl->ts;
+		ts = bpf_task_storage_get(&tasks, t, 0, 0);
+		if (ts || !create)
+			return ts;
+		/* t's first block: no other program looks for t's state now */
+		if (sl && !sl->key && __sync_val_compare_and_swap(&sl->key, 0, key) == 0) {
+			sl->ts = zero;
+			return &sl->ts;
+		}
+	}
 	if (have_task_storage)
 		return bpf_task_storage_get(&tasks, t, 0,
 					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
@@ -135,6 +194,16 @@ static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, 
 		return ts;
 	bpf_map_update_elem(&tasks_h, &tid, &zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&tasks_h, &tid);
+}
+
+/* t's last switch-out: frees its slot if it owns one */
+static __always_inline void slot_release(struct task_struct *t, __u32 tid)
+{
+	struct lp_offcpu_slot *sl = slot_of(tid);
+
+	/* atomic: the task's last stores to its state come before the slot is free */
+	if (sl)
+		__sync_val_compare_and_swap(&sl->key, slot_key(t, tid), 0);
 }
 
 /*
@@ -394,17 +463,13 @@ static __always_inline void sw_clock(struct lp_sw *w)
 	}
 }
 
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
-				       unsigned int prev_state, struct lp_sw *w)
+static __always_inline void block_out(void *ctx, struct task_struct *prev, unsigned int prev_state,
+				      struct lp_sw *w)
 {
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_task *ts;
 	__u32 cpu;
 
-	if (preempt || prev_state == TASK_RUNNING)
-		return; /* still runnable: not a block */
-	if ((prev->flags & PF_KTHREAD) || !prev->pid)
-		return;
 	/*
 	 * With a pid or cgroup filter most tasks are not profiled: they are
 	 * left out before any state is made for them. Whole host, all are
@@ -446,6 +511,19 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	/* the hash by thread id (Linux < 5.11) gives the id to a new thread next */
 	if (prev_state & TASK_DEAD)
 		ts->wanted_gen = 0;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
+				       unsigned int prev_state, struct lp_sw *w)
+{
+	if (preempt || prev_state == TASK_RUNNING)
+		return; /* still runnable: not a block */
+	if ((prev->flags & PF_KTHREAD) || !prev->pid)
+		return;
+	block_out(ctx, prev, prev_state, w);
+	/* whether profiled or not now: a filter may have changed since the slot was taken */
+	if (have_slots && (prev_state & TASK_DEAD))
+		slot_release(prev, prev->pid);
 }
 
 /*

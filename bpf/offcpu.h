@@ -74,6 +74,8 @@ struct lp_offcpu_pending {
 
 /* buckets of offcpu.bpf.c's pend_hint */
 #define LP_OFFCPU_HINTS 1024
+/* entries of offcpu.bpf.c's slots (a power of two): 96 KiB */
+#define LP_OFFCPU_SLOTS 4096
 
 /* Per CPU-id scratch: a record is built here (see profile.bpf.c's scratch). */
 struct lp_offcpu_scratch {

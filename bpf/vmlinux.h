@@ -60,6 +60,7 @@ struct task_struct {
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
 	char comm[16];
+	__u64 start_time; /* monotonic ns at fork: with pid, names a task for its life */
 	struct thread_struct thread;
 };
 

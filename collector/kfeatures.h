@@ -38,6 +38,12 @@ enum coll_feature {
 struct coll_features {
 	bool have[COLL_F__COUNT];
 	bool forced[COLL_F__COUNT]; /* reported missing by LOWPROF_FALLBACKS */
+	/*
+	 * BPF compare-and-swap (Linux 5.12): offcpu.bpf.c's slots, a faster
+	 * place for task state than task storage (5.11), which is used alone
+	 * without it. Not a fallback: the same records either way.
+	 */
+	bool have_cmpxchg;
 };
 
 /*
