@@ -66,7 +66,10 @@ const volatile __u64 min_ns = 0;
 const volatile __u64 period_ns = 10000000; /* time mode, <= LP_OFFCPU_MAX_PERIOD_NS */
 /* sampled blocks go out from a task work (offcpu_switch_tw), not at sys_exit */
 const volatile bool have_task_work = false;
-/* task state in slots before task storage: both it and BPF cmpxchg (Linux 5.12) */
+/*
+ * Task state in slots before task storage: with task work (offcpu_switch_tw
+ * alone claims and frees slots, see task_state)
+ */
 const volatile bool have_slots = false;
 
 /*
@@ -164,9 +167,15 @@ static __always_inline struct lp_offcpu_slot *slot_of(__u32 tid)
 	return bpf_map_lookup_elem(&slots, &i);
 }
 
-/* t's switch-out state (tid: t's thread id), created when create; or NULL */
+/*
+ * t's switch-out state (tid: t's thread id), created when create; or NULL.
+ * claim (a constant): t may claim its slot. Only offcpu_switch_tw's code
+ * has the compare-and-swap that claims (and frees) one: BPF's is Linux
+ * 5.12's, and Linux 5.10 refuses a program with it in any instruction,
+ * even one the verifier would drop as dead. Task work means Linux 6.18.
+ */
 static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, __u32 tid,
-							 bool create)
+							 bool create, bool claim)
 {
 	struct lp_offcpu_task *ts, zero = {};
 	struct lp_offcpu_slot *sl;
@@ -181,7 +190,7 @@ static __always_inline struct lp_offcpu_task *task_state(struct task_struct *t, 
 		if (ts || !create)
 			return ts;
 		/* t's first block: no other program looks for t's state now */
-		if (sl && !sl->key && __sync_val_compare_and_swap(&sl->key, 0, key) == 0) {
+		if (claim && sl && !sl->key && __sync_val_compare_and_swap(&sl->key, 0, key) == 0) {
 			sl->ts = zero;
 			return &sl->ts;
 		}
@@ -464,7 +473,7 @@ static __always_inline void sw_clock(struct lp_sw *w)
 }
 
 static __always_inline void block_out(void *ctx, struct task_struct *prev, unsigned int prev_state,
-				      struct lp_sw *w)
+				      struct lp_sw *w, bool tw)
 {
 	struct lp_offcpu_counts *cnt;
 	struct lp_offcpu_task *ts;
@@ -480,7 +489,7 @@ static __always_inline void block_out(void *ctx, struct task_struct *prev, unsig
 	 */
 	if ((filter_pids || filter_cgroups) && !lp_wanted(prev->tgid))
 		return;
-	ts = task_state(prev, prev->pid, true);
+	ts = task_state(prev, prev->pid, true, tw);
 	if (ts && !filter_pids && !filter_cgroups) {
 		__u32 gen = *(volatile __u32 *)&self_gen + 1;
 
@@ -514,15 +523,15 @@ static __always_inline void block_out(void *ctx, struct task_struct *prev, unsig
 }
 
 static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
-				       unsigned int prev_state, struct lp_sw *w)
+				       unsigned int prev_state, struct lp_sw *w, bool tw)
 {
 	if (preempt || prev_state == TASK_RUNNING)
 		return; /* still runnable: not a block */
 	if ((prev->flags & PF_KTHREAD) || !prev->pid)
 		return;
-	block_out(ctx, prev, prev_state, w);
+	block_out(ctx, prev, prev_state, w, tw);
 	/* whether profiled or not now: a filter may have changed since the slot was taken */
-	if (have_slots && (prev_state & TASK_DEAD))
+	if (tw && have_slots && (prev_state & TASK_DEAD))
 		slot_release(prev, prev->pid);
 }
 
@@ -542,7 +551,7 @@ static int offcpu_task_work(struct bpf_map *map, void *key, void *value)
 	bpf_preempt_disable();
 	cpu = bpf_get_smp_processor_id();
 	cnt = bpf_map_lookup_elem(&counts, &cpu);
-	ts = task_state(task, (__u32)pid_tgid, false);
+	ts = task_state(task, (__u32)pid_tgid, false, false);
 	if (cnt && ts && ts->pending)
 		emit_pending(NULL, task, pid_tgid, ts, cnt, cpu);
 	bpf_preempt_enable();
@@ -566,7 +575,7 @@ static __always_inline void switch_in(struct task_struct *next, struct lp_sw *sw
 	/* kernel threads and the idle task never block here: no state to look up */
 	if ((next->flags & PF_KTHREAD) || !next->pid)
 		return;
-	ts = task_state(next, next->pid, false);
+	ts = task_state(next, next->pid, false, false);
 	if (!ts || !ts->t_out)
 		return;
 	sw_clock(sw);
@@ -655,7 +664,7 @@ static __always_inline int on_switch(__u64 *ctx, bool tw)
 	struct task_struct *next = (struct task_struct *)ctx[2];
 	struct lp_sw w = {};
 
-	switch_out(ctx, prev, (bool)ctx[0], switch_state(ctx, prev), &w);
+	switch_out(ctx, prev, (bool)ctx[0], switch_state(ctx, prev), &w, tw);
 	switch_in(next, &w, tw);
 	return 0;
 }
@@ -694,7 +703,7 @@ int offcpu_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	task = lp_current_task();
-	ts = task_state(task, (__u32)pid_tgid, false);
+	ts = task_state(task, (__u32)pid_tgid, false, false);
 	if (!ts || !ts->pending)
 		return 0;
 	cpu = bpf_get_smp_processor_id();

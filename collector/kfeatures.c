@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
@@ -41,33 +40,6 @@ static const char *const names[COLL_F__COUNT] = {
 static bool have_helper(enum bpf_func_id id)
 {
 	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, id, NULL) == 1;
-}
-
-/* A program with a 64-bit compare-and-swap on its stack loads. */
-static bool have_cmpxchg(void)
-{
-	const struct bpf_insn insns[] = {
-		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1},
-		{.code = BPF_STX | BPF_DW | BPF_MEM,
-		 .dst_reg = BPF_REG_10,
-		 .src_reg = BPF_REG_1,
-		 .off = -8},
-		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
-		{.code = BPF_STX | BPF_DW | BPF_ATOMIC,
-		 .dst_reg = BPF_REG_10,
-		 .src_reg = BPF_REG_1,
-		 .off = -8,
-		 .imm = BPF_CMPXCHG},
-		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
-		{.code = BPF_JMP | BPF_EXIT},
-	};
-	int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns,
-			       sizeof(insns) / sizeof(insns[0]), NULL);
-
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
 }
 
 /* PROCMAP_QUERY on our own maps: the query of our own code's mapping. */
@@ -179,7 +151,6 @@ int coll_features__probe(struct coll_features *f)
 		have_helper(BPF_FUNC_task_storage_get);
 	f->have[COLL_F_TASK_PT_REGS] = have_helper(BPF_FUNC_task_pt_regs);
 	f->have[COLL_F_SWITCH_STATE] = true;
-	f->have_cmpxchg = have_cmpxchg();
 	f->have[COLL_F_PROCMAP_QUERY] = have_procmap_query();
 	f->have[COLL_F_TASK_WORK] = btf_has_name("bpf_task_work_schedule_resume_impl") &&
 				    btf_has_name("bpf_preempt_disable");
@@ -262,7 +233,7 @@ int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf
 				const struct profile_bpf *prof, bool sparse)
 {
 	bool storage = f->have[COLL_F_TASK_STORAGE], tw = f->have[COLL_F_TASK_WORK] && sparse;
-	bool slots = storage && f->have_cmpxchg;
+	bool slots = storage && tw; /* offcpu_switch_tw alone claims slots */
 	int err;
 
 	set_flags(f, off->rodata);

@@ -38,12 +38,6 @@ enum coll_feature {
 struct coll_features {
 	bool have[COLL_F__COUNT];
 	bool forced[COLL_F__COUNT]; /* reported missing by LOWPROF_FALLBACKS */
-	/*
-	 * BPF compare-and-swap (Linux 5.12): offcpu.bpf.c's slots, a faster
-	 * place for task state than task storage (5.11), which is used alone
-	 * without it. Not a fallback: the same records either way.
-	 */
-	bool have_cmpxchg;
 };
 
 /*
@@ -94,7 +88,8 @@ void coll_features__apply_profile(const struct coll_features *f, struct profile_
  * (COLL_OFFCPU_TASKS_FALLBACK entries). With task work (the kernel has it
  * and sparse: few blocks are sampled, see COLL_OFFCPU_TASK_WORK_MAX_RATE),
  * offcpu_switch_tw is loaded in place of offcpu_switch and
- * offcpu_sys_exit (attach it alone). 0 or the reuse's -errno.
+ * offcpu_sys_exit (attach it alone), and task state goes into slots before
+ * task storage (offcpu.bpf.c). 0 or the reuse's -errno.
  */
 int coll_features__apply_offcpu(const struct coll_features *f, struct offcpu_bpf *off,
 				const struct profile_bpf *prof, bool sparse);
