@@ -455,27 +455,34 @@ static int open_outputs(const struct symb_opts *o, bool off_cpu, int fds[NOUT])
 	return 0;
 }
 
-/*
- * Builds the profile of one kind and writes it to fds[0..2]; a shard's
- * partial pprof (partial) not compressed: lowprof reads it at once. Returns
- * it (for the summary) or NULL; *rc gets the first error.
- */
-static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kind, const int fds[3],
-					bool partial, int *rc)
+/* Builds the profile of one kind, or NULL (logged); *rc gets the first error. */
+static struct symb_built *build_profile(struct symb_state *s, enum symb_kind kind, int *rc)
 {
 	const char *what = kind == SYMB_KIND_OFFCPU ? "off-CPU" : "on-CPU";
-	const struct lpw_profile *p;
-	struct symb_built *b;
-	int err;
+	struct symb_built *b = symb_build(s, kind);
 
-	b = symb_build(s, kind);
 	if (!b) {
-		err = -errno;
+		int err = -errno;
+
 		lp_err("building the %s profile: %s", what, strerror(-err));
 		if (!*rc)
 			*rc = err;
-		return NULL;
 	}
+	return b;
+}
+
+/*
+ * Writes a built profile (NULL: none) to fds[0..2]; a shard's partial pprof
+ * (partial) not compressed: lowprof reads it at once. *rc gets the first
+ * error.
+ */
+static void write_profile(const struct symb_built *b, const int fds[3], bool partial, int *rc)
+{
+	const struct lpw_profile *p;
+	int err;
+
+	if (!b)
+		return;
 	p = symb_built_profile(b);
 	/* '|': each writer runs even when another failed; a shard's partial outputs: pprof only */
 	err = fds[0] < 0 ? 0
@@ -485,12 +492,13 @@ static struct symb_built *write_profile(struct symb_state *s, enum symb_kind kin
 	err |= fds[2] >= 0 ? lpw_write_flamegraph(p, fds[2]) : 0;
 	if (err && !*rc)
 		*rc = -EIO;
-	return b;
 }
 
 /*
  * Builds the profiles and writes them to fds (closed here): the off-CPU one
- * when off_cpu. rd: the capture replayed, for the summary, or NULL.
+ * when off_cpu. rd: the capture replayed, for the summary, or NULL. Both
+ * are built before either is written: the state's tables that only
+ * building uses are freed in between, and the writers reuse their memory.
  */
 static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool off_cpu,
 			 int fds[NOUT], const struct lpc_reader *rd)
@@ -499,9 +507,13 @@ static int write_outputs(struct symb_state *s, const struct symb_opts *o, bool o
 	struct symb_built *cpu, *offcpu = NULL;
 	int rc = 0;
 
-	cpu = write_profile(s, SYMB_KIND_CPU, fds, o->partial, &rc);
+	cpu = build_profile(s, SYMB_KIND_CPU, &rc);
 	if (off_cpu)
-		offcpu = write_profile(s, SYMB_KIND_OFFCPU, fds + 3, o->partial, &rc);
+		offcpu = build_profile(s, SYMB_KIND_OFFCPU, &rc);
+	symb_state__finish(s);
+	write_profile(cpu, fds, o->partial, &rc);
+	if (off_cpu)
+		write_profile(offcpu, fds + 3, o->partial, &rc);
 	if (!o->quiet_summary) {
 		int sfd = o->summary_fd;
 

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lowprof/grow.h"
 #include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/writers.h"
@@ -72,7 +73,8 @@ struct fg_node {
  */
 struct fg_tree {
 	struct fg_node *nodes;
-	size_t nnodes;
+	size_t nnodes, cap_nodes; /* at most max_nodes */
+	size_t max_nodes;
 	uint32_t *node_slots; /* children keyed by (parent, name, kind) */
 	size_t node_mask;
 	const char **names; /* borrowed from the profile */
@@ -149,7 +151,7 @@ static int fg_node_slots_grow(struct fg_tree *t)
 
 /*
  * The child of parent with this name and kind, created (value 0) if new;
- * UINT32_MAX without memory for the index.
+ * UINT32_MAX without memory for the node or the index.
  */
 static uint32_t fg_child(struct fg_tree *t, uint32_t parent, uint32_t name, uint8_t kind)
 {
@@ -164,6 +166,9 @@ static uint32_t fg_child(struct fg_tree *t, uint32_t parent, uint32_t name, uint
 		if (n->parent == parent && n->name == name && n->kind == kind)
 			return e;
 	}
+	if (lp_grow((void **)&t->nodes, &t->cap_nodes, t->nnodes + 1, sizeof(*t->nodes), 4096,
+		    t->max_nodes))
+		return UINT32_MAX;
 	if (2 * (t->nnodes + 1) > t->node_mask + 1) {
 		if (fg_node_slots_grow(t))
 			return UINT32_MAX;
@@ -268,10 +273,14 @@ static int fg_tree_build(struct fg_tree *t, const struct lpw_profile *p)
 	if (max_nodes > UINT32_MAX / 4)
 		return -E2BIG;
 	/*
-	 * Not calloc: fg_child sets every field of a node it adds, and only
-	 * the nodes made are touched (the bound is far above their number).
+	 * The bound is far above the number of nodes made: the array grows
+	 * (fg_child) rather than being reserved whole. Untouched, a block of
+	 * the bound still moves the heap's top past it (5.7 MB for 20k
+	 * stacks), and what is allocated next lands on fresh pages.
 	 */
-	t->nodes = malloc(max_nodes * sizeof(*t->nodes));
+	t->max_nodes = max_nodes;
+	if (lp_grow((void **)&t->nodes, &t->cap_nodes, 1, sizeof(*t->nodes), 4096, max_nodes))
+		return -ENOMEM;
 	t->node_slots = fg_slots(1024, &t->node_mask);
 	if (!t->nodes || !t->node_slots)
 		return -ENOMEM;

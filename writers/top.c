@@ -5,12 +5,14 @@
  * of the merged profile of several shards. Everything printed comes from a
  * profile, from a stream or a binary: it is sanitized.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lowprof/hash.h"
 #include "lowprof/text.h"
 #include "lowprof/writers.h"
 
@@ -60,27 +62,99 @@ static int cmp_total(const void *a, const void *b)
 	return cmp_str(a, b);
 }
 
-static void print_top(int fd, const char *what, struct fn_total *f, size_t n, uint64_t all,
-		      bool self)
+/* How many functions each list prints. */
+#define TOP_N 10
+
+/*
+ * The first TOP_N of f[0, n) in cmp's order, into top[]; returns how many.
+ * cmp is a total order on distinct functions (names and kernel flags are
+ * unique), so these are the first TOP_N a full sort would give, in its
+ * order, without sorting (or comparing by name) all of them.
+ */
+static size_t top_select(const struct fn_total *f, size_t n, int (*cmp)(const void *, const void *),
+			 const struct fn_total **top)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j = k;
+
+		if (k == TOP_N && cmp(&f[i], top[k - 1]) >= 0)
+			continue;
+		if (k < TOP_N)
+			k++;
+		else
+			j = TOP_N - 1;
+		for (; j > 0 && cmp(&f[i], top[j - 1]) < 0; j--)
+			top[j] = top[j - 1];
+		top[j] = &f[i];
+	}
+	return k;
+}
+
+static void print_top(int fd, const char *what, const struct fn_total *const *f, size_t n,
+		      uint64_t all, bool self)
 {
 	char name[LP_NAME_PRINT_MAX + 4];
 
 	dprintf(fd, "Top functions by %s:\n", what);
-	for (size_t i = 0; i < n && i < 10; i++) {
-		uint64_t v = self ? f[i].self : f[i].total;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = self ? f[i]->self : f[i]->total;
 
 		if (!v)
 			break;
 		dprintf(fd, "  %6.2f%%  %8" PRIu64 "  %s%s\n", all ? 100.0 * v / all : 0.0, v,
-			lp_sanitize_name(name, sizeof(name), f[i].name), f[i].kernel ? " [k]" : "");
+			lp_sanitize_name(name, sizeof(name), f[i]->name),
+			f[i]->kernel ? " [k]" : "");
 	}
+}
+
+/*
+ * Each location's function: fn_of_loc[i] indexes fns[], one entry per
+ * distinct (name, kernel), found through an open-addressing table of the
+ * names' hashes. Sets *nfns to the number of functions; returns 0, or
+ * -ENOMEM.
+ */
+static int top_functions_of(const struct lpw_profile *p, struct fn_total *fns, uint32_t *fn_of_loc,
+			    size_t *nfns)
+{
+	size_t cap = 16, n = 0;
+	uint32_t *slots;
+	uint64_t seed;
+
+	while (cap < 2 * p->nlocations)
+		cap *= 2;
+	slots = calloc(cap, sizeof(*slots)); /* fns index + 1; 0: empty */
+	if (!slots)
+		return -ENOMEM;
+	seed = lp_hash_seed(slots);
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const struct lpw_location *l = &p->locations[i];
+		size_t j = lp_hash_bytes(seed ^ l->kernel, l->function, strlen(l->function));
+
+		for (j &= cap - 1; slots[j]; j = (j + 1) & (cap - 1)) {
+			const struct fn_total *f = &fns[slots[j] - 1];
+
+			if (f->kernel == l->kernel && !strcmp(f->name, l->function))
+				break;
+		}
+		if (!slots[j]) {
+			fns[n++] = (struct fn_total){l->function, l->kernel};
+			slots[j] = (uint32_t)n;
+		}
+		fn_of_loc[i] = slots[j] - 1;
+	}
+	free(slots);
+	*nfns = n;
+	return 0;
 }
 
 void lpw_print_top_functions(const struct lpw_profile *p, int fd)
 {
+	const struct fn_total *top[TOP_N];
 	struct fn_total *fns = NULL;
 	uint32_t *fn_of_loc = NULL;
-	size_t nfns = 0;
+	size_t nfns = 0, ntop;
 	uint64_t samples = 0;
 
 	if (!p || !p->nstacks)
@@ -95,24 +169,8 @@ void lpw_print_top_functions(const struct lpw_profile *p, int fd)
 	fn_of_loc = calloc(p->nlocations, sizeof(*fn_of_loc));
 	if (!fns || !fn_of_loc)
 		goto out;
-	{
-		struct fn_total *sorted = calloc(p->nlocations, sizeof(*sorted));
-
-		if (!sorted)
-			goto out;
-		for (size_t i = 0; i < p->nlocations; i++) {
-			sorted[i].name = p->locations[i].function;
-			sorted[i].kernel = p->locations[i].kernel;
-			sorted[i].self = i; /* remember the location while sorting */
-		}
-		qsort(sorted, p->nlocations, sizeof(*sorted), cmp_str);
-		for (size_t i = 0; i < p->nlocations; i++) {
-			if (!nfns || cmp_str(&fns[nfns - 1], &sorted[i]))
-				fns[nfns++] = (struct fn_total){sorted[i].name, sorted[i].kernel};
-			fn_of_loc[sorted[i].self] = (uint32_t)(nfns - 1);
-		}
-		free(sorted);
-	}
+	if (top_functions_of(p, fns, fn_of_loc, &nfns))
+		goto out;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct lpw_stack *st = &p->stacks[i];
 		uint64_t v = (uint64_t)st->values[0];
@@ -129,10 +187,10 @@ void lpw_print_top_functions(const struct lpw_profile *p, int fd)
 			}
 		}
 	}
-	qsort(fns, nfns, sizeof(*fns), cmp_self);
-	print_top(fd, "self", fns, nfns, samples, true);
-	qsort(fns, nfns, sizeof(*fns), cmp_total);
-	print_top(fd, "total", fns, nfns, samples, false);
+	ntop = top_select(fns, nfns, cmp_self, top);
+	print_top(fd, "self", top, ntop, samples, true);
+	ntop = top_select(fns, nfns, cmp_total, top);
+	print_top(fd, "total", top, ntop, samples, false);
 out:
 	free(fns);
 	free(fn_of_loc);

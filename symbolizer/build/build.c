@@ -512,7 +512,7 @@ struct symb_built *symb_build_window(struct symb_state *s, enum symb_kind kind,
 
 	if (!b)
 		return NULL;
-	if (kind >= SYMB_KIND__COUNT) {
+	if (kind >= SYMB_KIND__COUNT || symb_state__finished(s)) {
 		free(b);
 		errno = EINVAL;
 		return NULL;

@@ -86,8 +86,9 @@ struct symb_image {
 };
 
 /*
- * Loads libcrypto's SHA-256 before the sandbox is entered (it may read its
- * configuration). Idempotent. Returns 0 or -ENOSYS.
+ * Has libcrypto read its configuration (the providers it names are loaded
+ * then): before the sandbox is entered. SHA-256 itself is fetched at the
+ * first hash. Idempotent. Returns 0 or -ENOSYS.
  */
 int symb_ident__init(void);
 

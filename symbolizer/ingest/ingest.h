@@ -198,6 +198,18 @@ void symb_state__free(struct symb_state *s);
 int symb_state__feed(struct symb_state *s, const void *buf, size_t len);
 
 /*
+ * The end of a run whose profiles are all built: frees what only feeding
+ * and building use (the stacks' frames and their index, the kernel
+ * symbols, the unwinder's memo), so that the writers reuse that memory
+ * rather than fault in fresh pages. Built profiles stay valid, and so do
+ * the counters, meta, aggregates, labels and objects that the summary
+ * reads; the state can then be neither fed nor built (symb_state__feed
+ * returns -EINVAL, symb_build fails with EINVAL).
+ */
+void symb_state__finish(struct symb_state *s);
+bool symb_state__finished(const struct symb_state *s);
+
+/*
  * A service run whose collector started again: the new file channel (-1:
  * none, meanwhile), and, for a ring in use, skipping what comes before the
  * next meta record (as opts' wait_meta).

@@ -95,6 +95,7 @@ struct symb_state {
 	/* what the perf maps of processes now gone had counted (symb_state__jit_stats) */
 	struct symb_jit_stats jit_gone;
 	uint64_t jit_bytes; /* perf map bytes the live processes' tables were fed */
+	bool finished;	    /* symb_state__finish */
 };
 
 /* every need is bounded by a SYMB_MAX_* far below 2^31 */
@@ -159,6 +160,25 @@ void symb_state__free(struct symb_state *s)
 	free(s->frames);
 	free(s->delta_memo);
 	free(s);
+}
+
+void symb_state__finish(struct symb_state *s)
+{
+	free(s->frames);
+	s->frames = NULL;
+	s->nframes = s->cap_frames = 0;
+	free(s->agg_index);
+	s->agg_index = NULL;
+	s->cap_agg_index = 0;
+	free(s->delta_memo);
+	s->delta_memo = NULL;
+	symb_ksyms__release(s->ksyms);
+	s->finished = true;
+}
+
+bool symb_state__finished(const struct symb_state *s)
+{
+	return s->finished;
 }
 
 void symb_state__set_files_fd(struct symb_state *s, int files_fd)
@@ -1376,6 +1396,8 @@ int symb_state__feed(struct symb_state *s, const void *buf, size_t len)
 	struct symb_proc *p;
 	int err;
 
+	if (s->finished)
+		return -EINVAL;
 	s->n.records++;
 	if (skip_other_shard(s, buf, len))
 		return 0;

@@ -40,6 +40,17 @@ void symb_ksyms__free(struct symb_ksyms *k)
 	free(k);
 }
 
+void symb_ksyms__release(struct symb_ksyms *k)
+{
+	free(k->ksyms);
+	free(k->ksym_names);
+	k->ksyms = NULL;
+	k->ksym_names = NULL;
+	k->cap_ksyms = 0;
+	k->ksym_names_len = k->ksym_names_cap = 0;
+	k->n.count = 0;
+}
+
 void symb_ksyms__start(struct symb_ksyms *k, bool relative)
 {
 	k->n.relative = relative;

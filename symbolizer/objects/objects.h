@@ -264,5 +264,10 @@ uint64_t symb_ksyms__relative(const struct symb_ksyms *k, uint64_t addr);
 /* The symbol at a relative address (at most 1 MiB past its start); NULL: none. */
 const char *symb_ksyms__lookup(struct symb_ksyms *k, uint64_t addr);
 const struct symb_ksyms_stats *symb_ksyms__stats(const struct symb_ksyms *k);
+/*
+ * Frees the symbols, as a new snapshot that has none: lookups find nothing
+ * until the next one is fed. The stats but count are kept.
+ */
+void symb_ksyms__release(struct symb_ksyms *k);
 
 #endif /* LOWPROF_SYMB_OBJECTS_H */

@@ -1438,6 +1438,55 @@ static void test_kernel_addresses_relative(void **state)
 	}
 }
 
+/*
+ * symb_state__finish frees what building needs: a profile built before
+ * still writes the same, the counters stay, and the state refuses to be
+ * fed or built again rather than read what was freed.
+ */
+static void test_finish(void **state)
+{
+	uint64_t k[1] = {0x150}, u[1] = {(uint64_t)(uintptr_t)&symb_test_leaf + 2};
+	struct lps_meta meta = {.hostname = S("h"),
+				.clock = S("CLOCK_MONOTONIC"),
+				.producer = S("test"),
+				.kernel_base = S("_text")};
+	struct symb_built *b;
+	struct symb_state *s = state_new(false, false);
+	struct lps_enc e;
+	char *before, *after;
+
+	lps_enc_init_dynamic(&e);
+	lps_enc_meta(&e, &meta, NULL, NULL);
+	feed(s, &e);
+	lps_enc_ksyms_begin(&e, 0, true, 2);
+	lps_enc_ksym(&e, &(struct lps_ksym){0, S("_text"), S("")});
+	lps_enc_ksym(&e, &(struct lps_ksym){0x100, S("do_syscall_64"), S("")});
+	feed(s, &e);
+	feed_maps(s, &e, 100, false, &self_text, 1);
+	feed_sample(s, &e, 100, "app", k, 1, u, 1);
+	b = symb_build(s, SYMB_KIND_CPU);
+	assert_non_null(b);
+	before = folded_of(symb_built_profile(b));
+	assert_non_null(strstr(before, "app;symb_test_leaf;do_syscall_64_[k] 1"));
+	assert_false(symb_state__finished(s));
+
+	symb_state__finish(s);
+	assert_true(symb_state__finished(s));
+	after = folded_of(symb_built_profile(b));
+	assert_string_equal(after, before);
+	assert_int_equal(symb_state__counters(s)->samples, 1);
+	errno = 0;
+	assert_null(symb_build(s, SYMB_KIND_CPU));
+	assert_int_equal(errno, EINVAL);
+	lps_enc_meta(&e, &meta, NULL, NULL);
+	assert_int_equal(symb_state__feed(s, e.buf, e.len), -EINVAL);
+	free(before);
+	free(after);
+	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
 /* Options of another size are read only when this build knows all they say. */
 static void test_opts_size_checked(void **state)
 {
@@ -1735,6 +1784,7 @@ int main(void)
 		cmocka_unit_test(test_unwind_follows_maps),
 		cmocka_unit_test(test_vdso_unwinds),
 		cmocka_unit_test(test_kernel_addresses_relative),
+		cmocka_unit_test(test_finish),
 		cmocka_unit_test(test_container_ids),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_jit_frames),
