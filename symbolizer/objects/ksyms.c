@@ -31,15 +31,6 @@ struct symb_ksyms *symb_ksyms__new(void)
 	return calloc(1, sizeof(struct symb_ksyms));
 }
 
-void symb_ksyms__free(struct symb_ksyms *k)
-{
-	if (!k)
-		return;
-	free(k->ksyms);
-	free(k->ksym_names);
-	free(k);
-}
-
 void symb_ksyms__release(struct symb_ksyms *k)
 {
 	free(k->ksyms);
@@ -49,6 +40,14 @@ void symb_ksyms__release(struct symb_ksyms *k)
 	k->cap_ksyms = 0;
 	k->ksym_names_len = k->ksym_names_cap = 0;
 	k->n.count = 0;
+}
+
+void symb_ksyms__free(struct symb_ksyms *k)
+{
+	if (!k)
+		return;
+	symb_ksyms__release(k);
+	free(k);
 }
 
 void symb_ksyms__start(struct symb_ksyms *k, bool relative)
