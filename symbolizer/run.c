@@ -807,21 +807,20 @@ static bool peer_gone(int fd)
 }
 
 /*
- * How full the ring came since the last look, into the window's counters,
- * from the first sample on: before it, the collector's start-up records
- * (kernel symbols, every process's mappings) fill the ring by design, the
- * collector waiting for room for each.
+ * How full the ring (of size bytes) came since the last look, into the
+ * window's counters, from the first sample on: before it, the collector's
+ * start-up records (kernel symbols, every process's mappings) fill the ring
+ * by design, the collector waiting for room for each.
  */
-static void note_ring(struct lp_ring *ring, struct symb_state *s)
+static void note_ring(struct lp_ring *ring, uint64_t size, struct symb_state *s)
 {
-	struct lp_ring_stats st;
 	uint64_t peak = lp_ring__take_peak(ring);
 
-	lp_ring__stats(ring, &st);
-	symb_state__note_ring(s, symb_state__meta(s)->first_ns ? peak : 0, st.data_size);
+	symb_state__note_ring(s, symb_state__meta(s)->first_ns ? peak : 0, size);
 }
 
-static int consume_ring(struct lp_ring *ring, struct symb_state *s, struct windows *w, int peer_fd)
+static int consume_ring(struct lp_ring *ring, uint64_t size, struct symb_state *s,
+			struct windows *w, int peer_fd)
 {
 	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC), last_progress = 0, n = 0, reads = 0;
 
@@ -834,7 +833,7 @@ static int consume_ring(struct lp_ring *ring, struct symb_state *s, struct windo
 
 		/* the ring keeps its peak between looks: every 64th record loses nothing */
 		if (err || !(++reads & 63))
-			note_ring(ring, s);
+			note_ring(ring, size, s);
 		if (err == 0) {
 			err = w ? feed_window(s, w, data, len) : symb_state__feed(s, data, len);
 			if (err == -EPROTO)
@@ -878,9 +877,12 @@ static int consume_ring(struct lp_ring *ring, struct symb_state *s, struct windo
 
 static int consume(struct lp_ring *ring, struct symb_state *s, struct windows *w, int peer_fd)
 {
-	int err = consume_ring(ring, s, w, peer_fd);
+	struct lp_ring_stats st;
+	int err;
 
-	note_ring(ring, s);
+	lp_ring__stats(ring, &st); /* for its size, which never changes */
+	err = consume_ring(ring, st.data_size, s, w, peer_fd);
+	note_ring(ring, st.data_size, s);
 	return err;
 }
 
