@@ -2774,7 +2774,6 @@ int coll_run(const struct coll_opts *o)
 			goto err_out;
 	}
 	send_meta(&c);
-	send_ksyms(&c);
 	for (size_t i = 0; i < o->npids; i++)
 		send_maps(&c, (uint32_t)o->pids[i], 0, WAIT_START_MS);
 	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
@@ -2783,6 +2782,14 @@ int coll_run(const struct coll_opts *o)
 		goto err_out;
 	coll_self_walk(bpf_map__fd(c.skel->maps.self_tgids), o);
 	self_changed(&c);
+	/*
+	 * The kernel symbols after attaching: reading /proc/kallsyms is most
+	 * of the start-up (~50 ms here), and sampling need not wait for it.
+	 * The first samples wait in the BPF ring, sized for a drain interval
+	 * (a window's rotation pauses the drain loop as long); the drain loop
+	 * starts after the snapshot, so in the stream it still comes first.
+	 */
+	send_ksyms(&c);
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)
