@@ -579,7 +579,7 @@ startup_phases=(
 	"btf-chosen:debug: btf: using"
 	"bpf-loaded:debug: bpf: [0-9]* bytes of BPF memory"
 	"kallsyms-sent:debug: kallsyms: "
-	"attached:profiling "
+	"profiling:profiling "
 )
 
 # stamp_lines FILE: stdin's lines into FILE, each after CLOCK_REALTIME in us
@@ -684,9 +684,9 @@ startup_rows() {
 		local m=""
 		# shellcheck disable=SC2086
 		[[ -n "${SU[$cfg.meta]:-}" ]] && m=$(median ${SU[$cfg.meta]}) &&
-			m="run start (processes started, BPF loaded) at $(fmt %.3f "$m") s, then $(fmt %.3f "$(calc "$med - $m")") s to the first sample (kernel symbol snapshot, attaching); "
+			m="run start (processes started, BPF loaded) at $(fmt %.3f "$m") s, then $(fmt %.3f "$(calc "$med - $m")") s to the first sample (the processes' mappings with -p, attaching; the kernel symbol snapshot is read after it); "
 		add_row "$sec" "$label: where the time goes" "${m}-v lines as read: ${phases:-none} s" "" "" \
-			"medians over the same runs. Run start: the meta record's start_mono_ns (the first sample's time less capture-info's offset from the run's start; the collector stamps it after loading its BPF programs, then reads and sends the kernel symbol snapshot and the processes' mappings, then attaches), less the stamp before exec: exact, on CLOCK_MONOTONIC. -v lines: when each arrived (CLOCK_REALTIME as a bash builtin at nice -15 read it from the pipe, less CLOCK_REALTIME just before exec), which on this loaded machine can lag the event by tens of ms: ring = the collector made its ring (it and the symbolizer started), kernel-checked = kernel features probed, btf-chosen = which BTF (its identity check included), bpf-loaded = programs and maps loaded, kallsyms-sent = the kernel symbol snapshot read from /proc/kallsyms and sent, attached = 'profiling' printed after attaching"
+			"medians over the same runs. Run start: the meta record's start_mono_ns (the first sample's time less capture-info's offset from the run's start; the collector stamps it after loading its BPF programs, then sends the processes' mappings (-p), attaches, and only then reads and sends the kernel symbol snapshot, while the first samples wait in the BPF ring), less the stamp before exec: exact, on CLOCK_MONOTONIC. -v lines: when each arrived (CLOCK_REALTIME as a bash builtin at nice -15 read it from the pipe, less CLOCK_REALTIME just before exec), which on this loaded machine can lag the event by tens of ms: ring = the collector made its ring (it and the symbolizer started), kernel-checked = kernel features probed, btf-chosen = which BTF (its identity check included), bpf-loaded = programs and maps loaded, kallsyms-sent = the kernel symbol snapshot read from /proc/kallsyms and sent (after attaching), profiling = 'profiling' printed at the end of start-up"
 	done
 }
 
