@@ -165,7 +165,13 @@ struct coll {
 	int cgroup_fds[LP_MAX_CGROUPS]; /* --cgroup directories, in the filter map */
 	struct lps_enc dyn;		/* maps, ksyms: grows as needed */
 	bool capture_failed;
-	bool attached; /* the BPF programs are: the drain loop must not wait */
+	/*
+	 * the start-up burst (the kernel symbol snapshot) is over: writes no
+	 * longer wait for the consumer to let the ring wrap early
+	 * (write_ring), and the early wraps follow the write rate. Set after
+	 * the snapshot, which is sent with the programs already attached.
+	 */
+	bool attached;
 	uint64_t maps_errors;
 	uint64_t maps_gone; /* reads of processes gone whose side-band events came */
 	uint64_t maps_sent;
@@ -1877,8 +1883,6 @@ static int attach_bpf(struct coll *c)
 	struct bpf_program *tps[3];
 	int err, ntps;
 
-	c->attached = true;
-	tune_early_wraps(c, lp_clock_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
 	c->pfds = calloc(c->ncpus, sizeof(*c->pfds));
 	c->links = calloc(c->ncpus + 5, sizeof(*c->links));
 	if (!c->pfds || !c->links)
@@ -2788,8 +2792,13 @@ int coll_run(const struct coll_opts *o)
 	 * The first samples wait in the BPF ring, sized for a drain interval
 	 * (a window's rotation pauses the drain loop as long); the drain loop
 	 * starts after the snapshot, so in the stream it still comes first.
+	 * The snapshot is still the start-up burst for the ring (attached
+	 * false until it is sent): it waits for the symbolizer within the
+	 * ring's first eighth rather than fault in the whole ring.
 	 */
 	send_ksyms(&c);
+	c.attached = true;
+	tune_early_wraps(&c, lp_clock_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
 		if (err)
