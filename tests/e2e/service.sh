@@ -5,7 +5,8 @@
 # the windows' samples together those of the run; the partial last window
 # written on SIGTERM; a tiny --spool-bytes keeps the newest windows and
 # counts the removed ones; a second run on a spool numbers its windows after
-# the first's; a spool that is a symlink is refused. A window's samples are
+# the first's; a spool that is a symlink is refused, one the symbolizer
+# cannot write ends the run at once. A window's samples are
 # checked against the workload's CPU time in that window (lib.sh: on a
 # loaded machine it gets less than 2 s of CPU in 2 s), never the wall time.
 source "$(dirname "$0")/lib.sh"
@@ -197,4 +198,18 @@ ln -s "$TMP" "$TMP/link"
 rc=$?
 check "a symlinked spool is refused (exit $rc)" test "$rc" -ne 0
 check "and the error says so" grep -q 'symlink' "$TMP/run4.out"
+
+# --- a spool the symbolizer's user cannot write (root's, 0700): the
+# symbolizer fails after it took the ring, and the run ends at once with an
+# error (the collector once waited 5 s per kernel-symbol chunk for the
+# unread ring, deaf to SIGTERM: minutes)
+install -d -m 0700 "$TMP/rootspool"
+t0=$SECONDS
+timeout 60 "$BIN/lowprof" run --window 1 --spool "$TMP/rootspool" -p "$WPID" -d 1 >"$TMP/run5.out" 2>&1
+rc=$?
+secs=$((SECONDS - t0))
+tail -3 "$TMP/run5.out"
+check "a spool the symbolizer cannot write ends the run with 1 (got $rc)" test "$rc" = 1
+check "and the error names it" grep -q "spool $TMP/rootspool" "$TMP/run5.out"
+check "within 10 s (took $secs s)" test "$secs" -le 10
 finish
