@@ -5,8 +5,8 @@
 # the windows' samples together those of the run; the partial last window
 # written on SIGTERM; a tiny --spool-bytes keeps the newest windows and
 # counts the removed ones; a second run on a spool numbers its windows after
-# the first's; a spool that is a symlink is refused, one the symbolizer
-# cannot write ends the run at once. A window's samples are
+# the first's; a spool that is a symlink is refused, so is one another run
+# uses, and one the symbolizer cannot write ends the run at once. A window's samples are
 # checked against the workload's CPU time in that window (lib.sh: on a
 # loaded machine it gets less than 2 s of CPU in 2 s), never the wall time.
 source "$(dirname "$0")/lib.sh"
@@ -198,6 +198,25 @@ ln -s "$TMP" "$TMP/link"
 rc=$?
 check "a symlinked spool is refused (exit $rc)" test "$rc" -ne 0
 check "and the error says so" grep -q 'symlink' "$TMP/run4.out"
+
+# --- one run at a time on a spool: a second one is refused while the first
+# runs (both numbered their windows from the same start, and each one's
+# budget removed the other's windows), and may start once it has ended
+start_bg "$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 4 >"$TMP/run6a.out" 2>&1
+RUN6=$BGPID
+wait_log "$TMP/run6a.out" 'profiling the given processes' || fail "the first run never started profiling"
+"$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 1 >"$TMP/run6b.out" 2>&1
+rc=$?
+cat "$TMP/run6b.out"
+check "a second run on a spool in use is refused with 1 (got $rc)" test "$rc" = 1
+check "and the error says the spool is in use" grep -q 'another lowprof run is using it' "$TMP/run6b.out"
+wait "$RUN6"
+rc=$?
+n6=$(ls "$TMP/spool6" | grep -c '^cpu-')
+check "the first run went on (exit $rc, $n6 windows)" test "$rc" = 0 -a "$n6" -ge 3
+"$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 1 >"$TMP/run6c.out" 2>&1
+rc=$?
+check "a run after it ended takes the spool (exit $rc)" test "$rc" = 0
 
 # --- a spool the symbolizer's user cannot write (root's, 0700): the
 # symbolizer fails after it took the ring, and the run ends at once with an
