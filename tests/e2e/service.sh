@@ -6,7 +6,8 @@
 # written on SIGTERM; a tiny --spool-bytes keeps the newest windows and
 # counts the removed ones; a second run on a spool numbers its windows after
 # the first's; a spool that is a symlink is refused, so is one another run
-# uses, and one the symbolizer cannot write ends the run at once. A window's samples are
+# uses, and one the symbolizer cannot write ends the run at once; a
+# symbolizer whose spool writer was killed is started again. A window's samples are
 # checked against the workload's CPU time in that window (lib.sh: on a
 # loaded machine it gets less than 2 s of CPU in 2 s), never the wall time.
 source "$(dirname "$0")/lib.sh"
@@ -217,6 +218,31 @@ check "the first run went on (exit $rc, $n6 windows)" test "$rc" = 0 -a "$n6" -g
 "$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 1 >"$TMP/run6c.out" 2>&1
 rc=$?
 check "a run after it ended takes the spool (exit $rc)" test "$rc" = 0
+
+# --- the symbolizer's spool writer killed: the symbolizer ends (it went on
+# for the whole run writing nothing, an error a window) and lowprof run
+# starts it again; windows appear again
+SP7=$TMP/spool7
+start_bg "$BIN/lowprof" run --window 1 --spool "$SP7" -p "$WPID" -d 9 >"$TMP/run7.out" 2>&1
+RUN7=$BGPID
+wait_log "$TMP/run7.out" 'profiling the given processes' || fail "run 7 never started profiling"
+sleep 2
+writer=
+for p in $(pgrep -P "$RUN7"); do
+	[[ $(cat /proc/$p/comm 2>/dev/null) == lowprof-symboli ]] || continue
+	for g in $(pgrep -P "$p"); do # the writer holds the window memory file
+		ls -l /proc/$g/fd 2>/dev/null | grep -q 'memfd:lowprof-window' && writer=$g
+	done
+done
+check "the spool writer found under the run's symbolizer ($writer)" test -n "$writer"
+[[ -n $writer ]] && kill -KILL "$writer"
+t_kill=$(date +%s)
+wait "$RUN7"
+grep -E 'writer|again' "$TMP/run7.out"
+check "the symbolizer says its writer is gone, once" test "$(grep -c 'writer process is gone' "$TMP/run7.out")" = 1
+check "lowprof run starts the symbolizer again" grep -q 'lowprof-symbolizer died (exit status 1); starting it again' "$TMP/run7.out"
+after=$(find "$SP7" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 1))" | wc -l)
+check "windows are written again after the kill (got $after)" test "$after" -ge 2
 
 # --- a spool the symbolizer's user cannot write (root's, 0700): the
 # symbolizer fails after it took the ring, and the run ends at once with an
