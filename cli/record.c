@@ -579,7 +579,8 @@ static bool restart_symbolizer(struct cli_child *kids, uint32_t k, struct cli_re
 }
 
 /*
- * lowprof run's exporter died while the collector runs: started again, so
+ * lowprof run's exporter ended while the collector runs (killed, or stopped
+ * by a SIGTERM not ours: it exits 0 then): started again, so
  * that windows go on being delivered (those written meanwhile wait in the
  * spool). Not when it died within a second of starting, nor after
  * LP_RECORD_MAX_RESTARTS: then the windows stay in the spool, and the
@@ -668,8 +669,8 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 		cli_reap(sv->kids, 1 + (int)n);
 		if (sv->exporter && sv->exporter->pid > 0 && !sv->exporter->done) {
 			cli_reap(sv->exporter, 1);
-			if (sv->exporter->done && !nsignals && !coll->done &&
-			    !cli_child_ok(sv->exporter))
+			/* exit 0 too: only a signal from elsewhere stops it before us */
+			if (sv->exporter->done && !nsignals && !coll->done)
 				restart_exporter(sv);
 		}
 		if (coll->done && !coll_was_done && !cli_child_ok(coll))

@@ -8,9 +8,9 @@
 #   /metrics answers while it runs; the spool is empty after.
 # - a receiver that answers 503 (Retry-After: 1) for 20 s, then recovers:
 #   every window arrives, in order, none twice.
-# - lowprof run's exporter killed mid-run: started again, every window
-#   arrives; a standalone exporter killed mid-way and started again: nothing
-#   lost.
+# - lowprof run's exporter killed (or stopped by SIGTERM) mid-run: started
+#   again, every window arrives; a standalone exporter killed mid-way and
+#   started again: nothing lost.
 # - no receiver, and a spool budget too small for the backlog: the oldest
 #   windows are dropped and counted, collection loses nothing.
 # - TLS with a test CA: delivered with --ca-file, refused without.
@@ -158,6 +158,30 @@ check "windows 0 to $((nu - 1)) all arrived ($nu: at least 6 for 8 s of 1 s wind
 	test "$nu" -ge 6 -a "$uniq_w" = "$(seq -s ' ' 0 $((nu - 1))) "
 check "lowprof run said the exporter died and was started again" \
 	grep -q 'lowprof-exporter died (.*); starting it again' "$TMP/runk.err"
+
+# --- 1c: the exporter stopped from elsewhere (SIGTERM: it exits 0) is
+# started again too: run left it stopped, windows piling up, unsaid
+receiver pyrot
+SPT=$TMP/spoolt
+start_bg "$BIN/lowprof" run --window 1 --spool "$SPT" -p "$WPID" -d "$(scaled 6)" \
+	--pyroscope "http://127.0.0.1:$PORT" >"$TMP/runt.out" 2>"$TMP/runt.err"
+RUN=$BGPID
+sleep 3
+T1=$(exporter_below "$RUN")
+[[ -n "$T1" ]] && kill -TERM "$T1"
+T2=
+for _ in $(seq 1 50); do
+	T2=$(exporter_below "$RUN")
+	[[ -n "$T2" && "$T2" != "$T1" ]] && break
+	sleep 0.1
+done
+wait "$RUN"
+rc=$?
+grep 'lowprof: ' "$TMP/runt.err"
+check "lowprof run exits 0 after its exporter was stopped (got $rc)" test "$rc" = 0
+check "a new exporter ($T2) replaced the stopped one ($T1)" test -n "$T1" -a -n "$T2" -a "$T2" != "$T1"
+check "and delivered every window ($(ls "$SPT" | grep -c '\.pb\.gz$') left in the spool)" \
+	test "$(ls "$SPT" | grep -c '\.pb\.gz$')" = 0
 
 # --- 2: 503 (Retry-After: 1) for the first 20 s, then 200
 receiver slow --fail-for 20 --retry-after 1
