@@ -688,9 +688,14 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 		    (nsignals || cli_child_ok(coll) ||
 		     !restart_collector(sv->kids, sv->coll_restart)))
 			cli_signal_kids(symb, (int)n, SIGTERM);
+		/*
+		 * lowprof run's symbolizers end before the collector only when
+		 * stopped from elsewhere (a SIGTERM not ours: exit 0) or dead:
+		 * either way started again. record's may end well on their own.
+		 */
 		for (uint32_t k = 0; k < n; k++)
 			if (symb[k].done && !symb_was_done[k] && !coll->done &&
-			    (nsignals || cli_child_ok(&symb[k]) ||
+			    (nsignals || (cli_child_ok(&symb[k]) && !sv->coll_restart) ||
 			     !restart_symbolizer(sv->kids, k,
 						 sv->restart ? &sv->restart[k] : NULL)))
 				/* nobody reads its ring any more: stop collecting */

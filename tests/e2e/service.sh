@@ -7,7 +7,8 @@
 # counts the removed ones; a second run on a spool numbers its windows after
 # the first's; a spool that is a symlink is refused, so is one another run
 # uses, and one the symbolizer cannot write ends the run at once; a
-# symbolizer whose spool writer was killed is started again. A window's samples are
+# symbolizer whose spool writer was killed, or that was stopped from
+# elsewhere, is started again. A window's samples are
 # checked against the workload's CPU time in that window (lib.sh: on a
 # loaded machine it gets less than 2 s of CPU in 2 s), never the wall time.
 source "$(dirname "$0")/lib.sh"
@@ -227,12 +228,14 @@ start_bg "$BIN/lowprof" run --window 1 --spool "$SP7" -p "$WPID" -d 9 >"$TMP/run
 RUN7=$BGPID
 wait_log "$TMP/run7.out" 'profiling the given processes' || fail "run 7 never started profiling"
 sleep 2
+symbolizer_below() { # symbolizer_below PID: the lowprof-symbolizer child of PID
+	for p in $(pgrep -P "$1"); do
+		[[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$BIN/lowprof-symbolizer" ]] && echo "$p"
+	done | head -1
+}
 writer=
-for p in $(pgrep -P "$RUN7"); do
-	[[ $(cat /proc/$p/comm 2>/dev/null) == lowprof-symboli ]] || continue
-	for g in $(pgrep -P "$p"); do # the writer holds the window memory file
-		ls -l /proc/$g/fd 2>/dev/null | grep -q 'memfd:lowprof-window' && writer=$g
-	done
+for g in $(pgrep -P "$(symbolizer_below "$RUN7")"); do # the writer holds the window memory file
+	ls -l /proc/$g/fd 2>/dev/null | grep -q 'memfd:lowprof-window' && writer=$g
 done
 check "the spool writer found under the run's symbolizer ($writer)" test -n "$writer"
 [[ -n $writer ]] && kill -KILL "$writer"
@@ -243,6 +246,24 @@ check "the symbolizer says its writer is gone, once" test "$(grep -c 'writer pro
 check "lowprof run starts the symbolizer again" grep -q 'lowprof-symbolizer died (exit status 1); starting it again' "$TMP/run7.out"
 after=$(find "$SP7" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 1))" | wc -l)
 check "windows are written again after the kill (got $after)" test "$after" -ge 2
+
+# --- the symbolizer stopped from elsewhere (SIGTERM: it exits 0) is started
+# again too (it ended the whole run, with 0, before its -d)
+SP8=$TMP/spool8
+start_bg "$BIN/lowprof" run --window 1 --spool "$SP8" -p "$WPID" -d 8 >"$TMP/run8.out" 2>&1
+RUN8=$BGPID
+wait_log "$TMP/run8.out" 'profiling the given processes' || fail "run 8 never started profiling"
+sleep 2
+S8=$(symbolizer_below "$RUN8")
+check "the run's symbolizer found ($S8)" test -n "$S8"
+[[ -n $S8 ]] && kill -TERM "$S8"
+t_kill=$(date +%s)
+wait "$RUN8"
+rc=$?
+check "lowprof run exits 0 after its symbolizer was stopped (got $rc)" test "$rc" = 0
+check "it starts the symbolizer again" grep -q 'lowprof-symbolizer died (exit status 0); starting it again' "$TMP/run8.out"
+after=$(find "$SP8" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 1))" | wc -l)
+check "windows are written after the stop (got $after)" test "$after" -ge 2
 
 # --- a spool the symbolizer's user cannot write (root's, 0700): the
 # symbolizer fails after it took the ring, and the run ends at once with an
