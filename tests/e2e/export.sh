@@ -132,15 +132,21 @@ exporter_below() { # exporter_below PID: lowprof-exporter's pid below PID, found
 		[[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$EXP" ]] && echo "$p"
 	done | head -1
 }
+# signal_exporter SIG RUN: sends SIG to RUN's exporter, then waits up to 5 s
+# for another; the two pids in OLD and NEW (empty when not found)
+signal_exporter() {
+	OLD=$(exporter_below "$2")
+	NEW=
+	[[ -n "$OLD" ]] && kill "-$1" "$OLD"
+	for _ in $(seq 1 50); do
+		NEW=$(exporter_below "$2")
+		[[ -n "$NEW" && "$NEW" != "$OLD" ]] && break
+		sleep 0.1
+	done
+}
 sleep 3 # the exporter is older than the second under which it is not restarted
-K1=$(exporter_below "$RUN")
-[[ -n "$K1" ]] && kill -KILL "$K1"
-K2=
-for _ in $(seq 1 50); do
-	K2=$(exporter_below "$RUN")
-	[[ -n "$K2" && "$K2" != "$K1" ]] && break
-	sleep 0.1
-done
+signal_exporter KILL "$RUN"
+K1=$OLD K2=$NEW
 wait "$RUN"
 rc=$?
 cat "$TMP/runk.err"
@@ -167,14 +173,8 @@ start_bg "$BIN/lowprof" run --window 1 --spool "$SPT" -p "$WPID" -d "$(scaled 6)
 	--pyroscope "http://127.0.0.1:$PORT" >"$TMP/runt.out" 2>"$TMP/runt.err"
 RUN=$BGPID
 sleep 3
-T1=$(exporter_below "$RUN")
-[[ -n "$T1" ]] && kill -TERM "$T1"
-T2=
-for _ in $(seq 1 50); do
-	T2=$(exporter_below "$RUN")
-	[[ -n "$T2" && "$T2" != "$T1" ]] && break
-	sleep 0.1
-done
+signal_exporter TERM "$RUN"
+T1=$OLD T2=$NEW
 wait "$RUN"
 rc=$?
 grep 'lowprof: ' "$TMP/runt.err"
