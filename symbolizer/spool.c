@@ -62,6 +62,7 @@ struct symb_spool {
 	int memfd; /* shared with the writer */
 	pid_t writer;
 	bool writer_gone;  /* the socket to it failed: no window can be written again */
+	int put_err;	   /* the last window's error (said once until one is written) */
 	uint64_t next_seq; /* after the spool's highest */
 	uint32_t shard, nshards;
 	char label[32]; /* symb_spool__shard_label */
@@ -491,11 +492,17 @@ int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64
 	err = hand_over(sp, &m, SYMB_SPOOL_MAX_FILE, &a);
 	if (err) {
 		sp->n.failed++;
-		if (!sp->writer_gone)
-			lp_err("spool: %s window %" PRIu64 " not written: %s", kind, seq,
-			       strerror(-err));
+		/* a full disk fails every window for hours: one line per cause */
+		if (!sp->writer_gone && err != sp->put_err)
+			lp_err("spool: %s window %" PRIu64 " not written: %s (said once until "
+			       "windows are written again)",
+			       kind, seq, strerror(-err));
+		sp->put_err = err;
 		return err;
 	}
+	if (sp->put_err)
+		lp_info("spool: windows are written again, from %s window %" PRIu64, kind, seq);
+	sp->put_err = 0;
 	sp->n.windows++;
 	sp->n.bytes += m.len;
 	sp->n.removed += a.removed;

@@ -8,7 +8,7 @@
 # the first's; a spool that is a symlink is refused, so is one another run
 # uses, and one the symbolizer cannot write ends the run at once; a
 # symbolizer whose spool writer was killed, or that was stopped from
-# elsewhere, is started again. A window's samples are
+# elsewhere, is started again; a full disk is said once per cause. A window's samples are
 # checked against the workload's CPU time in that window (lib.sh: on a
 # loaded machine it gets less than 2 s of CPU in 2 s), never the wall time.
 source "$(dirname "$0")/lib.sh"
@@ -264,6 +264,25 @@ check "lowprof run exits 0 after its symbolizer was stopped (got $rc)" test "$rc
 check "it starts the symbolizer again" grep -q 'lowprof-symbolizer died (exit status 0); starting it again' "$TMP/run8.out"
 after=$(find "$SP8" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 1))" | wc -l)
 check "windows are written after the stop (got $after)" test "$after" -ge 2
+
+# --- a full disk (a tmpfs of 8K: the metrics file and a window) fails the
+# windows, said once per cause and not once a window; space freed, windows
+# are written again, and that is said too
+FULL=$TMP/full
+mkdir "$FULL" && mount -t tmpfs -o size=8k tmpfs "$FULL" && chmod 755 "$FULL"
+start_bg "$BIN/lowprof" run --window 1 --spool "$FULL/sp" -p "$WPID" -d 8 >"$TMP/run9.out" 2>&1
+RUN9=$BGPID
+wait_log "$TMP/run9.out" 'not written: No space left' 30 || fail "the full spool never failed a window"
+sleep 2
+rm -f "$FULL"/sp/cpu-*.pb.gz # what the exporter would do: room again
+wait "$RUN9"
+umount "$FULL"
+grep 'spool' "$TMP/run9.out"
+failed=$(sed -n 's/.* \([0-9]\+\) failed$/\1/p' "$TMP/run9.out")
+said=$(grep -c 'not written: No space left' "$TMP/run9.out")
+check "a full spool's failures are said less often than they happen ($said lines, ${failed:-0} failed)" \
+	test "$said" -ge 1 -a "${failed:-0}" -gt "$said"
+check "windows written again after room was made are said to be" grep -q 'windows are written again' "$TMP/run9.out"
 
 # --- a spool the symbolizer's user cannot write (root's, 0700): the
 # symbolizer fails after it took the ring, and the run ends at once with an
