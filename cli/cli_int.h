@@ -114,8 +114,11 @@ struct cli_supervision {
 void cli_supervise(struct cli_supervision *sv, int sfd);
 /* Makes the cache's directory usable by user; 0 or -errno (warned). */
 int cli_prepare_cache_dir(const char *cache_path, const char *user);
-/* lowprof run's spool directory (record.c): 0, or -1 after saying why. */
-int cli_prepare_spool_dir(const char *dir, const char *user);
+/*
+ * lowprof run's spool directory (record.c), flock'd in *lock_fd for the
+ * run: 0, or -1 after saying why (another run holds it, too).
+ */
+int cli_prepare_spool_dir(const char *dir, const char *user, int *lock_fd);
 
 /* ---- window files (spoolfiles.c) ------------------------------------------ */
 

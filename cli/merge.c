@@ -254,8 +254,9 @@ static int run_merge(struct merge_opts *o)
 	int rc = 1;
 
 	if (!o->ninputs) {
-		lp_err("no window files to merge (of --kind %s, and --since or --last)",
-		       cli_win_kinds[o->kind]);
+		/* --last N keeps at least one of any: only --since can leave none */
+		lp_err("no window files to merge (of --kind %s%s)", cli_win_kinds[o->kind],
+		       o->since_s ? ", started within --since" : "");
 		return 1;
 	}
 	if (output_is_input(o))

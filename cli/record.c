@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <sys/capability.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -578,7 +579,8 @@ static bool restart_symbolizer(struct cli_child *kids, uint32_t k, struct cli_re
 }
 
 /*
- * lowprof run's exporter died while the collector runs: started again, so
+ * lowprof run's exporter ended while the collector runs (killed, or stopped
+ * by a SIGTERM not ours: it exits 0 then): started again, so
  * that windows go on being delivered (those written meanwhile wait in the
  * spool). Not when it died within a second of starting, nor after
  * LP_RECORD_MAX_RESTARTS: then the windows stay in the spool, and the
@@ -667,8 +669,8 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 		cli_reap(sv->kids, 1 + (int)n);
 		if (sv->exporter && sv->exporter->pid > 0 && !sv->exporter->done) {
 			cli_reap(sv->exporter, 1);
-			if (sv->exporter->done && !nsignals && !coll->done &&
-			    !cli_child_ok(sv->exporter))
+			/* exit 0 too: only a signal from elsewhere stops it before us */
+			if (sv->exporter->done && !nsignals && !coll->done)
 				restart_exporter(sv);
 		}
 		if (coll->done && !coll_was_done && !cli_child_ok(coll))
@@ -686,9 +688,14 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 		    (nsignals || cli_child_ok(coll) ||
 		     !restart_collector(sv->kids, sv->coll_restart)))
 			cli_signal_kids(symb, (int)n, SIGTERM);
+		/*
+		 * lowprof run's symbolizers end before the collector only when
+		 * stopped from elsewhere (a SIGTERM not ours: exit 0) or dead:
+		 * either way started again. record's may end well on their own.
+		 */
 		for (uint32_t k = 0; k < n; k++)
 			if (symb[k].done && !symb_was_done[k] && !coll->done &&
-			    (nsignals || cli_child_ok(&symb[k]) ||
+			    (nsignals || (cli_child_ok(&symb[k]) && !sv->coll_restart) ||
 			     !restart_symbolizer(sv->kids, k,
 						 sv->restart ? &sv->restart[k] : NULL)))
 				/* nobody reads its ring any more: stop collecting */
@@ -790,9 +797,12 @@ fail:
  * lowprof run's spool: made if missing (its parents 0755, root's), and
  * then handed to the symbolizer's user, 0700; one that exists is used as it
  * is (the symbolizer says if it cannot write there). Never through a
- * symlink. 0, or -1 after saying why.
+ * symlink. One run at a time: *lock_fd (close it at the end) holds an
+ * exclusive flock on the directory, and a spool another run holds is an
+ * error (two runs would number their windows alike and remove each
+ * other's for the budget). 0, or -1 after saying why.
  */
-int cli_prepare_spool_dir(const char *dir, const char *user)
+int cli_prepare_spool_dir(const char *dir, const char *user, int *lock_fd)
 {
 	struct passwd *pw = getpwnam(user);
 	bool made = false;
@@ -821,10 +831,20 @@ int cli_prepare_spool_dir(const char *dir, const char *user)
 		err = -errno;
 	if (!err && made && (fchown(dfd, pw->pw_uid, pw->pw_gid) || fchmod(dfd, 0700)))
 		err = -errno;
+	if (!err && flock(dfd, LOCK_EX | LOCK_NB)) {
+		err = -errno;
+		if (err == -EWOULDBLOCK) {
+			lp_err("--spool %s: another lowprof run is using it", dir);
+			close(dfd);
+			return -1;
+		}
+	}
+	if (!err) {
+		*lock_fd = dfd;
+		return 0;
+	}
 	if (dfd >= 0)
 		close(dfd);
-	if (!err)
-		return 0;
 	lp_err("--spool %s: %s%s", dir, strerror(-err),
 	       err == -ELOOP || err == -ENOTDIR ? " (not a directory, or a symlink)" : "");
 	return -1;
@@ -882,6 +902,7 @@ struct rec {
 	int fds[LP_RECORD_MAX_OUTPUTS];
 	int out_dirfd;
 	int cap_fd, cap_dirfd; /* --capture, and the directory it was made in */
+	int spool_lock; /* lowprof run: the spool, flock'd for the run (cli_prepare_spool_dir) */
 	struct stat cap_st;
 	uint32_t nsymb; /* symbolizers (shards): 1, or --symbolizers */
 	struct rec_shard sh[LP_MAX_SHARDS];
@@ -916,6 +937,7 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 		.out_dirfd = -1,
 		.cap_fd = -1,
 		.cap_dirfd = -1,
+		.spool_lock = -1,
 		.sfd = -1,
 		.exporter = {.name = "lowprof-exporter", .out = {-1, -1}},
 	};
@@ -974,7 +996,7 @@ static int rec_setup(struct rec *r)
 			return -1;
 		}
 	}
-	if (o->spool_dir && cli_prepare_spool_dir(o->spool_dir, o->user))
+	if (o->spool_dir && cli_prepare_spool_dir(o->spool_dir, o->user, &r->spool_lock))
 		return -1;
 	if (!o->no_symbolize && o->cache_path && cli_prepare_cache_dir(o->cache_path, o->user))
 		r->o.cache_path = NULL; /* warned: the run goes on without the cache */
@@ -1413,6 +1435,8 @@ static void rec_teardown(struct rec *r, int rc)
 		close(r->out_dirfd);
 	if (r->cap_dirfd >= 0)
 		close(r->cap_dirfd);
+	if (r->spool_lock >= 0)
+		close(r->spool_lock);
 }
 
 int lp_record(const struct lp_record_opts *opts)

@@ -267,7 +267,9 @@ static int write_ring(struct coll *c, struct coll_shard *sh, const void *buf, si
 	 */
 	while (lp_ring__writable(sh->ring) < len ||
 	       (!c->attached && lp_ring__deepens(sh->ring, (uint32_t)len))) {
-		if (sh->stalled || waited >= wait_ms) {
+		/* stopped before sampling began: nothing to wait for (lowprof run's
+		 * symbolizer that failed at start-up left its ring unread) */
+		if (sh->stalled || waited >= wait_ms || (stop_signal && !c->attached)) {
 			if (wait_ms)
 				sh->stalled = true;
 			break;
@@ -277,7 +279,14 @@ static int write_ring(struct coll *c, struct coll_shard *sh, const void *buf, si
 		sleep_ms(1);
 		waited++;
 	}
-	if (lp_ring__writable(sh->ring) >= lp_ring__max_record(sh->ring) / 2)
+	/*
+	 * Caught up: room again, and (start-up burst) room where an early wrap
+	 * keeps the ring shallow. Room alone is no sign of a reader during the
+	 * burst: an unread ring has all its room, and each record would wait
+	 * wait_ms again (5 s for each of kallsyms' ~40 chunks).
+	 */
+	if (lp_ring__writable(sh->ring) >= lp_ring__max_record(sh->ring) / 2 &&
+	    (c->attached || !lp_ring__deepens(sh->ring, (uint32_t)len)))
 		sh->stalled = false;
 	err = lp_ring__write(sh->ring, buf, (uint32_t)len);
 	if (!err) {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
 #include "lowprof/user.h"
@@ -122,6 +124,29 @@ static const struct option longopts[] = {
 	{0},
 };
 
+/*
+ * Whether libcurl can parse url (a port out of range, an unclosed IPv6
+ * bracket): such a URL never works, and found only when sending it would
+ * be retried for as long as the exporter runs.
+ */
+static int check_url_parses(const char *opt, const char *url)
+{
+	CURLU *h = curl_url();
+	CURLUcode rc;
+
+	if (!h) {
+		lp_err("%s: out of memory", opt);
+		return -ENOMEM;
+	}
+	rc = curl_url_set(h, CURLUPART_URL, url, 0);
+	curl_url_cleanup(h);
+	if (rc != CURLUE_OK) {
+		lp_err("%s %s: not a URL: %s", opt, url, curl_url_strerror(rc));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* http:// or https://, a host, and no user:password@ in it */
 static int check_url(const char *opt, const char *url)
 {
@@ -148,7 +173,7 @@ static int check_url(const char *opt, const char *url)
 			lp_err("%s: the URL has a space or a control character", opt);
 			return -EINVAL;
 		}
-	return 0;
+	return check_url_parses(opt, url);
 }
 
 static int seconds(const char *opt, const char *arg, uint64_t max, uint32_t *ms)

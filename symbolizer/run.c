@@ -855,6 +855,8 @@ static int consume_ring(struct lp_ring *ring, uint64_t size, struct symb_state *
 		/* -EAGAIN: nothing yet (or 0: a busy ring's look at the clock) */
 		if (err && stop_signal)
 			return 0;
+		if (w && symb_spool__writer_gone(w->spool))
+			return -EPIPE; /* lowprof run (systemd) starts a new symbolizer */
 		if (w && window_due(w, s, &wait_ms))
 			continue;
 		if (!err)
@@ -1072,6 +1074,8 @@ static int reattach(const struct symb_opts *o, struct symb_connector *conn, stru
 
 		while (w->spool && window_due(w, s, &wait_ms))
 			wait_ms = WAIT_MS;
+		if (w->spool && symb_spool__writer_gone(w->spool))
+			return -ECHRNG; /* a failure: lowprof run starts this one again */
 		err = symb_connector__get(conn, wait_ms, fds, &resumed, &w->collector_pid,
 					  &att->shard);
 		if (err == -ETIMEDOUT)

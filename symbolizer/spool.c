@@ -61,6 +61,8 @@ struct symb_spool {
 	int sock;  /* SOCK_SEQPACKET to the writer */
 	int memfd; /* shared with the writer */
 	pid_t writer;
+	bool writer_gone;  /* the socket to it failed: no window can be written again */
+	int put_err;	   /* the last window's error (said once until one is written) */
 	uint64_t next_seq; /* after the spool's highest */
 	uint32_t shard, nshards;
 	char label[32]; /* symb_spool__shard_label */
@@ -467,6 +469,12 @@ static int hand_over(struct symb_spool *sp, struct spool_msg *m, uint64_t max, s
 		err = xfer(sp->sock, m, sizeof(*m), true);
 	if (!err)
 		err = xfer(sp->sock, a, sizeof(*a), false);
+	if (err && !sp->writer_gone && m->len <= max) {
+		sp->writer_gone = true;
+		lp_err("spool: the writer process is gone (%s): no window can be written any "
+		       "more",
+		       strerror(-err));
+	}
 	if (!err)
 		err = a->err;
 	if (ftruncate(sp->memfd, 0) || lseek(sp->memfd, 0, SEEK_SET) < 0)
@@ -484,9 +492,17 @@ int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64
 	err = hand_over(sp, &m, SYMB_SPOOL_MAX_FILE, &a);
 	if (err) {
 		sp->n.failed++;
-		lp_err("spool: %s window %" PRIu64 " not written: %s", kind, seq, strerror(-err));
+		/* a full disk fails every window for hours: one line per cause */
+		if (!sp->writer_gone && err != sp->put_err)
+			lp_err("spool: %s window %" PRIu64 " not written: %s (said once until "
+			       "windows are written again)",
+			       kind, seq, strerror(-err));
+		sp->put_err = err;
 		return err;
 	}
+	if (sp->put_err)
+		lp_info("spool: windows are written again, from %s window %" PRIu64, kind, seq);
+	sp->put_err = 0;
 	sp->n.windows++;
 	sp->n.bytes += m.len;
 	sp->n.removed += a.removed;
@@ -507,6 +523,11 @@ int symb_spool__put_metrics(struct symb_spool *sp)
 	if (err)
 		lp_debug("spool: the metrics file not written: %s", strerror(-err));
 	return err;
+}
+
+bool symb_spool__writer_gone(const struct symb_spool *sp)
+{
+	return sp->writer_gone;
 }
 
 const char *symb_spool__shard_label(const struct symb_spool *sp)

@@ -105,6 +105,12 @@ int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64
 #define SYMB_SPOOL_METRICS_MAX (64u << 10)
 int symb_spool__put_metrics(struct symb_spool *sp);
 
+/*
+ * Whether the writer process is gone (killed: the socket to it failed).
+ * Every later window would be lost: the run ends, to be started again.
+ */
+bool symb_spool__writer_gone(const struct symb_spool *sp);
+
 /* The shard's metrics label, "shard=\"1of2\"", or "" without shards. */
 const char *symb_spool__shard_label(const struct symb_spool *sp);
 

@@ -651,6 +651,12 @@ int lpw_read_pprof(int fd, const struct lpw_read_opts *opts, struct lpw_read **o
 			rd_fail(why, why_len, err, "read: %s", strerror(-err));
 		goto err_out;
 	}
+	/* an empty message is a valid protobuf, but no pprof: say what it is */
+	if (len == 0) {
+		free(raw);
+		err = rd_fail(why, why_len, -EBADMSG, "an empty file");
+		goto err_out;
+	}
 	if (len >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
 		err = rd_gunzip(raw, len, max_bytes, &msg, &msg_len, why, why_len);
 		free(raw);

@@ -80,6 +80,15 @@ check "and for another name, the command that creates that one" \
 expect_error 2 '-F 0' -- "$BIN/lowprof" record -F 0 -d 1 -o "$TMP/out-f0"
 expect_error 2 '-d x' -- "$BIN/lowprof" record -d x -o "$TMP/out-dx"
 expect_error 2 'unknown command' -- "$BIN/lowprof" frobnicate
+# a destination libcurl cannot parse is refused before anything starts (it
+# was tried again, said once, for as long as the exporter ran)
+install -d -m 0700 -o lowprof "$TMP/expspool"
+expect_error 2 'not a URL: .*IPv6' -- "$BIN/lowprof-exporter" --spool "$TMP/expspool" \
+	--otlp 'http://[::1' --oneshot
+expect_error 2 'not a URL: Port' -- "$BIN/lowprof-exporter" --spool "$TMP/expspool" \
+	--pyroscope 'http://127.0.0.1:99999' --oneshot
+expect_error 1 'not a URL' -- "$BIN/lowprof" run --spool "$TMP/expspool" -d 1 \
+	--otlp 'http://127.0.0.1:99999'
 
 out=$("$BIN/lowprof" record --help)
 check "record --help documents -d -F -p -o" \

@@ -8,9 +8,9 @@
 #   /metrics answers while it runs; the spool is empty after.
 # - a receiver that answers 503 (Retry-After: 1) for 20 s, then recovers:
 #   every window arrives, in order, none twice.
-# - lowprof run's exporter killed mid-run: started again, every window
-#   arrives; a standalone exporter killed mid-way and started again: nothing
-#   lost.
+# - lowprof run's exporter killed (or stopped by SIGTERM) mid-run: started
+#   again, every window arrives; a standalone exporter killed mid-way and
+#   started again: nothing lost.
 # - no receiver, and a spool budget too small for the backlog: the oldest
 #   windows are dropped and counted, collection loses nothing.
 # - TLS with a test CA: delivered with --ca-file, refused without.
@@ -132,15 +132,21 @@ exporter_below() { # exporter_below PID: lowprof-exporter's pid below PID, found
 		[[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$EXP" ]] && echo "$p"
 	done | head -1
 }
+# signal_exporter SIG RUN: sends SIG to RUN's exporter, then waits up to 5 s
+# for another; the two pids in OLD and NEW (empty when not found)
+signal_exporter() {
+	OLD=$(exporter_below "$2")
+	NEW=
+	[[ -n "$OLD" ]] && kill "-$1" "$OLD"
+	for _ in $(seq 1 50); do
+		NEW=$(exporter_below "$2")
+		[[ -n "$NEW" && "$NEW" != "$OLD" ]] && break
+		sleep 0.1
+	done
+}
 sleep 3 # the exporter is older than the second under which it is not restarted
-K1=$(exporter_below "$RUN")
-[[ -n "$K1" ]] && kill -KILL "$K1"
-K2=
-for _ in $(seq 1 50); do
-	K2=$(exporter_below "$RUN")
-	[[ -n "$K2" && "$K2" != "$K1" ]] && break
-	sleep 0.1
-done
+signal_exporter KILL "$RUN"
+K1=$OLD K2=$NEW
 wait "$RUN"
 rc=$?
 cat "$TMP/runk.err"
@@ -158,6 +164,24 @@ check "windows 0 to $((nu - 1)) all arrived ($nu: at least 6 for 8 s of 1 s wind
 	test "$nu" -ge 6 -a "$uniq_w" = "$(seq -s ' ' 0 $((nu - 1))) "
 check "lowprof run said the exporter died and was started again" \
 	grep -q 'lowprof-exporter died (.*); starting it again' "$TMP/runk.err"
+
+# --- 1c: the exporter stopped from elsewhere (SIGTERM: it exits 0) is
+# started again too: run left it stopped, windows piling up, unsaid
+receiver pyrot
+SPT=$TMP/spoolt
+start_bg "$BIN/lowprof" run --window 1 --spool "$SPT" -p "$WPID" -d "$(scaled 6)" \
+	--pyroscope "http://127.0.0.1:$PORT" >"$TMP/runt.out" 2>"$TMP/runt.err"
+RUN=$BGPID
+sleep 3
+signal_exporter TERM "$RUN"
+T1=$OLD T2=$NEW
+wait "$RUN"
+rc=$?
+grep 'lowprof: ' "$TMP/runt.err"
+check "lowprof run exits 0 after its exporter was stopped (got $rc)" test "$rc" = 0
+check "a new exporter ($T2) replaced the stopped one ($T1)" test -n "$T1" -a -n "$T2" -a "$T2" != "$T1"
+check "and delivered every window ($(ls "$SPT" | grep -c '\.pb\.gz$') left in the spool)" \
+	test "$(ls "$SPT" | grep -c '\.pb\.gz$')" = 0
 
 # --- 2: 503 (Retry-After: 1) for the first 20 s, then 200
 receiver slow --fail-for 20 --retry-after 1

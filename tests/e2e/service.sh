@@ -5,7 +5,10 @@
 # the windows' samples together those of the run; the partial last window
 # written on SIGTERM; a tiny --spool-bytes keeps the newest windows and
 # counts the removed ones; a second run on a spool numbers its windows after
-# the first's; a spool that is a symlink is refused. A window's samples are
+# the first's; a spool that is a symlink is refused, so is one another run
+# uses, and one the symbolizer cannot write ends the run at once; a
+# symbolizer whose spool writer was killed, or that was stopped from
+# elsewhere, is started again; a full disk is said once per cause. A window's samples are
 # checked against the workload's CPU time in that window (lib.sh: on a
 # loaded machine it gets less than 2 s of CPU in 2 s), never the wall time.
 source "$(dirname "$0")/lib.sh"
@@ -197,4 +200,101 @@ ln -s "$TMP" "$TMP/link"
 rc=$?
 check "a symlinked spool is refused (exit $rc)" test "$rc" -ne 0
 check "and the error says so" grep -q 'symlink' "$TMP/run4.out"
+
+# --- one run at a time on a spool: a second one is refused while the first
+# runs (both numbered their windows from the same start, and each one's
+# budget removed the other's windows), and may start once it has ended
+start_bg "$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 4 >"$TMP/run6a.out" 2>&1
+RUN6=$BGPID
+wait_log "$TMP/run6a.out" 'profiling the given processes' || fail "the first run never started profiling"
+"$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 1 >"$TMP/run6b.out" 2>&1
+rc=$?
+cat "$TMP/run6b.out"
+check "a second run on a spool in use is refused with 1 (got $rc)" test "$rc" = 1
+check "and the error says the spool is in use" grep -q 'another lowprof run is using it' "$TMP/run6b.out"
+wait "$RUN6"
+rc=$?
+n6=$(ls "$TMP/spool6" | grep -c '^cpu-')
+check "the first run went on (exit $rc, $n6 windows)" test "$rc" = 0 -a "$n6" -ge 3
+"$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 1 >"$TMP/run6c.out" 2>&1
+rc=$?
+check "a run after it ended takes the spool (exit $rc)" test "$rc" = 0
+
+# --- the symbolizer's spool writer killed: the symbolizer ends (it went on
+# for the whole run writing nothing, an error a window) and lowprof run
+# starts it again; windows appear again
+SP7=$TMP/spool7
+start_bg "$BIN/lowprof" run --window 1 --spool "$SP7" -p "$WPID" -d 9 >"$TMP/run7.out" 2>&1
+RUN7=$BGPID
+wait_log "$TMP/run7.out" 'profiling the given processes' || fail "run 7 never started profiling"
+sleep 2
+symbolizer_below() { # symbolizer_below PID: the lowprof-symbolizer child of PID
+	for p in $(pgrep -P "$1"); do
+		[[ "$(readlink "/proc/$p/exe" 2>/dev/null)" == "$BIN/lowprof-symbolizer" ]] && echo "$p"
+	done | head -1
+}
+writer=
+for g in $(pgrep -P "$(symbolizer_below "$RUN7")"); do # the writer holds the window memory file
+	ls -l /proc/$g/fd 2>/dev/null | grep -q 'memfd:lowprof-window' && writer=$g
+done
+check "the spool writer found under the run's symbolizer ($writer)" test -n "$writer"
+[[ -n $writer ]] && kill -KILL "$writer"
+t_kill=$(date +%s)
+wait "$RUN7"
+grep -E 'writer|again' "$TMP/run7.out"
+check "the symbolizer says its writer is gone, once" test "$(grep -c 'writer process is gone' "$TMP/run7.out")" = 1
+check "lowprof run starts the symbolizer again" grep -q 'lowprof-symbolizer died (exit status 1); starting it again' "$TMP/run7.out"
+after=$(find "$SP7" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 1))" | wc -l)
+check "windows are written again after the kill (got $after)" test "$after" -ge 2
+
+# --- the symbolizer stopped from elsewhere (SIGTERM: it exits 0) is started
+# again too (it ended the whole run, with 0, before its -d)
+SP8=$TMP/spool8
+start_bg "$BIN/lowprof" run --window 1 --spool "$SP8" -p "$WPID" -d 8 >"$TMP/run8.out" 2>&1
+RUN8=$BGPID
+wait_log "$TMP/run8.out" 'profiling the given processes' || fail "run 8 never started profiling"
+sleep 2
+S8=$(symbolizer_below "$RUN8")
+check "the run's symbolizer found ($S8)" test -n "$S8"
+[[ -n $S8 ]] && kill -TERM "$S8"
+t_kill=$(date +%s)
+wait "$RUN8"
+rc=$?
+check "lowprof run exits 0 after its symbolizer was stopped (got $rc)" test "$rc" = 0
+check "it starts the symbolizer again" grep -q 'lowprof-symbolizer died (exit status 0); starting it again' "$TMP/run8.out"
+after=$(find "$SP8" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 1))" | wc -l)
+check "windows are written after the stop (got $after)" test "$after" -ge 2
+
+# --- a full disk (a tmpfs of 8K: the metrics file and a window) fails the
+# windows, said once per cause and not once a window; space freed, windows
+# are written again, and that is said too
+FULL=$TMP/full
+mkdir "$FULL" && mount -t tmpfs -o size=8k tmpfs "$FULL" && chmod 755 "$FULL"
+start_bg "$BIN/lowprof" run --window 1 --spool "$FULL/sp" -p "$WPID" -d 8 >"$TMP/run9.out" 2>&1
+RUN9=$BGPID
+wait_log "$TMP/run9.out" 'not written: No space left' 30 || fail "the full spool never failed a window"
+sleep 2
+rm -f "$FULL"/sp/cpu-*.pb.gz # what the exporter would do: room again
+wait "$RUN9"
+umount "$FULL"
+grep 'spool' "$TMP/run9.out"
+failed=$(sed -n 's/.* \([0-9]\+\) failed$/\1/p' "$TMP/run9.out")
+said=$(grep -c 'not written: No space left' "$TMP/run9.out")
+check "a full spool's failures are said less often than they happen ($said lines, ${failed:-0} failed)" \
+	test "$said" -ge 1 -a "${failed:-0}" -gt "$said"
+check "windows written again after room was made are said to be" grep -q 'windows are written again' "$TMP/run9.out"
+
+# --- a spool the symbolizer's user cannot write (root's, 0700): the
+# symbolizer fails after it took the ring, and the run ends at once with an
+# error (the collector once waited 5 s per kernel-symbol chunk for the
+# unread ring, deaf to SIGTERM: minutes)
+install -d -m 0700 "$TMP/rootspool"
+t0=$SECONDS
+timeout 60 "$BIN/lowprof" run --window 1 --spool "$TMP/rootspool" -p "$WPID" -d 1 >"$TMP/run5.out" 2>&1
+rc=$?
+secs=$((SECONDS - t0))
+tail -3 "$TMP/run5.out"
+check "a spool the symbolizer cannot write ends the run with 1 (got $rc)" test "$rc" = 1
+check "and the error names it" grep -q "spool $TMP/rootspool" "$TMP/run5.out"
+check "within 10 s (took $secs s)" test "$secs" -le 10
 finish

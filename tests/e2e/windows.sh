@@ -102,9 +102,17 @@ mid=$(ls "$CP"/cpu-*-000001.pb.gz)
 rm "$mid"
 two=$(ls "$CP"/cpu-*-000002.pb.gz)
 head -c 100 "$two" >"$two.cut" && mv "$two.cut" "$two"
+# an empty file with a window's name (a full disk, a copy cut short)
+empty=$CP/cpu-20200101T000000Z-999999.pb.gz
+: >"$empty"
 "$BIN/lowprof" windows "$CP" >"$TMP/win2.out" 2>&1
 rc=$?
 cat "$TMP/win2.out"
+check "... an empty window file is said to be empty" \
+	grep -q "^cpu  *999999  error: $(basename "$empty"): an empty file$" "$TMP/win2.out"
+rm "$empty"
+"$BIN/lowprof" windows "$CP" >"$TMP/win2.out" 2>&1
+rc=$?
 check "with a corrupt file, lowprof windows exits 1 (got $rc)" test "$rc" = 1
 check "... the removed window shows as a gap" grep -q '^gap: cpu window 1 missing (removed for the budget or not written)$' "$TMP/win2.out"
 check "... the corrupt one is listed with its error" grep -q "^cpu  *000002  error: $(basename "$two"): " "$TMP/win2.out"
@@ -113,6 +121,13 @@ check "... and the others still are" test "$(rows "$TMP/win2.out" cpu | grep -vc
 rc=$?
 check "merging a corrupt window is refused (exit $rc), naming it" \
 	bash -c "test $rc = 1 && grep -q '$(basename "$two"): ' '$TMP/bad.out' && test ! -e '$TMP/bad.pb.gz'"
+
+# a directory with no window: the error names only the options given
+mkdir "$TMP/nowin"
+"$BIN/lowprof" merge -o "$TMP/none.pb.gz" "$TMP/nowin" >"$TMP/none.out" 2>&1
+rc=$?
+check "merging an empty directory fails (exit $rc), saying so" \
+	bash -c "test $rc = 1 && grep -q 'no window files to merge (of --kind cpu)\$' '$TMP/none.out'"
 
 # --- as an unprivileged user, on a copy of the spool
 U=$TMP/user

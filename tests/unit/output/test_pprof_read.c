@@ -265,7 +265,7 @@ static void test_bad_files(void **state)
 	char *more = malloc(len + 3);
 
 	(void)state;
-	assert_refused("", 0, NULL, -EBADMSG, "string table");
+	assert_refused("", 0, NULL, -EBADMSG, "an empty file");
 	assert_refused(gz, len - 5, NULL, -EBADMSG, "gzip");
 	memcpy(more, gz, len);
 	memcpy(more + len, "abc", 3);
