@@ -115,6 +115,20 @@ const char *cli_output_strerror(int err, bool path)
 	}
 }
 
+/*
+ * Removes dirfd/name if it is still the file fd is open on: an output
+ * opened (made, or emptied) before a later one failed, so a run refused at
+ * start leaves no empty files.
+ */
+static void unlink_opened(int dirfd, const char *name, int fd)
+{
+	struct stat opened, now;
+
+	if (fstat(fd, &opened) == 0 && fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    now.st_dev == opened.st_dev && now.st_ino == opened.st_ino)
+		unlinkat(dirfd, name, 0);
+}
+
 int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd)
 {
 	int dfd = lp_open_output_dir(dir, mode);
@@ -129,8 +143,11 @@ int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dir
 		if (fds[i] < 0) {
 			lp_err("output directory %s is not writable: %s: %s", dir, cli_out_names[i],
 			       cli_output_strerror(fds[i], false));
-			while (i--)
+			while (i--) {
+				unlink_opened(dfd, cli_out_names[i], fds[i]);
 				close(fds[i]);
+				fds[i] = -1;
+			}
 			close(dfd);
 			return -1;
 		}

@@ -33,6 +33,14 @@ pid=4194000
 while [[ -e /proc/$pid ]]; do pid=$((pid - 1)); done
 expect_error 1 "-p $pid: no such process" -- "$BIN/lowprof" record -d 1 -p "$pid" -o "$TMP/out-nopid"
 
+# an output that cannot be written (a directory where cpu.folded goes):
+# the outputs opened before it are not left behind, empty
+mkdir -p "$TMP/out-isdir/cpu.folded"
+echo earlier > "$TMP/out-isdir/cpu.html"
+expect_error 1 'cpu.folded: names a directory' -- "$BIN/lowprof" record -d 1 -o "$TMP/out-isdir"
+check "no empty cpu.pb.gz left beside it" test ! -e "$TMP/out-isdir/cpu.pb.gz"
+check "an output it did not open is untouched" grep -qx earlier "$TMP/out-isdir/cpu.html"
+
 expect_error 1 'output directory /proc/lowprof-test' -- \
 	"$BIN/lowprof" record -d 1 -o /proc/lowprof-test
 touch "$TMP/a-file"
