@@ -963,11 +963,18 @@ static int rec_setup(struct rec *r)
 	if (!o->no_symbolize && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return -1;
 	for (size_t i = 0; i < o->npids; i++) {
-		char proc[32];
+		int tgid = lp_proc_tgid((int)o->pids[i]);
 
-		snprintf(proc, sizeof(proc), "/proc/%d", (int)o->pids[i]);
-		if (access(proc, F_OK)) {
+		if (tgid == -ENOENT) {
 			lp_err("-p %d: no such process", (int)o->pids[i]);
+			return -1;
+		}
+		/* the filter is by process: a thread's id alone would match nothing */
+		if (tgid > 0 && tgid != (int)o->pids[i]) {
+			lp_err("-p %d: a thread of process %d; give the process (-p %d profiles "
+			       "all "
+			       "its threads)",
+			       (int)o->pids[i], tgid, tgid);
 			return -1;
 		}
 	}

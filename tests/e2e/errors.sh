@@ -33,6 +33,21 @@ pid=4194000
 while [[ -e /proc/$pid ]]; do pid=$((pid - 1)); done
 expect_error 1 "-p $pid: no such process" -- "$BIN/lowprof" record -d 1 -p "$pid" -o "$TMP/out-nopid"
 
+# -p of a thread that is not its process's main one: the filter is by
+# process, so it would profile nothing; said, with the process to give
+"$WL/secrets" "$TMP/secrets" 1 0 "$(scaled 30)" >/dev/null &
+KIDS+=($!)
+spid=$!
+for i in $(seq 50); do [[ -s "$TMP/secrets" ]] && break; sleep 0.1; done
+tid=$(ls "/proc/$spid/task" | grep -vx "$spid" | head -1)
+expect_error 1 "-p $tid: a thread of process $spid; give the process \(-p $spid" -- \
+	"$BIN/lowprof" record -d 1 -p "$tid" -o "$TMP/out-tid"
+check "nothing was made for the thread's -p (no output directory)" test ! -e "$TMP/out-tid"
+expect_error 2 "-p $tid: a thread of process $spid" -- \
+	"$BIN/lowprof-collector" -d 1 -p "$tid" --capture "$TMP/tid.lpcap"
+check "and the collector made no capture" test ! -e "$TMP/tid.lpcap"
+kill "$spid"; wait "$spid" 2>/dev/null
+
 # an output that cannot be written (a directory where cpu.folded goes):
 # the outputs opened before it are not left behind, empty
 mkdir -p "$TMP/out-isdir/cpu.folded"
