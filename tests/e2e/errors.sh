@@ -102,6 +102,12 @@ check "and for another name, the command that creates that one" \
 
 expect_error 2 '-F 0' -- "$BIN/lowprof" record -F 0 -d 1 -o "$TMP/out-f0"
 expect_error 2 '-d x' -- "$BIN/lowprof" record -d x -o "$TMP/out-dx"
+expect_error 2 '-d 1e8: .*at most 10000000' -- "$BIN/lowprof" record -d 1e8 -o "$TMP/out-dx"
+# getopt's own messages name the command
+expect_error 2 "^lowprof record: unrecognized option '--no-such-option'" -- \
+	"$BIN/lowprof" record --no-such-option
+expect_error 2 "^lowprof replay: option requires an argument -- 'j'" -- \
+	"$BIN/lowprof" replay x.lpcap -j
 expect_error 2 'unknown command' -- "$BIN/lowprof" frobnicate
 
 out=$("$BIN/lowprof" record --help)
