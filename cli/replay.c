@@ -32,9 +32,10 @@ const char lp_replay_usage[] =
 	"Usage: lowprof replay FILE [-o DIR] [--debug-dir DIR]... [OPTIONS]\n"
 	"\n"
 	"Symbolizes a capture file (lowprof record --capture FILE) into the outputs\n"
-	"of the run that wrote it: DIR/cpu.{pb.gz,folded,html} and, when it has\n"
-	"off-CPU data, DIR/offcpu.{pb.gz,folded,html}; prints the same summary plus\n"
-	"what the capture held. The same file always gives the same profile.\n"
+	"of the run that wrote it: DIR/cpu.{pb.gz,folded,html} and, when it was\n"
+	"recorded with --off-cpu, DIR/offcpu.{pb.gz,folded,html}; prints the same\n"
+	"summary plus what the capture held. The same file always gives the same\n"
+	"profile.\n"
 	"\n"
 	"Binaries are found by the build-id the collector saw mapped: the file at\n"
 	"the recorded path if its build-id matches, else DIR/.build-id/xx/rest (the\n"
@@ -146,12 +147,17 @@ static void symbolizer_argv(const struct replay_opts *o, char *path, const char 
 	argv[n] = NULL;
 }
 
-/* The off-CPU outputs in dirfd stay only when the capture had off-CPU samples. */
+/*
+ * The off-CPU outputs in dirfd stay when the symbolizer wrote them: when the
+ * capture has off-CPU data or was recorded with --off-cpu (a pprof profile
+ * with no samples is not empty; an empty folded file is), as lowprof record
+ * wrote them; the files it left empty go.
+ */
 static bool drop_empty_offcpu(int dirfd)
 {
 	struct stat st;
 
-	if (fstatat(dirfd, cli_out_names[4], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	if (fstatat(dirfd, cli_out_names[3], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && st.st_size > 0)
 		return false;
 	for (int i = 3; i < 6; i++)

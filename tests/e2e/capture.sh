@@ -358,6 +358,25 @@ check "replayed off-CPU time is in main;cap_sleeper;...nanosleep ($pct%)" test "
 check "a capture without off-CPU data replays to no offcpu.* files" \
 	test ! -e "$TMP/r1/offcpu.folded" -a ! -e "$TMP/r1/offcpu.pb.gz"
 kill "$SPID" 2>/dev/null
+# recorded with --off-cpu but no block sampled (the one process profiled is
+# stopped throughout): record writes the offcpu.* outputs, without samples,
+# and so does replay, with -j 1 and -j 2
+start_bg sleep 600
+ZPID=$BGPID
+kill -STOP "$ZPID"
+"$BIN/lowprof" record -d 1 -p "$ZPID" --off-cpu -o "$TMP/zlive" --capture "$TMP/z.lpcap" \
+	>"$TMP/zlive.out" 2>&1
+check "record --off-cpu of a stopped process writes offcpu.pb.gz" test -s "$TMP/zlive/offcpu.pb.gz"
+for j in 1 2; do
+	"$BIN/lowprof" replay "$TMP/z.lpcap" -o "$TMP/zr$j" -j $j --no-cache >"$TMP/zr$j.out" 2>&1
+	rc=$?
+	check "replay -j $j of it exits 0 (got $rc) and writes offcpu.* as record did" \
+		test "$rc" -eq 0 -a -s "$TMP/zr$j/offcpu.pb.gz" -a -e "$TMP/zr$j/offcpu.folded" \
+		-a -s "$TMP/zr$j/offcpu.html"
+	check "replay -j $j names them among the outputs" grep -q '^Outputs in .* offcpu.pb.gz' \
+		"$TMP/zr$j.out"
+done
+kill -9 "$ZPID" 2>/dev/null
 
 # ---- stack copies hold frames, not the environment: a sample's
 # copy stops at the top of the main thread's stack frames (start_stack), so
