@@ -244,6 +244,22 @@ check "cutlate: $pct% of the remaining samples show the chain (>= 95%)" test "$p
 check "cutlate: the summary reports the capture's damage" \
 	grep -Eq "capture damage +$late_n records lost" "$TMP/cutlate.out"
 
+# one byte into a block's header: the count of its records is lost with it,
+# and every message says so rather than "0 records lost"
+cut_at cuthdr $((late_off + 1))
+damaged cuthdr
+check "cuthdr: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "cuthdr: the warning says 1 byte of a header, its block's records unknown" \
+	grep -Eq "warning: .*ends 1 byte into a block header at offset $late_off: .*how many is unknown" \
+	"$TMP/cuthdr.err"
+check "cuthdr: the summary says the cut block's records are unknown" \
+	grep -Eq "capture damage .*cut-off end inside a block's header, whose records are unknown" \
+	"$TMP/cuthdr.out"
+"$BIN/lowprof" capture-info "$TMP/cuthdr.lpcap" >"$TMP/info-cuthdr.out" 2>&1
+check "capture-info cuthdr: its damage line says the last block's records are unknown" \
+	grep -Eq '^damage .*cut short inside its header \(its records unknown\)' \
+	"$TMP/info-cuthdr.out"
+
 cut_at cut100 100
 damaged cut100
 check "cut100: replay exits 0 (got $RC)" test "$RC" -eq 0
