@@ -949,6 +949,25 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 }
 
 /*
+ * Whether the capture file opened is one of the outputs (--capture
+ * DIR/cpu.folded): both would be written into one file, each spoiling the
+ * other. Said as an error.
+ */
+static bool capture_is_output(const struct rec *r)
+{
+	struct stat st;
+
+	for (int i = 0; i < r->nout; i++)
+		if (r->fds[i] >= 0 && fstat(r->fds[i], &st) == 0 && st.st_dev == r->cap_st.st_dev &&
+		    st.st_ino == r->cap_st.st_ino) {
+			lp_err("--capture %s: that is the output %s/%s; give a file of its own",
+			       r->o.capture_path, r->o.out_dir, cli_out_names[i]);
+			return true;
+		}
+	return false;
+}
+
+/*
  * What can be checked before anything starts (privileges, BTF, the
  * symbolizer's user, the -p processes), then the outputs, the capture and
  * the cache's directory. 0, or -1 after saying why.
@@ -997,6 +1016,8 @@ static int rec_setup(struct rec *r)
 			       cli_output_strerror(r->cap_fd < 0 ? r->cap_fd : -errno, true));
 			return -1;
 		}
+		if (capture_is_output(r))
+			return -1;
 	}
 	if (o->spool_dir && cli_prepare_spool_dir(o->spool_dir, o->user))
 		return -1;

@@ -56,6 +56,11 @@ expect_error 1 'cpu.folded: names a directory' -- "$BIN/lowprof" record -d 1 -o 
 check "no empty cpu.pb.gz left beside it" test ! -e "$TMP/out-isdir/cpu.pb.gz"
 check "an output it did not open is untouched" grep -qx earlier "$TMP/out-isdir/cpu.html"
 
+# --capture naming one of the outputs: refused, not two streams in one file
+expect_error 1 "--capture $TMP/out-same/cpu.folded: that is the output $TMP/out-same/cpu.folded" -- \
+	"$BIN/lowprof" record -d 1 -o "$TMP/out-same" --capture "$TMP/out-same/cpu.folded"
+check "and nothing was written there" test ! -e "$TMP/out-same/cpu.folded"
+
 expect_error 1 'output directory /proc/lowprof-test' -- \
 	"$BIN/lowprof" record -d 1 -o /proc/lowprof-test
 touch "$TMP/a-file"
