@@ -108,6 +108,32 @@ static int open_capture(const char *file)
 	return fd;
 }
 
+/*
+ * Whether the capture (fd cap) is one of the outputs (replay D/cpu.html -o
+ * D): opening them would empty it before it is read. Said as an error.
+ */
+static bool capture_is_output(const struct replay_opts *o, int cap)
+{
+	struct stat capst, st;
+	char path[PATH_MAX];
+
+	if (fstat(cap, &capst))
+		return false;
+	for (int i = 0; i < 6; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", o->out_dir, cli_out_names[i]) >=
+		    (int)sizeof(path))
+			continue;
+		if (stat(path, &st) == 0 && st.st_dev == capst.st_dev &&
+		    st.st_ino == capst.st_ino) {
+			lp_err("%s: that is the output %s, which the replay would overwrite; give "
+			       "another -o",
+			       o->file, path);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void symbolizer_argv(const struct replay_opts *o, char *path, const char *shard, char **argv)
 {
 	int n = 0;
@@ -218,6 +244,10 @@ static int run_replay(struct replay_opts *o)
 	cap = open_capture(o->file); /* a clear error before anything is made */
 	if (cap < 0)
 		return 1;
+	if (capture_is_output(o, cap)) {
+		close(cap);
+		return 1;
+	}
 	close(cap);
 	if (cli_open_outputs(o->out_dir, o->output_mode, fds, 6, &dirfd))
 		goto out;
@@ -234,6 +264,10 @@ static int run_replay(struct replay_opts *o)
 	if (start_symbolizers(o, symb_path, kids, fds, &parts)) {
 		/* those started are stopped below, by the supervision's end */
 		cli_signal_kids(kids + 1, (int)sv.nsymb, SIGTERM);
+		/* those not started: the supervision would wait for them forever */
+		for (uint32_t k = 0; k < sv.nsymb; k++)
+			if (kids[1 + k].pid <= 0)
+				kids[1 + k].done = true;
 		ok = false;
 	}
 	cli_supervise(&sv, sfd);

@@ -260,6 +260,24 @@ check "capture-info cuthdr: its damage line says the last block's records are un
 	grep -Eq '^damage .*cut short inside its header \(its records unknown\)' \
 	"$TMP/info-cuthdr.out"
 
+# the capture named as one of replay's outputs: refused before it is emptied
+mkdir -p "$TMP/sameout"
+cp "$TMP/run.lpcap" "$TMP/sameout/cpu.html"
+"$BIN/lowprof" replay "$TMP/sameout/cpu.html" -o "$TMP/sameout" >"$TMP/sameout.out" 2>&1
+rc=$?
+check "replay of a capture named as its output exits 1 (got $rc)" test "$rc" -eq 1
+check "it says the capture is an output" grep -q 'that is the output .*cpu.html' "$TMP/sameout.out"
+check "and the capture is intact" cmp -s "$TMP/run.lpcap" "$TMP/sameout/cpu.html"
+# a symbolizer that cannot be started (descriptors run out part way through
+# -j 16's): replay says so and ends, at every point it can run out
+hung=0
+for n in $(seq 32 4 72); do
+	(ulimit -n "$n"; timeout -s KILL 20 "$BIN/lowprof" replay "$TMP/run.lpcap" -o "$TMP/fds" \
+		-j 16 --no-cache >/dev/null 2>&1)
+	[[ $? -eq 137 ]] && hung=$((hung + 1))
+done
+check "replay -j 16 short of descriptors never hangs ($hung of 11 did)" test "$hung" -eq 0
+
 cut_at cut100 100
 damaged cut100
 check "cut100: replay exits 0 (got $RC)" test "$RC" -eq 0
