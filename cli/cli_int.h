@@ -33,7 +33,8 @@ struct cli_child {
 /*
  * Creates dir if needed (no symlink in its path) and opens the first nout
  * output files in it with mode mode (lowprof/files.h); 0 with *dirfd the
- * directory, or -1 (said why).
+ * directory, or -1 (said why) with the files it had opened removed and
+ * fds[] at -1 or the error.
  */
 int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd);
 /* After a failed run: removes the outputs in dirfd unless a folded file has samples. */

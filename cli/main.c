@@ -461,7 +461,8 @@ static int record_opt(int key, const char *arg, struct record_args *a)
 		errno = 0;
 		o->duration_s = strtod(arg, &end);
 		if (errno || end == arg || *end || !(o->duration_s > 0) || o->duration_s > 1e7) {
-			lp_err("-d %s: give a number of seconds > 0", arg);
+			lp_err("-d %s: give a number of seconds, more than 0 and at most 10000000",
+			       arg);
 			return 2;
 		}
 		break;
@@ -635,24 +636,31 @@ static int cmd_record(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* getopt names argv[0] in its messages: "lowprof record: unrecognized option" */
+	static char prog[32];
+	const char *cmd;
+
 	lp_log_init("lowprof", LP_LOG_INFO);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "record"))
+	cmd = argv[1];
+	snprintf(prog, sizeof(prog), "lowprof %s", cmd);
+	argv[1] = prog;
+	if (!strcmp(cmd, "record"))
 		return cmd_record(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "run"))
+	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "replay"))
+	if (!strcmp(cmd, "replay"))
 		return lp_cmd_replay(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "capture-info"))
+	if (!strcmp(cmd, "capture-info"))
 		return lp_cmd_capture_info(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "windows"))
+	if (!strcmp(cmd, "windows"))
 		return lp_cmd_windows(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "merge"))
+	if (!strcmp(cmd, "merge"))
 		return lp_cmd_merge(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		if (argc > 2 && !strcmp(argv[2], "record"))
 			fputs(record_usage, stdout);
 		else if (argc > 2 && !strcmp(argv[2], "run"))
@@ -669,10 +677,10 @@ int main(int argc, char **argv)
 			fputs(usage, stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("lowprof %s\n", LOWPROF_VERSION);
 		return 0;
 	}
-	lp_err("unknown command '%s' (see lowprof --help)", argv[1]);
+	lp_err("unknown command '%s' (see lowprof --help)", cmd);
 	return 2;
 }

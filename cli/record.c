@@ -116,6 +116,20 @@ const char *cli_output_strerror(int err, bool path)
 	}
 }
 
+/*
+ * Removes dirfd/name if it is still the file fd is open on: an output
+ * opened (made, or emptied) before a later one failed, so a run refused at
+ * start leaves no empty files.
+ */
+static void unlink_opened(int dirfd, const char *name, int fd)
+{
+	struct stat opened, now;
+
+	if (fstat(fd, &opened) == 0 && fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    now.st_dev == opened.st_dev && now.st_ino == opened.st_ino)
+		unlinkat(dirfd, name, 0);
+}
+
 int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd)
 {
 	int dfd = lp_open_output_dir(dir, mode);
@@ -130,8 +144,11 @@ int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dir
 		if (fds[i] < 0) {
 			lp_err("output directory %s is not writable: %s: %s", dir, cli_out_names[i],
 			       cli_output_strerror(fds[i], false));
-			while (i--)
+			while (i--) {
+				unlink_opened(dfd, cli_out_names[i], fds[i]);
 				close(fds[i]);
+				fds[i] = -1;
+			}
 			close(dfd);
 			return -1;
 		}
@@ -954,6 +971,25 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 }
 
 /*
+ * Whether the capture file opened is one of the outputs (--capture
+ * DIR/cpu.folded): both would be written into one file, each spoiling the
+ * other. Said as an error.
+ */
+static bool capture_is_output(const struct rec *r)
+{
+	struct stat st;
+
+	for (int i = 0; i < r->nout; i++)
+		if (r->fds[i] >= 0 && fstat(r->fds[i], &st) == 0 && st.st_dev == r->cap_st.st_dev &&
+		    st.st_ino == r->cap_st.st_ino) {
+			lp_err("--capture %s: that is the output %s/%s; give a file of its own",
+			       r->o.capture_path, r->o.out_dir, cli_out_names[i]);
+			return true;
+		}
+	return false;
+}
+
+/*
  * What can be checked before anything starts (privileges, BTF, the
  * symbolizer's user, the -p processes), then the outputs, the capture and
  * the cache's directory. 0, or -1 after saying why.
@@ -968,11 +1004,18 @@ static int rec_setup(struct rec *r)
 	if (!o->no_symbolize && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return -1;
 	for (size_t i = 0; i < o->npids; i++) {
-		char proc[32];
+		int tgid = lp_proc_tgid((int)o->pids[i]);
 
-		snprintf(proc, sizeof(proc), "/proc/%d", (int)o->pids[i]);
-		if (access(proc, F_OK)) {
+		if (tgid == -ENOENT) {
 			lp_err("-p %d: no such process", (int)o->pids[i]);
+			return -1;
+		}
+		/* the filter is by process: a thread's id alone would match nothing */
+		if (tgid > 0 && tgid != (int)o->pids[i]) {
+			lp_err("-p %d: a thread of process %d; give the process (-p %d profiles "
+			       "all "
+			       "its threads)",
+			       (int)o->pids[i], tgid, tgid);
 			return -1;
 		}
 	}
@@ -995,6 +1038,8 @@ static int rec_setup(struct rec *r)
 			       cli_output_strerror(r->cap_fd < 0 ? r->cap_fd : -errno, true));
 			return -1;
 		}
+		if (capture_is_output(r))
+			return -1;
 	}
 	if (o->spool_dir && cli_prepare_spool_dir(o->spool_dir, o->user, &r->spool_lock))
 		return -1;

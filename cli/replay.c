@@ -32,9 +32,10 @@ const char lp_replay_usage[] =
 	"Usage: lowprof replay FILE [-o DIR] [--debug-dir DIR]... [OPTIONS]\n"
 	"\n"
 	"Symbolizes a capture file (lowprof record --capture FILE) into the outputs\n"
-	"of the run that wrote it: DIR/cpu.{pb.gz,folded,html} and, when it has\n"
-	"off-CPU data, DIR/offcpu.{pb.gz,folded,html}; prints the same summary plus\n"
-	"what the capture held. The same file always gives the same profile.\n"
+	"of the run that wrote it: DIR/cpu.{pb.gz,folded,html} and, when it was\n"
+	"recorded with --off-cpu, DIR/offcpu.{pb.gz,folded,html}; prints the same\n"
+	"summary plus what the capture held. The same file always gives the same\n"
+	"profile.\n"
 	"\n"
 	"Binaries are found by the build-id the collector saw mapped: the file at\n"
 	"the recorded path if its build-id matches, else DIR/.build-id/xx/rest (the\n"
@@ -107,6 +108,32 @@ static int open_capture(const char *file)
 	return fd;
 }
 
+/*
+ * Whether the capture (fd cap) is one of the outputs (replay D/cpu.html -o
+ * D): opening them would empty it before it is read. Said as an error.
+ */
+static bool capture_is_output(const struct replay_opts *o, int cap)
+{
+	struct stat capst, st;
+	char path[PATH_MAX];
+
+	if (fstat(cap, &capst))
+		return false;
+	for (int i = 0; i < 6; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", o->out_dir, cli_out_names[i]) >=
+		    (int)sizeof(path))
+			continue;
+		if (stat(path, &st) == 0 && st.st_dev == capst.st_dev &&
+		    st.st_ino == capst.st_ino) {
+			lp_err("%s: that is the output %s, which the replay would overwrite; give "
+			       "another -o",
+			       o->file, path);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void symbolizer_argv(const struct replay_opts *o, char *path, const char *shard, char **argv)
 {
 	int n = 0;
@@ -146,12 +173,17 @@ static void symbolizer_argv(const struct replay_opts *o, char *path, const char 
 	argv[n] = NULL;
 }
 
-/* The off-CPU outputs in dirfd stay only when the capture had off-CPU samples. */
+/*
+ * The off-CPU outputs in dirfd stay when the symbolizer wrote them: when the
+ * capture has off-CPU data or was recorded with --off-cpu (a pprof profile
+ * with no samples is not empty; an empty folded file is), as lowprof record
+ * wrote them; the files it left empty go.
+ */
 static bool drop_empty_offcpu(int dirfd)
 {
 	struct stat st;
 
-	if (fstatat(dirfd, cli_out_names[4], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	if (fstatat(dirfd, cli_out_names[3], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && st.st_size > 0)
 		return false;
 	for (int i = 3; i < 6; i++)
@@ -212,6 +244,10 @@ static int run_replay(struct replay_opts *o)
 	cap = open_capture(o->file); /* a clear error before anything is made */
 	if (cap < 0)
 		return 1;
+	if (capture_is_output(o, cap)) {
+		close(cap);
+		return 1;
+	}
 	close(cap);
 	if (cli_open_outputs(o->out_dir, o->output_mode, fds, 6, &dirfd))
 		goto out;
@@ -228,6 +264,10 @@ static int run_replay(struct replay_opts *o)
 	if (start_symbolizers(o, symb_path, kids, fds, &parts)) {
 		/* those started are stopped below, by the supervision's end */
 		cli_signal_kids(kids + 1, (int)sv.nsymb, SIGTERM);
+		/* those not started: the supervision would wait for them forever */
+		for (uint32_t k = 0; k < sv.nsymb; k++)
+			if (kids[1 + k].pid <= 0)
+				kids[1 + k].done = true;
 		ok = false;
 	}
 	cli_supervise(&sv, sfd);

@@ -11,6 +11,7 @@
 #include "collector.h"
 #include "lowprof/cpus.h"
 #include "lowprof/files.h"
+#include "lowprof/kernel.h"
 #include "lowprof/log.h"
 #include "lowprof/parse.h"
 #include "lowprof/user.h"
@@ -367,6 +368,7 @@ static int parse_opt(int key, const char *arg, struct args *a)
 	struct coll_opts *o = &a->o;
 	uint64_t v;
 	char *end;
+	int tgid;
 
 	switch (key) {
 	case 'F':
@@ -389,6 +391,13 @@ static int parse_opt(int key, const char *arg, struct args *a)
 		}
 		if (kill((pid_t)v, 0) && errno == ESRCH) {
 			lp_err("-p %llu: no such process", (unsigned long long)v);
+			return 2;
+		}
+		/* the BPF filter is by process: a thread's id alone would match nothing */
+		tgid = lp_proc_tgid((int)v);
+		if (tgid > 0 && (uint64_t)tgid != v) {
+			lp_err("-p %llu: a thread of process %d; give the process",
+			       (unsigned long long)v, tgid);
 			return 2;
 		}
 		a->pids[o->npids++] = (pid_t)v;

@@ -404,9 +404,12 @@ static void print_capture(const struct lpc_reader *rd, const char *name, int fd)
 			"  capture damage  %llu records lost in %llu damaged blocks%s, %llu blocks "
 			"missing, %llu bytes that were no block\n",
 			(unsigned long long)lost, (unsigned long long)st.bad_blocks,
-			st.truncated ? " and a cut-off end (the writer was stopped or the disk was "
-				       "full)"
-				     : "",
+			!st.truncated ? ""
+			: st.truncated_bytes < LPC_BLOCK_HDR_SIZE
+				? " and a cut-off end inside a block's header, whose records are "
+				  "unknown (the writer was stopped or the disk was full)"
+				: " and a cut-off end (the writer was stopped or the disk was "
+				  "full)",
 			(unsigned long long)st.missing_blocks,
 			(unsigned long long)st.skipped_bytes);
 }

@@ -83,6 +83,29 @@ too_long:
 	return -ENAMETOOLONG;
 }
 
+int lp_proc_tgid(int tid)
+{
+	char path[32], buf[1024], *line;
+	ssize_t n;
+	int fd, tgid, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* Tgid is the fourth line, well inside the first kilobyte */
+	n = read(fd, buf, sizeof(buf) - 1);
+	err = -errno;
+	close(fd);
+	if (n < 0)
+		return err == -ESRCH ? -ENOENT : err; /* it exited since the open */
+	buf[n] = '\0';
+	line = strstr(buf, "\nTgid:");
+	if (!line || sscanf(line + 6, "%d", &tgid) != 1 || tgid <= 0)
+		return -EINVAL;
+	return tgid;
+}
+
 int lp_statm_resident(int fd, uint64_t *bytes)
 {
 	char statm[128];

@@ -407,9 +407,11 @@ static int load_block(struct lpc_reader *r)
 			r->st.truncated = true;
 			r->st.truncated_bytes = left;
 			warnf(r,
-			      "the file ends %llu bytes into a block header at offset %llu "
-			      "(cut short: the writer was stopped, or the disk was full)",
-			      (unsigned long long)left, (unsigned long long)r->off);
+			      "the file ends %llu byte%s into a block header at offset %llu: that "
+			      "block's records are lost, how many is unknown (cut short: the "
+			      "writer was stopped, or the disk was full)",
+			      (unsigned long long)left, left == 1 ? "" : "s",
+			      (unsigned long long)r->off);
 			return 1;
 		}
 		n = src_read(r, r->off, head, sizeof(head));

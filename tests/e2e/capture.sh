@@ -244,6 +244,40 @@ check "cutlate: $pct% of the remaining samples show the chain (>= 95%)" test "$p
 check "cutlate: the summary reports the capture's damage" \
 	grep -Eq "capture damage +$late_n records lost" "$TMP/cutlate.out"
 
+# one byte into a block's header: the count of its records is lost with it,
+# and every message says so rather than "0 records lost"
+cut_at cuthdr $((late_off + 1))
+damaged cuthdr
+check "cuthdr: replay exits 0 (got $RC)" test "$RC" -eq 0
+check "cuthdr: the warning says 1 byte of a header, its block's records unknown" \
+	grep -Eq "warning: .*ends 1 byte into a block header at offset $late_off: .*how many is unknown" \
+	"$TMP/cuthdr.err"
+check "cuthdr: the summary says the cut block's records are unknown" \
+	grep -Eq "capture damage .*cut-off end inside a block's header, whose records are unknown" \
+	"$TMP/cuthdr.out"
+"$BIN/lowprof" capture-info "$TMP/cuthdr.lpcap" >"$TMP/info-cuthdr.out" 2>&1
+check "capture-info cuthdr: its damage line says the last block's records are unknown" \
+	grep -Eq '^damage .*cut short inside its header \(its records unknown\)' \
+	"$TMP/info-cuthdr.out"
+
+# the capture named as one of replay's outputs: refused before it is emptied
+mkdir -p "$TMP/sameout"
+cp "$TMP/run.lpcap" "$TMP/sameout/cpu.html"
+"$BIN/lowprof" replay "$TMP/sameout/cpu.html" -o "$TMP/sameout" >"$TMP/sameout.out" 2>&1
+rc=$?
+check "replay of a capture named as its output exits 1 (got $rc)" test "$rc" -eq 1
+check "it says the capture is an output" grep -q 'that is the output .*cpu.html' "$TMP/sameout.out"
+check "and the capture is intact" cmp -s "$TMP/run.lpcap" "$TMP/sameout/cpu.html"
+# a symbolizer that cannot be started (descriptors run out part way through
+# -j 16's): replay says so and ends, at every point it can run out
+hung=0
+for n in $(seq 32 4 72); do
+	(ulimit -n "$n"; timeout -s KILL 20 "$BIN/lowprof" replay "$TMP/run.lpcap" -o "$TMP/fds" \
+		-j 16 --no-cache >/dev/null 2>&1)
+	[[ $? -eq 137 ]] && hung=$((hung + 1))
+done
+check "replay -j 16 short of descriptors never hangs ($hung of 11 did)" test "$hung" -eq 0
+
 cut_at cut100 100
 damaged cut100
 check "cut100: replay exits 0 (got $RC)" test "$RC" -eq 0
@@ -358,6 +392,25 @@ check "replayed off-CPU time is in main;cap_sleeper;...nanosleep ($pct%)" test "
 check "a capture without off-CPU data replays to no offcpu.* files" \
 	test ! -e "$TMP/r1/offcpu.folded" -a ! -e "$TMP/r1/offcpu.pb.gz"
 kill "$SPID" 2>/dev/null
+# recorded with --off-cpu but no block sampled (the one process profiled is
+# stopped throughout): record writes the offcpu.* outputs, without samples,
+# and so does replay, with -j 1 and -j 2
+start_bg sleep 600
+ZPID=$BGPID
+kill -STOP "$ZPID"
+"$BIN/lowprof" record -d 1 -p "$ZPID" --off-cpu -o "$TMP/zlive" --capture "$TMP/z.lpcap" \
+	>"$TMP/zlive.out" 2>&1
+check "record --off-cpu of a stopped process writes offcpu.pb.gz" test -s "$TMP/zlive/offcpu.pb.gz"
+for j in 1 2; do
+	"$BIN/lowprof" replay "$TMP/z.lpcap" -o "$TMP/zr$j" -j $j --no-cache >"$TMP/zr$j.out" 2>&1
+	rc=$?
+	check "replay -j $j of it exits 0 (got $rc) and writes offcpu.* as record did" \
+		test "$rc" -eq 0 -a -s "$TMP/zr$j/offcpu.pb.gz" -a -e "$TMP/zr$j/offcpu.folded" \
+		-a -s "$TMP/zr$j/offcpu.html"
+	check "replay -j $j names them among the outputs" grep -q '^Outputs in .* offcpu.pb.gz' \
+		"$TMP/zr$j.out"
+done
+kill -9 "$ZPID" 2>/dev/null
 
 # ---- stack copies hold frames, not the environment: a sample's
 # copy stops at the top of the main thread's stack frames (start_stack), so

@@ -33,6 +33,34 @@ pid=4194000
 while [[ -e /proc/$pid ]]; do pid=$((pid - 1)); done
 expect_error 1 "-p $pid: no such process" -- "$BIN/lowprof" record -d 1 -p "$pid" -o "$TMP/out-nopid"
 
+# -p of a thread that is not its process's main one: the filter is by
+# process, so it would profile nothing; said, with the process to give
+"$WL/secrets" "$TMP/secrets" 1 0 "$(scaled 30)" >/dev/null &
+KIDS+=($!)
+spid=$!
+for i in $(seq 50); do [[ -s "$TMP/secrets" ]] && break; sleep 0.1; done
+tid=$(ls "/proc/$spid/task" | grep -vx "$spid" | head -1)
+expect_error 1 "-p $tid: a thread of process $spid; give the process \(-p $spid" -- \
+	"$BIN/lowprof" record -d 1 -p "$tid" -o "$TMP/out-tid"
+check "nothing was made for the thread's -p (no output directory)" test ! -e "$TMP/out-tid"
+expect_error 2 "-p $tid: a thread of process $spid" -- \
+	"$BIN/lowprof-collector" -d 1 -p "$tid" --capture "$TMP/tid.lpcap"
+check "and the collector made no capture" test ! -e "$TMP/tid.lpcap"
+kill "$spid"; wait "$spid" 2>/dev/null
+
+# an output that cannot be written (a directory where cpu.folded goes):
+# the outputs opened before it are not left behind, empty
+mkdir -p "$TMP/out-isdir/cpu.folded"
+echo earlier > "$TMP/out-isdir/cpu.html"
+expect_error 1 'cpu.folded: names a directory' -- "$BIN/lowprof" record -d 1 -o "$TMP/out-isdir"
+check "no empty cpu.pb.gz left beside it" test ! -e "$TMP/out-isdir/cpu.pb.gz"
+check "an output it did not open is untouched" grep -qx earlier "$TMP/out-isdir/cpu.html"
+
+# --capture naming one of the outputs: refused, not two streams in one file
+expect_error 1 "--capture $TMP/out-same/cpu.folded: that is the output $TMP/out-same/cpu.folded" -- \
+	"$BIN/lowprof" record -d 1 -o "$TMP/out-same" --capture "$TMP/out-same/cpu.folded"
+check "and nothing was written there" test ! -e "$TMP/out-same/cpu.folded"
+
 expect_error 1 'output directory /proc/lowprof-test' -- \
 	"$BIN/lowprof" record -d 1 -o /proc/lowprof-test
 touch "$TMP/a-file"
@@ -79,6 +107,12 @@ check "and for another name, the command that creates that one" \
 
 expect_error 2 '-F 0' -- "$BIN/lowprof" record -F 0 -d 1 -o "$TMP/out-f0"
 expect_error 2 '-d x' -- "$BIN/lowprof" record -d x -o "$TMP/out-dx"
+expect_error 2 '-d 1e8: .*at most 10000000' -- "$BIN/lowprof" record -d 1e8 -o "$TMP/out-dx"
+# getopt's own messages name the command
+expect_error 2 "^lowprof record: unrecognized option '--no-such-option'" -- \
+	"$BIN/lowprof" record --no-such-option
+expect_error 2 "^lowprof replay: option requires an argument -- 'j'" -- \
+	"$BIN/lowprof" replay x.lpcap -j
 expect_error 2 'unknown command' -- "$BIN/lowprof" frobnicate
 # a destination libcurl cannot parse is refused before anything starts (it
 # was tried again, said once, for as long as the exporter ran)

@@ -34,6 +34,14 @@ const char *lp_cgroup2_root(void);
 int lp_cgroup2_open(const char *root, const char *arg);
 
 /*
+ * The thread group (process) that thread id tid belongs to, from
+ * /proc/TID/status: tid itself for a process's main thread, another pid
+ * for one of its other threads. Returns it or a negative errno (-ENOENT:
+ * no such thread; -EINVAL: no Tgid line).
+ */
+int lp_proc_tgid(int tid);
+
+/*
  * A process's resident memory in bytes, read (pread at 0) from fd, its
  * /proc/PID/statm: 0 with *bytes, or a negative errno (-EINVAL: not the
  * statm format).
