@@ -1012,9 +1012,8 @@ static int rec_setup(struct rec *r)
 		}
 		/* the filter is by process: a thread's id alone would match nothing */
 		if (tgid > 0 && tgid != (int)o->pids[i]) {
-			lp_err("-p %d: a thread of process %d; give the process (-p %d profiles "
-			       "all "
-			       "its threads)",
+			lp_err("-p %d: a thread of process %d; give the process "
+			       "(-p %d profiles all its threads)",
 			       (int)o->pids[i], tgid, tgid);
 			return -1;
 		}
