@@ -166,12 +166,12 @@ struct coll {
 	struct lps_enc dyn;		/* maps, ksyms: grows as needed */
 	bool capture_failed;
 	/*
-	 * the start-up burst (the kernel symbol snapshot) is over: writes no
-	 * longer wait for the consumer to let the ring wrap early
-	 * (write_ring), and the early wraps follow the write rate. Set after
-	 * the snapshot, which is sent with the programs already attached.
+	 * start-up is over: the start-up burst (the kernel symbol snapshot,
+	 * sent with the programs already attached) is sent, writes no longer
+	 * wait for the consumer to let the ring wrap early (write_ring), and
+	 * the early wraps follow the write rate
 	 */
-	bool attached;
+	bool started;
 	uint64_t maps_errors;
 	uint64_t maps_gone; /* reads of processes gone whose side-band events came */
 	uint64_t maps_sent;
@@ -260,16 +260,16 @@ static int write_ring(struct coll *c, struct coll_shard *sh, const void *buf, si
 	if (c->listen_fd >= 0 && sh->files_fd < 0)
 		wait_ms = 0;
 	/*
-	 * Before the programs are attached nothing else waits on us: the
-	 * start-up burst (kernel symbols, ~5 MB) then also waits for the
-	 * consumer to let the ring wrap early, so it does not fault in the
-	 * whole shared ring for good.
+	 * Until start-up is over the drain loop has not begun (the first
+	 * samples wait in the BPF ring): the start-up burst (kernel symbols,
+	 * ~5 MB) then also waits for the consumer to let the ring wrap early,
+	 * so it does not fault in the whole shared ring for good.
 	 */
 	while (lp_ring__writable(sh->ring) < len ||
-	       (!c->attached && lp_ring__deepens(sh->ring, (uint32_t)len))) {
-		/* stopped before sampling began: nothing to wait for (lowprof run's
+	       (!c->started && lp_ring__deepens(sh->ring, (uint32_t)len))) {
+		/* stopped during start-up: nothing to wait for (lowprof run's
 		 * symbolizer that failed at start-up left its ring unread) */
-		if (sh->stalled || waited >= wait_ms || (stop_signal && !c->attached)) {
+		if (sh->stalled || waited >= wait_ms || (stop_signal && !c->started)) {
 			if (wait_ms)
 				sh->stalled = true;
 			break;
@@ -286,7 +286,7 @@ static int write_ring(struct coll *c, struct coll_shard *sh, const void *buf, si
 	 * wait_ms again (5 s for each of kallsyms' ~40 chunks).
 	 */
 	if (lp_ring__writable(sh->ring) >= lp_ring__max_record(sh->ring) / 2 &&
-	    (c->attached || !lp_ring__deepens(sh->ring, (uint32_t)len)))
+	    (c->started || !lp_ring__deepens(sh->ring, (uint32_t)len)))
 		sh->stalled = false;
 	err = lp_ring__write(sh->ring, buf, (uint32_t)len);
 	if (!err) {
@@ -2801,12 +2801,12 @@ int coll_run(const struct coll_opts *o)
 	 * The first samples wait in the BPF ring, sized for a drain interval
 	 * (a window's rotation pauses the drain loop as long); the drain loop
 	 * starts after the snapshot, so in the stream it still comes first.
-	 * The snapshot is still the start-up burst for the ring (attached
+	 * The snapshot is still the start-up burst for the ring (started
 	 * false until it is sent): it waits for the symbolizer within the
 	 * ring's first eighth rather than fault in the whole ring.
 	 */
 	send_ksyms(&c);
-	c.attached = true;
+	c.started = true;
 	tune_early_wraps(&c, lp_clock_ns(CLOCK_MONOTONIC)); /* half the ring, until measured */
 	if (!o->keep_caps) {
 		err = coll_drop_caps();
