@@ -94,6 +94,13 @@ struct cli_supervision {
 	struct cli_child *kids;
 	uint32_t nsymb;
 	struct lp_ring **rings;
+	/*
+	 * lowprof record's ends of the symbolizers' file channels, kept for a
+	 * restarted one (NULL, or nsymb of them, -1 once shut): shut when
+	 * symbolizer k is over for good, since the collector serves the
+	 * channel after its end until it closes
+	 */
+	int *files;
 	struct cli_restart *restart;
 	struct cli_restart *coll_restart;
 	/*

@@ -717,6 +717,11 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 						 sv->restart ? &sv->restart[k] : NULL)))
 				/* nobody reads its ring any more: stop collecting */
 				cli_signal_kids(coll, 1, SIGTERM);
+		for (uint32_t k = 0; k < n; k++)
+			if (symb[k].done && sv->files && sv->files[k] >= 0) {
+				shutdown(sv->files[k], SHUT_RDWR);
+				sv->files[k] = -1;
+			}
 	}
 }
 
@@ -1357,8 +1362,13 @@ static void rec_wait(struct rec *r)
 		.exp_ctx = r,
 		.exp_restart = &r->exp_restart,
 	};
-	int restarts = 0;
+	int restarts = 0, files[LP_MAX_SHARDS];
 
+	if (!r->o.no_symbolize && !r->o.spool_dir) {
+		for (uint32_t k = 0; k < r->nsymb; k++)
+			files[k] = r->sh[k].files[1];
+		sv.files = files;
+	}
 	cli_supervise(&sv, r->sfd);
 	for (uint32_t k = 0; k < r->nsymb; k++)
 		restarts += r->restart[k].restarts;

@@ -172,6 +172,11 @@ struct coll {
 	 * the early wraps follow the write rate
 	 */
 	bool started;
+	/*
+	 * the end is written: the file channels are served until the
+	 * symbolizers close them (serve_the_end), nothing else
+	 */
+	bool ending;
 	uint64_t maps_errors;
 	uint64_t maps_gone; /* reads of processes gone whose side-band events came */
 	uint64_t maps_sent;
@@ -185,6 +190,8 @@ struct coll {
 };
 
 static volatile sig_atomic_t stop_signal;
+/* the stop signals so far: one more after the end stops serving (serve_the_end) */
+static volatile sig_atomic_t stop_signals;
 /* libbpf_print has no context argument: the current load's (struct coll) */
 static bool quiet_libbpf;
 /*
@@ -204,6 +211,7 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 				  __ATOMIC_RELAXED);
 	} else {
 		stop_signal = sig;
+		stop_signals++;
 	}
 }
 
@@ -2401,7 +2409,7 @@ static void channel_closed(struct coll *c, uint32_t k, int n)
 	coll_broker__detach(c->broker, sh->files_fd);
 	close(sh->files_fd);
 	sh->files_fd = -1;
-	if (c->listen_fd < 0)
+	if (c->listen_fd < 0 || c->ending)
 		return;
 	n = fresh_consumer_page(sh);
 	if (n)
@@ -2426,6 +2434,7 @@ static void channel_closed(struct coll *c, uint32_t k, int n)
  */
 static void nap_serving(struct coll *c, uint32_t ms)
 {
+	sig_atomic_t signals = stop_signals;
 	uint64_t end = lp_clock_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000;
 	/* a negative fd is ignored by poll; the broker's: its workers' answers */
 	enum { P_LISTEN, P_WAKE, P_BROKER, P_FILES };
@@ -2434,27 +2443,29 @@ static void nap_serving(struct coll *c, uint32_t ms)
 	for (;;) {
 		uint64_t now = lp_clock_ns(CLOCK_MONOTONIC);
 		int due = coll_broker__tick(c->broker, now), wait, n, r;
-		bool any = c->listen_fd >= 0 || c->wake_fd >= 0;
+		bool any = !c->ending && (c->listen_fd >= 0 || c->wake_fd >= 0);
 		struct epoll_event ev;
 
-		if (now >= end || stop_signal)
+		if (now >= end || (c->ending ? stop_signals != signals : stop_signal))
 			return;
 		wait = (int)((end - now + 999999) / 1000000);
 		if (due >= 0 && due < wait)
 			wait = due;
-		pfd[P_LISTEN] = (struct pollfd){c->listen_fd, POLLIN, 0};
-		pfd[P_WAKE] = (struct pollfd){c->wake_fd, POLLIN, 0};
+		pfd[P_LISTEN] = (struct pollfd){c->ending ? -1 : c->listen_fd, POLLIN, 0};
+		pfd[P_WAKE] = (struct pollfd){c->ending ? -1 : c->wake_fd, POLLIN, 0};
 		pfd[P_BROKER] = (struct pollfd){coll_broker__fd(c->broker), POLLIN, 0};
 		for (uint32_t k = 0; k < c->nsh; k++) {
 			pfd[P_FILES + k] = (struct pollfd){c->sh[k].files_fd, POLLIN, 0};
 			any |= c->sh[k].files_fd >= 0;
 		}
+		if (!any && c->ending)
+			return; /* every channel closed */
 		if (!any) {
 			sleep_ms((uint32_t)wait);
 			continue;
 		}
 		n = poll(pfd, P_FILES + c->nsh, wait);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && errno == EINTR && !c->ending)
 			return; /* the loop looks at the signal */
 		if (n <= 0)
 			continue;
@@ -2480,6 +2491,36 @@ static void nap_serving(struct coll *c, uint32_t ms)
 			resend_state(c, 1u << (r - 1), false);
 		}
 	}
+}
+
+/*
+ * After the end record. The symbolizers are still reading what the rings
+ * hold, and a binary first met there may be one only we can open (another
+ * user's, another mount namespace's): their file requests are served until
+ * each closes its channel (it read the end), for at most END_SERVE_MS, or
+ * until one more stop signal (lowprof record's second Ctrl-C). Before, the
+ * tail's new binaries were left as bare addresses.
+ */
+#define END_SERVE_MS 10000
+
+static void serve_the_end(struct coll *c)
+{
+	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC);
+	uint32_t open = 0;
+
+	for (uint32_t k = 0; k < c->nsh; k++)
+		open += c->sh[k].files_fd >= 0;
+	if (!open)
+		return;
+	c->ending = true;
+	nap_serving(c, END_SERVE_MS);
+	open = 0;
+	for (uint32_t k = 0; k < c->nsh; k++)
+		open += c->sh[k].files_fd >= 0;
+	lp_log(open ? LP_LOG_INFO : LP_LOG_DEBUG,
+	       "files: served the symbolizers' file requests for %.2f s after the end%s",
+	       (lp_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9,
+	       open ? "; stopped with a file channel still open" : "");
 }
 
 /* The rings, for the start-up line: "; 2 rings of 4 MiB (8 MiB)" (static buffer) */
@@ -2836,6 +2877,7 @@ int coll_run(const struct coll_opts *o)
 	end_closing(&c, true); /* the window before the last first: names in order */
 	if (c.cap)
 		finish_capture(&c);
+	serve_the_end(&c);
 	print_rings(&c);
 	if (c.capdir) {
 		struct coll_capdir_stats ds;

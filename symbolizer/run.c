@@ -1043,6 +1043,16 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 			break;
 		}
 	}
+	/*
+	 * The end is read: nothing more to ask for. The collector serves
+	 * the file channel until it closes, and lowprof record keeps its
+	 * other end for a restarted symbolizer: shut it, not just close it.
+	 * Not after a failure, which lowprof record may restart on it.
+	 */
+	if (!conn && !*err && att->files_fd >= 0) {
+		symb_state__set_files_fd(*s, -1);
+		shutdown(att->files_fd, SHUT_RDWR);
+	}
 	symb_connector__stop(conn);
 	return 0;
 }

@@ -64,6 +64,51 @@ check "the symbolizer got both binaries from the collector" \
 kill "$P_OTHER" "$P_NS" 2>/dev/null
 wait "$P_OTHER" "$P_NS" 2>/dev/null
 
+# ---- the ring's tail: a binary first met after the collector's end is
+# still opened for the symbolizer. The symbolizer is held (SIGSTOP) while
+# chain-late, only daemon can read, starts and runs past the end of -d 2;
+# it then reads the whole tail, chain-late's first samples included, after
+# the collector wrote its end.
+cp "$WL/chain-fp" "$BASE/priv/chain-late"
+chown daemon: "$BASE/priv/chain-late"
+chmod 700 "$BASE/priv/chain-late"
+"$BIN/lowprof" record -d 2 -o "$TMP/late" > "$TMP/late.log" 2>&1 &
+REC=$!
+KIDS+=("$REC")
+SYMB=
+for _ in $(seq 100); do
+	SYMB=$(desc_named "$REC" lowprof-symboli)
+	[[ -n $SYMB ]] && grep -q "profiling the host" "$TMP/late.log" && break
+	sleep 0.05
+done
+check "the symbolizer of the tail test started ($SYMB)" test -n "$SYMB"
+sleep 0.3 # past the kernel symbols, which the collector waits for
+[[ -n $SYMB ]] && kill -STOP "$SYMB"
+start_bg setpriv --reuid=daemon --regid=daemon --clear-groups "$BASE/priv/chain-late" 30
+P_LATE=$BGPID
+sleep "$(scaled 3)"
+# past -d 2: the collector wrote its end and waits for the held
+# symbolizer's file requests (it used to exit, and the tail's binaries
+# only it can open stayed chain-late+0x...)
+check "the collector waits for the symbolizer after its end" \
+	test -n "$(desc_named "$REC" lowprof-collect)"
+[[ -n $SYMB ]] && kill -CONT "$SYMB"
+wait "$REC"
+rc=$?
+kill "$P_LATE" 2>/dev/null
+wait "$P_LATE" 2>/dev/null
+sed 's/^/  /' "$TMP/late.log" | grep -E 'files|warning|error'
+check "the tail's record exits 0 (got $rc)" test "$rc" -eq 0
+F=$TMP/late/cpu.folded
+n=$(awk 'index($0, "chain-late;") == 1 { s += $NF } END { print s + 0 }' "$F")
+full=$(awk 'index($0, "chain-late;") == 1 && /main;chain_one;chain_two;chain_three;chain_leaf [0-9]+$/ { s += $NF }
+	END { print s + 0 }' "$F")
+check "chain-late, met only in the tail, has samples ($n)" test "$n" -gt 20
+check "chain-late: $full of $n samples symbolized to main..chain_leaf (>= 90%; not chain-late+0x...)" \
+	test $((full * 100)) -ge $((n * 90))
+check "the symbolizer got chain-late from the collector after its end" \
+	grep -Eq 'files: asked the collector for [0-9]+ files: [1-9][0-9]* received' "$TMP/late.log"
+
 # ---- outputs: private unless asked, never through a link
 for f in cpu.pb.gz cpu.folded cpu.html; do
 	check "$f is mode 0600 (got $(stat -c %a "$TMP/made/out/$f"))" \
