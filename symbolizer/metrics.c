@@ -87,7 +87,11 @@ int symb_metrics_write(int fd, const struct symb_metrics_in *in)
 	counter(&p, "lowprof_spool_windows_written_total", "Window files written into the spool.",
 		in->sp->windows);
 	counter(&p, "lowprof_spool_windows_removed_total",
-		"Oldest window files removed for the spool's byte budget.", in->sp->removed);
+		"Oldest window files removed for the spool's byte budget, or a full disk.",
+		in->sp->removed);
+	counter(&p, "lowprof_spool_windows_removed_full_total",
+		"Of those, removed because the disk was full before the budget.",
+		in->sp->removed_full);
 	counter(&p, "lowprof_spool_windows_failed_total", "Window files that could not be written.",
 		in->sp->failed);
 	counter(&p, "lowprof_symbolizer_records_total",

@@ -908,9 +908,10 @@ static int finish_windows(struct windows *w, struct symb_state *s)
 	close_window(w, s, w->start_mono + w->window_ns < now ? w->start_mono + w->window_ns : now);
 	st = symb_spool__stats(w->spool);
 	lp_info("spool: %" PRIu64 " files of %" PRIu64 " windows written (%" PRIu64
-		" bytes), %" PRIu64 " removed for the budget, %" PRIu64 " failed",
+		" bytes), %" PRIu64 " removed for the budget (%" PRIu64
+		" of them for a full disk), %" PRIu64 " failed",
 		st->windows, w->seq - symb_spool__next_seq(w->spool), st->bytes, st->removed,
-		st->failed);
+		st->removed_full, st->failed);
 	{
 		const struct symb_objects_stats *os = symb_state__objects_stats(s);
 		struct symb_labels_stats ls;

@@ -55,6 +55,7 @@ struct spool_ack {
 	int32_t err; /* 0 or a negative errno */
 	uint32_t pad;
 	uint64_t removed, removed_bytes;
+	uint64_t removed_full; /* of removed: for a full disk (make_room) */
 };
 
 struct symb_spool {
@@ -243,6 +244,32 @@ static void trim(int dirfd, uint64_t max, const char *keep, struct spool_ack *a)
 	free(v);
 }
 
+/* Oldest windows removed for one window on a full disk, at most */
+#define SPOOL_FULL_TRIES 8
+
+/*
+ * The disk (or the user's quota) is full before the budget is: the oldest
+ * window gives way, as it would to the budget. Whether one was removed.
+ */
+static bool make_room(int dirfd, struct spool_ack *a)
+{
+	uint64_t total;
+	size_t n;
+	struct spool_file *v = scan(dirfd, &n, &total, false);
+	bool done = false;
+
+	for (size_t i = 0; v && i < n && !done; i++) {
+		if (unlinkat(dirfd, v[i].name, 0))
+			continue;
+		a->removed++;
+		a->removed_bytes += v[i].size;
+		a->removed_full++;
+		done = true;
+	}
+	free(v);
+	return done;
+}
+
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
@@ -306,6 +333,10 @@ static void writer_main(int sock, int memfd, int dirfd, uint64_t max, pid_t pare
 		    (m.kind >= sizeof(kinds) / sizeof(kinds[0]) && m.kind != KIND_METRICS))
 			_exit(1);
 		a.err = write_window(dirfd, memfd, &m, sh, name);
+		for (int i = 0; i < SPOOL_FULL_TRIES && m.kind != KIND_METRICS &&
+				(a.err == -ENOSPC || a.err == -EDQUOT) && make_room(dirfd, &a);
+		     i++)
+			a.err = write_window(dirfd, memfd, &m, sh, name);
 		if (!a.err && m.kind != KIND_METRICS)
 			trim(dirfd, max, name, &a);
 		if (send(sock, &a, sizeof(a), MSG_NOSIGNAL) != sizeof(a))
@@ -500,6 +531,9 @@ int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64
 		sp->put_err = err;
 		return err;
 	}
+	if (a.removed_full && !sp->n.removed_full)
+		lp_warn("spool: the disk is full before the spool's budget: the oldest windows "
+			"give way to new ones (said once; counted in the summary)");
 	if (sp->put_err)
 		lp_info("spool: windows are written again, from %s window %" PRIu64, kind, seq);
 	sp->put_err = 0;
@@ -507,6 +541,7 @@ int symb_spool__put(struct symb_spool *sp, const char *kind, uint64_t seq, int64
 	sp->n.bytes += m.len;
 	sp->n.removed += a.removed;
 	sp->n.removed_bytes += a.removed_bytes;
+	sp->n.removed_full += a.removed_full;
 	if (a.removed)
 		lp_debug("spool: %" PRIu64 " oldest files removed (%" PRIu64
 			 " bytes) for the budget",

@@ -33,9 +33,10 @@
 struct symb_spool_stats {
 	uint64_t windows; /* files written */
 	uint64_t bytes;	  /* their bytes */
-	uint64_t removed; /* oldest files removed for the budget */
+	uint64_t removed; /* oldest files removed for the budget, or a full disk */
 	uint64_t removed_bytes;
-	uint64_t failed; /* files that could not be written */
+	uint64_t removed_full; /* of removed: for a full disk */
+	uint64_t failed;       /* files that could not be written */
 };
 
 struct symb_spool;

@@ -265,16 +265,18 @@ check "it starts the symbolizer again" grep -q 'lowprof-symbolizer died (exit st
 after=$(find "$SP8" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 1))" | wc -l)
 check "windows are written after the stop (got $after)" test "$after" -ge 2
 
-# --- a full disk (a tmpfs of 8K: the metrics file and a window) fails the
-# windows, said once per cause and not once a window; space freed, windows
-# are written again, and that is said too
+# --- a disk full of something else (a tmpfs of 8K, filled before the run)
+# fails the windows, said once per cause and not once a window; space
+# freed, windows are written again, and that is said too
 FULL=$TMP/full
 mkdir "$FULL" && mount -t tmpfs -o size=8k tmpfs "$FULL" && chmod 755 "$FULL"
+mkdir -m 0700 "$FULL/sp" && chown lowprof: "$FULL/sp"
+dd if=/dev/zero of="$FULL/filler" bs=1k count=8 2>/dev/null
 start_bg "$BIN/lowprof" run --window 1 --spool "$FULL/sp" -p "$WPID" -d 8 >"$TMP/run9.out" 2>&1
 RUN9=$BGPID
 wait_log "$TMP/run9.out" 'not written: No space left' 30 || fail "the full spool never failed a window"
 sleep 2
-rm -f "$FULL"/sp/cpu-*.pb.gz # what the exporter would do: room again
+rm -f "$FULL/filler" # room again
 wait "$RUN9"
 umount "$FULL"
 grep 'spool' "$TMP/run9.out"
@@ -283,6 +285,27 @@ said=$(grep -c 'not written: No space left' "$TMP/run9.out")
 check "a full spool's failures are said less often than they happen ($said lines, ${failed:-0} failed)" \
 	test "$said" -ge 1 -a "${failed:-0}" -gt "$said"
 check "windows written again after room was made are said to be" grep -q 'windows are written again' "$TMP/run9.out"
+
+# --- a disk that fills with windows before the budget does (a tmpfs of
+# 16K, --spool-bytes 1G): the oldest windows give way to new ones, as to
+# the budget, instead of every new window failing until the exporter
+# catches up
+mkdir "$FULL" 2>/dev/null; mount -t tmpfs -o size=16k tmpfs "$FULL" && chmod 755 "$FULL"
+"$BIN/lowprof" run --window 1 --spool "$FULL/sp" -p "$WPID" -d 8 >"$TMP/run10.out" 2>&1
+rc=$?
+ls "$FULL/sp" >"$TMP/sp10.ls"
+umount "$FULL"
+grep 'spool' "$TMP/run10.out"
+sed 's/^/  /' "$TMP/sp10.ls"
+full=$(sed -n 's/.*(\([0-9]\+\) of them for a full disk).*/\1/p' "$TMP/run10.out")
+failed=$(sed -n 's/.* \([0-9]\+\) failed$/\1/p' "$TMP/run10.out")
+check "lowprof run on a disk its windows fill exits 0 (got $rc)" test "$rc" = 0
+check "the oldest windows gave way ($full removed for a full disk, ${failed:-?} failed)" \
+	test "${full:-0}" -ge 1 -a "${failed:-1}" = 0
+check "that is said" grep -q 'the disk is full before the spool.s budget' "$TMP/run10.out"
+check "the newest windows are kept (window 7 or later is there)" \
+	grep -Eq '^cpu-[0-9TZ]+-0*([7-9]|[1-9][0-9]+)\.pb\.gz$' "$TMP/sp10.ls"
+check "the oldest is gone (no window 0)" bash -c "! grep -Eq '^cpu-[0-9TZ]+-0+\.pb\.gz$' '$TMP/sp10.ls'"
 
 # --- a spool the symbolizer's user cannot write (root's, 0700): the
 # symbolizer fails after it took the ring, and the run ends at once with an
