@@ -5,8 +5,10 @@
  *
  * A series is what Pyroscope stores and queries as one: its labels name the
  * profile type and the service. Stacks of different services or containers
- * go to different series; pid and comm stay sample labels inside each
- * series' pprof, as the spool file has them.
+ * go to different series; pid, comm, exe and cgroup stay sample labels
+ * inside each series' pprof, as the spool file has them. Pyroscope's
+ * distributor lifts the string ones (comm, exe, cgroup) into series labels,
+ * not pid, a number label: short processes do not multiply series.
  */
 #include <errno.h>
 #include <stdlib.h>
