@@ -52,7 +52,7 @@ F=$TMP/made/out/cpu.folded
 echo "--- cpu.folded"; head -6 "$F"
 for comm in chain-other chain-ns; do
 	n=$(awk -v c="$comm;" 'index($0, c) == 1 { s += $NF } END { print s + 0 }' "$F")
-	full=$(awk -v c="$comm;" 'index($0, c) == 1 && /main;chain_one;chain_two;chain_three;chain_leaf [0-9]+$/ { s += $NF }
+	full=$(KT=$KTAIL awk -v c="$comm;" 'index($0, c) == 1 && $0 ~ ("main;chain_one;chain_two;chain_three;chain_leaf" ENVIRON["KT"] " [0-9]+$") { s += $NF }
 		END { print s + 0 }' "$F")
 	check "$comm has samples ($n)" test "$n" -gt 20
 	check "$comm: $full of $n samples show main;chain_one;chain_two;chain_three;chain_leaf (>= 90%)" \
@@ -101,7 +101,7 @@ sed 's/^/  /' "$TMP/late.log" | grep -E 'files|warning|error'
 check "the tail's record exits 0 (got $rc)" test "$rc" -eq 0
 F=$TMP/late/cpu.folded
 n=$(awk 'index($0, "chain-late;") == 1 { s += $NF } END { print s + 0 }' "$F")
-full=$(awk 'index($0, "chain-late;") == 1 && /main;chain_one;chain_two;chain_three;chain_leaf [0-9]+$/ { s += $NF }
+full=$(KT=$KTAIL awk 'index($0, "chain-late;") == 1 && $0 ~ ("main;chain_one;chain_two;chain_three;chain_leaf" ENVIRON["KT"] " [0-9]+$") { s += $NF }
 	END { print s + 0 }' "$F")
 check "chain-late, met only in the tail, has samples ($n)" test "$n" -gt 20
 check "chain-late: $full of $n samples symbolized to main..chain_leaf (>= 90%; not chain-late+0x...)" \

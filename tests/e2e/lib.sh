@@ -19,6 +19,10 @@ FAILS=0
 # VM, where everything is several times slower): durations that only have
 # to be long enough for the test's own steps are multiplied by it
 TIME_SCALE=${LOWPROF_TEST_TIME_SCALE:-1}
+# KTAIL: kernel frames a folded line may end with after its user leaf (an
+# interrupt, a preemption: more of them on a loaded host), for checks of
+# whole user chains: '...;chain_leaf'"$KTAIL"'$' (an ERE, for awk and grep -E)
+KTAIL='(;[^; ]+_\[k\])*'
 scaled() { # scaled SECONDS: SECONDS x TIME_SCALE, rounded up to a whole second
 	awk -v t="$1" -v s="$TIME_SCALE" 'BEGIN { v = t * s; printf "%d", (v == int(v)) ? v : int(v) + 1 }'
 }

@@ -41,7 +41,7 @@ sleep 0.3
 
 # chain WORKLOAD: the folded lines of its whole chain
 chain_lines() { # chain_lines FILE COMM
-	grep "^$2;" "$1" | grep ';main;chain_one;chain_two;chain_three;chain_leaf ' || true
+	grep "^$2;" "$1" | grep -E ";main;chain_one;chain_two;chain_three;chain_leaf$KTAIL [0-9]+\$" || true
 }
 samples_of() { # samples_of FILE COMM: its samples in the folded file
 	awk -v c="$2" 'index($0, c ";") == 1 {s += $NF} END {print s + 0}' "$1"

@@ -14,7 +14,7 @@ require_root
 SOCK=$TMP/ring.sock
 # the shard of a pid among n: lp_shard_of of lowprof/shard.h
 shard_of() { echo $(((($1 * 0x9e3779b1) & 0xFFFFFFFF) * $2 >> 32)); }
-CHAIN='main;chain_one;chain_two;chain_three;chain_leaf$'
+CHAIN='main;chain_one;chain_two;chain_three;chain_leaf'"$KTAIL"'$'
 
 start_bg "$WL/chain-fp" "$(scaled 120)"
 WFP=$BGPID

@@ -133,7 +133,7 @@ check "symbolizer killed: the kernel symbols resent had their addresses" \
 n=$(folded_total "$TMP/out-skill/cpu.folded")
 check "symbolizer killed: the profile has the samples of the workload's $((c1 - c0)) ms of CPU since the last kill ($n, at least $(samples_floor $((c1 - c0))))" \
 	enough_samples "$n" $((c1 - c0))
-pct=$(share "$TMP/out-skill/cpu.folded" 'chain_one;chain_two;chain_three;chain_leaf$')
+pct=$(share "$TMP/out-skill/cpu.folded" 'chain_one;chain_two;chain_three;chain_leaf'"$KTAIL"'$')
 check "symbolizer killed: those samples have the whole chain ($pct%)" test "${pct:-0}" -ge 90
 left=$(leftovers)
 check "symbolizer killed: nothing left behind: '$left'" test -z "$left"

@@ -102,7 +102,7 @@ done
 # a thread that was running before lowprof started: its stack copies end at
 # its thread pointer, and still hold its frames up to clone
 profile thread "$WL/chain-nofp" 0 thread
-pct=$(share "$TMP/out-thread/cpu.folded" '^chain-nofp;(.*;)?start_thread;chain_thread;chain_one;chain_two;chain_three;chain_leaf$')
+pct=$(share "$TMP/out-thread/cpu.folded" '^chain-nofp;(.*;)?start_thread;chain_thread;chain_one;chain_two;chain_three;chain_leaf'"$KTAIL"'$')
 check "thread: $pct% of samples show ...;start_thread;chain_thread;chain_one;...;chain_leaf (>= 95%)" \
 	test "$pct" -ge 95
 
