@@ -1569,14 +1569,13 @@ static int modules_digest(struct coll *c, char out[65])
 /*
  * What the kernel's symbols are like now, as far as can be told without
  * reading them: the modules, and the ksymbol events and lost side-band
- * events read so far. false when that cannot be told (no side-band
+ * events so far, the ones not drained yet included. false when that cannot be told (no side-band
  * events, a kernel without ksymbol events, /proc/modules unreadable).
  */
 static bool ksyms_state(struct coll *c, struct ksyms_state *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->sb_lost = coll_sideband__lost(c->sb);
-	return coll_sideband__ksymbols(c->sb, &st->ksymbol_events) &&
+	return coll_sideband__ksymbols(c->sb, &st->ksymbol_events, &st->sb_lost) &&
 	       !modules_digest(c, st->modules);
 }
 

@@ -336,10 +336,38 @@ int coll_sideband__drain(struct coll_sideband *sb, coll_sb_fn fn, void *ctx)
 	return err ? err : n;
 }
 
-bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *n)
+bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols, uint64_t *lost)
 {
-	*n = sb ? sb->ksymbols : 0;
-	return sb && !sb->no_ksymbol;
+	*ksymbols = sb ? sb->ksymbols : 0;
+	*lost = sb ? sb->lost : 0;
+	if (!sb)
+		return false;
+	/* and those still in the buffers, read without consuming them */
+	for (int i = 0; i < sb->n; i++) {
+		struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)sb->bufs[i];
+		const uint8_t *data = sb->bufs[i] + sb->page;
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		uint64_t tail = mp->data_tail;
+
+		while (head - tail >= sizeof(struct perf_event_header)) {
+			struct perf_event_header h;
+			struct sb_lost l;
+
+			copy_out(&h, data, sb->data_size, tail, sizeof(h));
+			if (h.size < sizeof(h) || h.size > head - tail) {
+				(*lost)++; /* as read_cpu counts it */
+				break;
+			}
+			if (h.type == PERF_RECORD_KSYMBOL)
+				(*ksymbols)++;
+			if (h.type == PERF_RECORD_LOST && h.size >= sizeof(l)) {
+				copy_out(&l, data, sb->data_size, tail, sizeof(l));
+				*lost += l.lost;
+			}
+			tail += h.size;
+		}
+	}
+	return !sb->no_ksymbol;
 }
 
 uint64_t coll_sideband__lost(const struct coll_sideband *sb)

@@ -65,11 +65,14 @@ int coll_sideband__drain(struct coll_sideband *sb, coll_sb_fn fn, void *ctx);
 uint64_t coll_sideband__lost(const struct coll_sideband *sb);
 
 /*
- * *n: the ksymbol events read so far (by coll_sideband__drain). False
- * when they are not known: no side-band events, or a kernel without
- * ksymbol events (before 5.1), where the other events were opened alone.
+ * The ksymbol events and the events lost so far (*lost as
+ * coll_sideband__lost counts them), read by coll_sideband__drain or still
+ * in the buffers: a change made before the call is in the counts, however
+ * long ago the last drain was. False when ksymbol events are not known:
+ * no side-band events, or a kernel without them (before 5.1), where the
+ * other events were opened alone.
  */
-bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *n);
+bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols, uint64_t *lost);
 
 /* Bytes of buffers mapped. */
 uint64_t coll_sideband__bytes(const struct coll_sideband *sb);
