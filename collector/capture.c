@@ -15,8 +15,9 @@
 #include "lowprof/files.h"
 #include "lowprof/schema.h"
 
-/* Room for a full block plus one largest record, so a record always fits after a flush. */
-#define RAW_CAP (COLL_CAPTURE_BLOCK + LPS_MAX_RECORD + LPC_REC_LEN_SIZE)
+#define RAW_CAP COLL_CAPTURE_RAW_CAP
+_Static_assert(RAW_CAP == COLL_CAPTURE_BLOCK + LPS_MAX_RECORD + LPC_REC_LEN_SIZE,
+	       "room for a full block plus one largest record");
 /*
  * zstd's first fast level: on a 40k-sample capture of a busy host (70.6 MB
  * of records) it made a file 1.9% larger than level 1 in 7% less time, and
@@ -203,43 +204,51 @@ static void drop_block(struct coll_capture *c)
 	c->st.dropped_bytes += c->raw_len;
 }
 
-/* Fills slot s with the current block: header, then the payload, compressed if it pays. */
-static void make_block(struct coll_capture *c, struct slot *s)
+uint32_t coll_capture_encode_block(void *cctx, int level, uint32_t seq, const void *raw,
+				   uint32_t raw_len, uint32_t nrecords, uint8_t *out, size_t cap,
+				   bool *zstd)
 {
-	struct lpc_block b = {.seq = c->seq, .nrecords = c->nrecords, .raw_len = c->raw_len};
-	uint8_t *payload = s->buf + LPC_BLOCK_HDR_SIZE;
+	struct lpc_block b = {.seq = seq, .nrecords = nrecords, .raw_len = raw_len};
+	uint8_t *payload = out + LPC_BLOCK_HDR_SIZE;
 	size_t n = 0;
 
-	if (c->compress) {
-		n = ZSTD_compressCCtx(c->cctx, payload, c->slot_cap - LPC_BLOCK_HDR_SIZE, c->raw,
-				      c->raw_len, ZSTD_LEVEL);
+	if (cctx) {
+		n = ZSTD_compressCCtx(cctx, payload, cap - LPC_BLOCK_HDR_SIZE, raw, raw_len, level);
 		/* kept only if it saves an eighth: else reading it costs more than it saves */
-		if (ZSTD_isError(n) || n > c->raw_len - c->raw_len / 8)
+		if (ZSTD_isError(n) || n > raw_len - raw_len / 8)
 			n = 0;
 	}
 	if (n) {
 		b.flags = LPC_COMP_ZSTD;
 		b.stored_len = (uint32_t)n;
 	} else {
-		memcpy(payload, c->raw, c->raw_len);
+		memcpy(payload, raw, raw_len);
 		b.flags = LPC_COMP_NONE;
-		b.stored_len = c->raw_len;
+		b.stored_len = raw_len;
 	}
 	b.payload_crc = lp_crc32c(payload, b.stored_len);
-	lpc_block_encode(s->buf, &b);
-	s->len = LPC_BLOCK_HDR_SIZE + b.stored_len;
-	s->zstd = n != 0;
+	lpc_block_encode(out, &b);
+	*zstd = n != 0;
+	return LPC_BLOCK_HDR_SIZE + b.stored_len;
+}
+
+/* Fills slot s with the current block: header, then the payload, compressed if it pays. */
+static void make_block(struct coll_capture *c, struct slot *s)
+{
+	s->len = coll_capture_encode_block(c->cctx, ZSTD_LEVEL, c->seq, c->raw, c->raw_len,
+					   c->nrecords, s->buf, c->slot_cap, &s->zstd);
 	s->nrecords = c->nrecords;
 	s->record_bytes = c->raw_len;
 }
 
-/* Writes the current block out (or drops it when no slot is free) and starts a new one. */
-static void flush(struct coll_capture *c)
+/*
+ * A free slot for the next block, or NULL (the capture failed, or no write
+ * completed in time): the block is then dropped.
+ */
+static struct slot *take_slot(struct coll_capture *c)
 {
-	struct slot *s = NULL;
+	struct slot *s;
 
-	if (!c->nrecords)
-		return;
 	reap(c, false);
 	s = free_slot(c);
 	if (!s && !c->failed && !c->stalled) {
@@ -254,12 +263,15 @@ static void flush(struct coll_capture *c)
 		s = free_slot(c);
 		c->stalled = !s;
 	}
-	if (c->failed || !s) {
-		drop_block(c);
-		goto reset;
-	}
+	if (c->failed || !s)
+		return NULL;
 	c->stalled = false;
-	make_block(c, s);
+	return s;
+}
+
+/* Counts the block in s as written and writes it at the next offset. */
+static void submit(struct coll_capture *c, struct slot *s)
+{
 	c->st.records += s->nrecords;
 	c->st.record_bytes += s->record_bytes;
 	c->st.blocks++;
@@ -270,7 +282,7 @@ static void flush(struct coll_capture *c)
 
 		if (!sqe) { /* cannot happen: the ring has room for every slot */
 			uncount(c, s);
-			goto reset;
+			return;
 		}
 		io_uring_prep_write(sqe, c->fd, s->buf, s->len, c->off);
 		sqe->user_data = (uint64_t)(s - c->slots);
@@ -278,7 +290,7 @@ static void flush(struct coll_capture *c)
 		c->inflight++;
 		if (io_uring_submit(&c->ring) < 0) {
 			slot_done(c, s, -EIO);
-			goto reset;
+			return;
 		}
 	} else {
 		s->busy = true;
@@ -287,9 +299,50 @@ static void flush(struct coll_capture *c)
 	}
 	c->off += s->len;
 	c->seq++;
-reset:
+}
+
+/* Writes the current block out (or drops it when no slot is free) and starts a new one. */
+static void flush(struct coll_capture *c)
+{
+	struct slot *s;
+
+	if (!c->nrecords)
+		return;
+	s = take_slot(c);
+	if (!s) {
+		drop_block(c);
+	} else {
+		make_block(c, s);
+		submit(c, s);
+	}
 	c->raw_len = 0;
 	c->nrecords = 0;
+}
+
+int coll_capture__put_block(struct coll_capture *c, const void *blk, uint32_t len)
+{
+	struct lpc_block b;
+	struct slot *s;
+
+	if (len < LPC_BLOCK_HDR_SIZE || len > c->slot_cap || lpc_block_decode(blk, &b) ||
+	    b.stored_len != len - LPC_BLOCK_HDR_SIZE)
+		return -EINVAL;
+	flush(c); /* the records before it stay before it */
+	s = take_slot(c);
+	if (!s) {
+		c->st.dropped_records += b.nrecords;
+		c->st.dropped_bytes += b.raw_len;
+		return -ENOSPC;
+	}
+	memcpy(s->buf, blk, len);
+	b.seq = c->seq; /* the payload and its checksum stay as they are */
+	lpc_block_encode(s->buf, &b);
+	s->len = len;
+	s->zstd = (b.flags & LPC_BLOCK_COMP_MASK) == LPC_COMP_ZSTD;
+	s->nrecords = b.nrecords;
+	s->record_bytes = b.raw_len;
+	submit(c, s);
+	return 0;
 }
 
 void *coll_capture__reserve(struct coll_capture *c, uint32_t max_len)

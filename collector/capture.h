@@ -30,6 +30,11 @@
 #define COLL_CAPTURE_BLOCK  (512u << 10)
 #define COLL_CAPTURE_AGE_NS 1000000000ull
 #define COLL_CAPTURE_SLOTS  8
+/*
+ * A block's most bytes of records: a full block plus one largest record
+ * (LPS_MAX_RECORD and its length), so a record always fits after a flush.
+ */
+#define COLL_CAPTURE_RAW_CAP (COLL_CAPTURE_BLOCK + (1u << 20) + 4u)
 /* With every slot still being written, a block waits this long for one. */
 #define COLL_CAPTURE_WAIT_NS 50000000L
 
@@ -64,6 +69,28 @@ void *coll_capture__reserve(struct coll_capture *c, uint32_t max_len);
 void coll_capture__commit(struct coll_capture *c, uint32_t len);
 /* reserve + copy + commit; 0 or -ENOSPC (dropped and counted). */
 int coll_capture__write(struct coll_capture *c, const void *rec, uint32_t len);
+
+/*
+ * Writes a block made elsewhere (coll_capture_encode_block; blk, len bytes:
+ * header and payload) after the records written so far, as the file's next
+ * block: its header gets the file's next seq, its payload and payload
+ * checksum stay as they are. Its records are counted as the capture's.
+ * 0, -EINVAL (not a block, or larger than a block of records compressed
+ * at worst) or -ENOSPC (dropped and counted, as a block of records is).
+ */
+int coll_capture__put_block(struct coll_capture *c, const void *blk, uint32_t len);
+
+/*
+ * Encodes one block: nrecords records (raw: raw_len <= COLL_CAPTURE_RAW_CAP
+ * bytes, each with its length prefix) into out (cap bytes: the block
+ * header and ZSTD_compressBound(raw_len) at least), numbered seq. With
+ * cctx (a ZSTD_CCtx) the payload is zstd-compressed at level, and kept so
+ * only if that saves an eighth (*zstd says which). Returns the block's
+ * length, header included.
+ */
+uint32_t coll_capture_encode_block(void *cctx, int level, uint32_t seq, const void *raw,
+				   uint32_t raw_len, uint32_t nrecords, uint8_t *out, size_t cap,
+				   bool *zstd);
 
 /* Reaps finished writes and writes the current block if it is old. Call often. */
 void coll_capture__tick(struct coll_capture *c, uint64_t now_ns);

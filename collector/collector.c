@@ -38,6 +38,7 @@
 #include "capture.h"
 #include "cgroups.h"
 #include "kfeatures.h"
+#include "ksnap.h"
 #include "collector.h"
 #include "collector_int.h"
 #include "lowprof/clock.h"
@@ -50,6 +51,7 @@
 #include "lowprof/schema.h"
 #include "procfs.h"
 #include "profile.h"
+#include "sha256.h"
 #include "profile.skel.h"
 #include "sideband.h"
 #include "offcpu.h"
@@ -58,7 +60,8 @@
 #define KSYMS_PER_RECORD 4096
 #define KALLSYMS_MAX	 (256u << 20)
 #define KSYMS_READ_BUF	 (64u << 10)
-#define KSYM_NAME_MAX	 512 /* kernel KSYM_NAME_LEN is 512 since 6.1 */
+#define KSYM_NAME_MAX	 512	     /* kernel KSYM_NAME_LEN is 512 since 6.1 */
+#define MODULES_MAX	 (16u << 20) /* /proc/modules: ~100 bytes a module */
 #define MAPS_REFRESH_NS	 1000000000ull
 #define LOSS_EVERY_NS	 1000000000ull
 #define WAIT_START_MS	 5000 /* start-up records: the symbolizer is starting */
@@ -114,6 +117,21 @@ struct coll {
 	int listen_fd;	 /* --ring PATH: socket for symbolizers to connect to */
 	int kallsyms_fd; /* opened with CAP_SYSLOG: read again for a new symbolizer */
 	uint64_t ktext;	 /* the kernel's _text (open_kallsyms); 0: unknown */
+	/* /proc/modules, opened with CAP_SYSLOG (its addresses shown); -ENOENT: no modules */
+	int modules_fd;
+	/*
+	 * --capture-dir: the last snapshot as capture blocks, for the next
+	 * windows' files while the kernel's symbols stay as they were
+	 * (ksyms_unchanged); ksnap_at is what they were like when it was read.
+	 * ksnap_build: the one being read, where its records go instead of
+	 * the capture (write_reliable).
+	 */
+	struct coll_ksnap *ksnap, *ksnap_build;
+	struct ksyms_state {
+		char modules[65]; /* SHA-256 of /proc/modules less the use counts, hex */
+		uint64_t ksymbol_events, sb_lost;
+	} ksnap_at;
+	uint64_t ksnap_reused, ksnap_read; /* snapshots copied into a window's file, read */
 	/* a kernel stack relative to ktext, as it goes out (sample_stacks) */
 	uint64_t kframes[LP_BPF_MAX_FRAMES];
 	uint64_t kstacks_hidden; /* kernel stacks left out: ktext unknown */
@@ -329,8 +347,14 @@ static int write_reliable(struct coll *c, const void *buf, size_t len, uint32_t 
 {
 	int k = record_shard(c, buf, len), err = 0;
 
-	/* what is sent again for new symbolizers (c->only) never goes to the capture twice */
-	if (c->cap && (k >= 0 || !c->only))
+	/*
+	 * What is sent again for new symbolizers (c->only) never goes to the
+	 * capture twice. While a snapshot is read for --capture-dir its
+	 * records (nothing else is written then) go to its blocks (ksyms_build).
+	 */
+	if (c->ksnap_build && !c->only)
+		coll_ksnap__add(c->ksnap_build, buf, (uint32_t)len);
+	else if (c->cap && (k >= 0 || !c->only))
 		err = coll_capture__write(c->cap, buf, (uint32_t)len);
 	if (c->cap_only)
 		return err; /* a new capture file's start: the rings have it */
@@ -1479,6 +1503,11 @@ static void open_kallsyms(struct coll *c)
 	uint64_t base = 0;
 	int err;
 
+	if (c->o->capture_dir) { /* what tells a window whether the snapshot still holds */
+		c->modules_fd = open("/proc/modules", O_RDONLY | O_CLOEXEC);
+		if (c->modules_fd < 0)
+			c->modules_fd = -errno; /* -ENOENT: a kernel built without modules */
+	}
 	c->kallsyms_fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
 	if (c->kallsyms_fd < 0) {
 		lp_warn("kallsyms: %m; kernel stacks are left out of the profile");
@@ -1514,18 +1543,162 @@ static int ksym_send_one(void *ctx, const struct lps_ksym *k)
 }
 
 /*
+ * SHA-256 of /proc/modules, each line without its use count (which moves
+ * as modules are used, not loaded): a module loaded, unloaded or loaded
+ * again elsewhere changes it (the fd, opened with CAP_SYSLOG, shows the
+ * addresses). The digest never leaves the collector. A kernel without
+ * module support has no /proc/modules: all zeros. 0 or -errno.
+ */
+static int modules_digest(struct coll *c, char out[65])
+{
+	struct coll_sha256 h;
+	size_t len;
+	char *buf;
+	int err;
+
+	if (c->modules_fd == -ENOENT) { /* no module support: nothing comes or goes */
+		memset(out, 0, 65);
+		return 0;
+	}
+	if (c->modules_fd < 0)
+		return -EBADF;
+	if (lseek(c->modules_fd, 0, SEEK_SET) < 0)
+		return -errno;
+	err = coll_read_fd(c->modules_fd, MODULES_MAX, &buf, &len);
+	if (err)
+		return err;
+	coll_sha256_init(&h);
+	coll_sha256_update(&h, buf, coll_modules_strip_counts(buf, len));
+	coll_sha256_hex(&h, out);
+	free(buf);
+	return 0;
+}
+
+/*
+ * What the kernel's symbols are like now, as far as can be told without
+ * reading them: the modules, and the ksymbol events and lost side-band
+ * events so far, the ones not drained yet included. false when that cannot be told (no side-band
+ * events, a kernel without ksymbol events, /proc/modules unreadable).
+ */
+static bool ksyms_state(struct coll *c, struct ksyms_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	return coll_sideband__ksymbols(c->sb, &st->ksymbol_events, &st->sb_lost) &&
+	       !modules_digest(c, st->modules);
+}
+
+/*
+ * Whether the last snapshot (c->ksnap) still is what /proc/kallsyms would
+ * give: no module came or went, and the side-band events saw no ksymbol
+ * event (BPF programs, trampolines, ftrace and kprobe pages) and lost
+ * none since it was read. When in doubt, false: it is read again.
+ */
+static bool ksyms_unchanged(struct coll *c)
+{
+	struct ksyms_state now;
+
+	if (!c->ksnap)
+		return false;
+	if (!ksyms_state(c, &now)) {
+		lp_debug("kallsyms: cannot tell whether it changed: read again");
+		return false;
+	}
+	if (memcmp(&now, &c->ksnap_at, sizeof(now))) {
+		lp_debug("kallsyms: changed (%llu ksymbol events, %llu side-band events lost%s): "
+			 "read again",
+			 (unsigned long long)(now.ksymbol_events - c->ksnap_at.ksymbol_events),
+			 (unsigned long long)(now.sb_lost - c->ksnap_at.sb_lost),
+			 strcmp(now.modules, c->ksnap_at.modules) ? ", modules" : "");
+		return false;
+	}
+	return true;
+}
+
+static int ksyms_read(struct coll *c);
+
+/*
+ * --capture-dir: reads /proc/kallsyms into a new snapshot of blocks
+ * (the rings, unless the file alone is meant, get the records as
+ * always), puts it into the window's file and keeps it for the next
+ * windows when nothing went wrong and the kernel's state could be told.
+ */
+static void ksyms_build(struct coll *c)
+{
+	struct ksyms_state before;
+	struct coll_ksnap *k;
+	uint64_t bytes, rbytes;
+	bool keep;
+	int err;
+
+	coll_ksnap__free(c->ksnap);
+	c->ksnap = NULL;
+	/* before the read: whatever changes during it shows at the next window */
+	keep = ksyms_state(c, &before);
+	k = c->ksnap_build = coll_ksnap__new(c->o->capture_compress);
+	err = ksyms_read(c); /* to the rings, and to k (if any) instead of the capture */
+	c->ksnap_build = NULL;
+	c->ksnap_read++;
+	if (!k)
+		return; /* no memory: the records went to the capture as they are */
+	if (coll_ksnap__finish(k)) {
+		/* the blocks could not be made: the file gets the records as they are */
+		lp_debug("kallsyms: no memory for the snapshot's blocks: read again for %s",
+			 c->cap_name);
+		coll_ksnap__free(k);
+		c->cap_only = true; /* the rings have them */
+		ksyms_read(c);
+		c->cap_only = false;
+		return;
+	}
+	if (coll_ksnap__write(k, c->cap))
+		keep = false; /* dropped and counted by the capture, as records are */
+	coll_ksnap__size(k, &bytes, &rbytes);
+	keep = keep && !err;
+	lp_debug("kallsyms: %.1f KiB of snapshot records in %.1f KiB of blocks%s", rbytes / 1024.0,
+		 bytes / 1024.0, keep ? "" : "; read again for the next window");
+	if (keep) {
+		c->ksnap = k;
+		c->ksnap_at = before;
+	} else {
+		coll_ksnap__free(k);
+	}
+}
+
+/*
  * The kernel symbol snapshot, KSYMS_PER_RECORD text symbols per record,
  * their addresses relative to the kernel's text base. Without that base
  * (open_kallsyms) the snapshot is empty: absolute addresses never leave.
+ *
+ * --capture-dir: the snapshot goes into a window's file as blocks of its
+ * own (ksnap.h), compressed harder than the capture's; while the kernel's
+ * symbols do not change (ksyms_unchanged), the next windows' files get
+ * the same blocks, and /proc/kallsyms is not read again (~50 ms of CPU).
  */
 static void send_ksyms(struct coll *c)
+{
+	bool to_cap = c->capdir && c->cap && !c->only;
+
+	if (!to_cap) {
+		ksyms_read(c);
+	} else if (c->cap_only && ksyms_unchanged(c)) {
+		if (coll_ksnap__write(c->ksnap, c->cap))
+			lp_debug("kallsyms: the snapshot's blocks did not all go to %s",
+				 c->cap_name);
+		c->ksnap_reused++;
+	} else {
+		ksyms_build(c);
+	}
+}
+
+/* Reads /proc/kallsyms and sends the snapshot's records (send_ksyms). 0 or -errno. */
+static int ksyms_read(struct coll *c)
 {
 	struct ksym_send ks = {c, calloc(1, sizeof(*ks.ch)), 0, 0};
 	int err = 0;
 
 	if (!ks.ch) {
 		lp_warn("kallsyms: %s; the kernel symbol snapshot is empty", strerror(ENOMEM));
-		return;
+		return -ENOMEM;
 	}
 	if (c->ktext)
 		err = kallsyms_scan(c, ksym_send_one, &ks);
@@ -1536,6 +1709,7 @@ static void send_ksyms(struct coll *c)
 	ksym_chunk_send(c, ks.ch, ks.seq++, true);
 	free(ks.ch);
 	lp_debug("kallsyms: %u text symbols in %u records", ks.total, ks.seq);
+	return err;
 }
 
 /* uname -r, for messages */
@@ -2044,6 +2218,10 @@ static void coll_cleanup(struct coll *c)
 	coll_broker__free(c->broker);
 	if (c->kallsyms_fd >= 0)
 		close(c->kallsyms_fd);
+	if (c->modules_fd >= 0)
+		close(c->modules_fd);
+	coll_ksnap__free(c->ksnap);
+	coll_ksnap__free(c->ksnap_build);
 	coll_procs_free(&c->procs);
 	coll_cgroups__free(c->cgroups);
 	for (int i = 0; i < LP_MAX_CGROUPS; i++)
@@ -2354,8 +2532,9 @@ static void start_closing(struct coll *c)
 static int rotate_capture(struct coll *c)
 {
 	struct lps_end end = {lp_clock_ns(CLOCK_MONOTONIC), {"rotate", 6}};
-	uint64_t t0 = end.time_ns;
+	uint64_t t0 = end.time_ns, cpu0 = lp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	struct coll_capdir_stats ds;
+	uint64_t reused = c->ksnap_reused;
 	int err;
 
 	if (c->cap) {
@@ -2379,9 +2558,11 @@ static int rotate_capture(struct coll *c)
 	loss_counts(c, &c->loss_base); /* the new file's own: its writer's start at 0 */
 	resend_state(c, 0, true);
 	coll_capdir__stats(c->capdir, &ds);
-	lp_debug("capture: %s started in %.1f ms; %.1f MiB of "
+	lp_debug("capture: %s started in %.1f ms (%.1f ms of CPU; kernel symbols %s); %.1f MiB of "
 		 "windows there, %llu removed by the budget so far",
-		 capture_name(c), (lp_clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, ds.bytes / 1048576.0,
+		 capture_name(c), (lp_clock_ns(CLOCK_MONOTONIC) - t0) / 1e6,
+		 (lp_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e6,
+		 c->ksnap_reused > reused ? "copied" : "read", ds.bytes / 1048576.0,
 		 (unsigned long long)ds.removed);
 	return 0;
 }
@@ -2744,6 +2925,7 @@ int coll_run(const struct coll_opts *o)
 		.wake_fd = -1,
 		.listen_fd = -1,
 		.kallsyms_fd = -1,
+		.modules_fd = -1,
 		.capture_fd = -1,
 		.closing_fd = -1,
 		.btf = {.fd = -1},
@@ -2886,10 +3068,11 @@ int coll_run(const struct coll_opts *o)
 		lp_log(ds.removed ? LP_LOG_INFO : LP_LOG_DEBUG,
 		       "capture: %llu window files made in %s (%.1f MiB there now), %llu oldest "
 		       "removed by the budget (%.1f MiB), %llu unfinished ones of an earlier run "
-		       "removed",
+		       "removed; the kernel symbols read %llu times, copied %llu",
 		       (unsigned long long)ds.files, o->capture_dir, ds.bytes / 1048576.0,
 		       (unsigned long long)ds.removed, ds.removed_bytes / 1048576.0,
-		       (unsigned long long)ds.tmp_cleaned);
+		       (unsigned long long)ds.tmp_cleaned, (unsigned long long)c.ksnap_read,
+		       (unsigned long long)c.ksnap_reused);
 	}
 	if (c.noted_n || c.notes_dropped)
 		lp_debug("capture: %u build-ids established by the symbolizer kept, %llu dropped",

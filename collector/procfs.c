@@ -234,6 +234,22 @@ int coll_status_ids(const char *buf, size_t len, uint32_t *nspid, uint32_t *euid
 	return 0;
 }
 
+size_t coll_modules_strip_counts(char *buf, size_t len)
+{
+	size_t out = 0;
+	int field = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '\n')
+			field = 0;
+		else if (buf[i] == ' ')
+			field++;
+		if (field != 2)
+			buf[out++] = buf[i];
+	}
+	return out;
+}
+
 int coll_read_fd(int fd, size_t max, char **bufp, size_t *lenp)
 {
 	size_t cap = max < 65536 ? max : 65536, len = 0;

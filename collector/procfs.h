@@ -75,6 +75,14 @@ int coll_maps_next(const char **cur, const char *end, struct lps_mapping *m);
 int coll_ksym_parse_line(const char *line, size_t len, struct lps_ksym *k);
 
 /*
+ * /proc/modules, "name size refcount deps state address[ taint]" a line:
+ * removes each line's refcount field and the space before it, in place
+ * (what is left changes when a module is loaded, unloaded or loaded
+ * elsewhere, not when one is used). Returns the new length.
+ */
+size_t coll_modules_strip_counts(char *buf, size_t len);
+
+/*
  * /proc/PID/task/TID/children: "PID PID ... " (each pid followed by a
  * space; empty when there are none). Appends the pids (each 1..INT_MAX)
  * to out[*n..cap) and advances *n. Returns 0, -ENOSPC when out filled up

@@ -64,7 +64,9 @@ struct coll_sideband {
 	int n;
 	size_t page, data_size;
 	uint64_t lost;
-	uint8_t *arena; /* the records of one drain, 8-byte aligned each */
+	bool no_ksymbol;   /* the kernel refused ksymbol events (before 5.1) */
+	uint64_t ksymbols; /* PERF_RECORD_KSYMBOL records read */
+	uint8_t *arena;	   /* the records of one drain, 8-byte aligned each */
 	size_t arena_len, arena_cap;
 	struct sb_ix *ix;
 	size_t nix, cap_ix;
@@ -106,6 +108,7 @@ struct coll_sideband *coll_sideband__new(const uint32_t *cpus, int ncpus, uint32
 			.comm = 1,
 			.comm_exec = 1,
 			.task = 1,
+			.ksymbol = !sb->no_ksymbol,
 			.sample_id_all = 1,
 			.use_clockid = 1,
 			.clockid = CLOCK_MONOTONIC,
@@ -115,6 +118,11 @@ struct coll_sideband *coll_sideband__new(const uint32_t *cpus, int ncpus, uint32
 		int fd = perf_event_open(&a, (int)cpus[i]);
 		void *m;
 
+		if (fd < 0 && errno == EINVAL && !sb->no_ksymbol && !sb->n) {
+			sb->no_ksymbol = true; /* the other events matter more: without it */
+			i--;
+			continue;
+		}
 		if (fd < 0) {
 			if (errno == ENODEV) /* went offline since it was listed */
 				continue;
@@ -208,6 +216,8 @@ static int read_cpu(struct coll_sideband *sb, uint8_t *base, uint32_t *seq)
 
 			copy_out(&l, data, sb->data_size, tail, sizeof(l));
 			sb->lost += l.lost;
+		} else if (h.type == PERF_RECORD_KSYMBOL) {
+			sb->ksymbols++;
 		} else if (wanted(&h) && !err) {
 			need = (h.size + 7u) & ~7u;
 			if (h.size < sizeof(h) + sizeof(struct sb_id)) {
@@ -324,6 +334,40 @@ int coll_sideband__drain(struct coll_sideband *sb, coll_sb_fn fn, void *ctx)
 		n++;
 	}
 	return err ? err : n;
+}
+
+bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols, uint64_t *lost)
+{
+	*ksymbols = sb ? sb->ksymbols : 0;
+	*lost = sb ? sb->lost : 0;
+	if (!sb)
+		return false;
+	/* and those still in the buffers, read without consuming them */
+	for (int i = 0; i < sb->n; i++) {
+		struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)sb->bufs[i];
+		const uint8_t *data = sb->bufs[i] + sb->page;
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		uint64_t tail = mp->data_tail;
+
+		while (head - tail >= sizeof(struct perf_event_header)) {
+			struct perf_event_header h;
+			struct sb_lost l;
+
+			copy_out(&h, data, sb->data_size, tail, sizeof(h));
+			if (h.size < sizeof(h) || h.size > head - tail) {
+				(*lost)++; /* as read_cpu counts it */
+				break;
+			}
+			if (h.type == PERF_RECORD_KSYMBOL)
+				(*ksymbols)++;
+			if (h.type == PERF_RECORD_LOST && h.size >= sizeof(l)) {
+				copy_out(&l, data, sb->data_size, tail, sizeof(l));
+				*lost += l.lost;
+			}
+			tail += h.size;
+		}
+	}
+	return !sb->no_ksymbol;
 }
 
 uint64_t coll_sideband__lost(const struct coll_sideband *sb)

@@ -7,12 +7,16 @@
  *
  * What it is: opening those events, reading their buffers (the kernel's
  * records; their paths are what processes named, passed on as bytes) and
- * handing the events over in time order across CPUs. What it is not: the
+ * handing the events over in time order across CPUs. It also counts the
+ * kernel's ksymbol events (PERF_RECORD_KSYMBOL: a BPF program, trampoline
+ * or other out-of-line code given or stripped of a kernel symbol), which
+ * tell the collector that /proc/kallsyms changed. What it is not: the
  * record stream (the collector encodes what it is handed) or any filter.
  */
 #ifndef LOWPROF_COLL_SIDEBAND_H
 #define LOWPROF_COLL_SIDEBAND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum coll_sb_kind {
@@ -59,6 +63,16 @@ int coll_sideband__drain(struct coll_sideband *sb, coll_sb_fn fn, void *ctx);
 
 /* Events the kernel could not put in the buffers, and records unreadable here. */
 uint64_t coll_sideband__lost(const struct coll_sideband *sb);
+
+/*
+ * The ksymbol events and the events lost so far (*lost as
+ * coll_sideband__lost counts them), read by coll_sideband__drain or still
+ * in the buffers: a change made before the call is in the counts, however
+ * long ago the last drain was. False when ksymbol events are not known:
+ * no side-band events, or a kernel without them (before 5.1), where the
+ * other events were opened alone.
+ */
+bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols, uint64_t *lost);
 
 /* Bytes of buffers mapped. */
 uint64_t coll_sideband__bytes(const struct coll_sideband *sb);

@@ -13,6 +13,13 @@
 #    is removed, and a small --capture-bytes removes the oldest files first
 #    (the old one included), keeping the newest, and says so
 #  - a directory others may write is refused
+#  - the kernel symbol snapshot: read once and copied (as compressed blocks)
+#    into the next windows' files while the kernel's symbols stay as they
+#    were; a copied window replays alone with its kernel frames named; a
+#    BPF program loaded in between (bpf_prog_hold.py: a ksymbol event) is
+#    in the snapshot of a later window's file, read again, and gone from
+#    the last one's, after its unload. On a host where other BPF programs
+#    come and go every second no window may copy: that check then fails.
 source "$(dirname "$0")/lib.sh"
 require_root
 
@@ -121,8 +128,8 @@ mkdir -m 700 "$D2"
 OLD=capture-20200101T000000Z-000041.lpcap
 cp "${caps[0]}" "$D2/$OLD"
 touch "$D2/.capture-20200101T000000Z-000042.lpcap.tmp" "$D2/notes.txt"
-# each capture here is ~1.1 MiB (the kernel symbols): 3M keeps two
-"$BIN/lowprof-collector" --capture-dir "$D2" --capture-rotate 1 --capture-bytes 3M -d 6 \
+# each capture here is ~0.9 MiB (the kernel symbols): 2M keeps two
+"$BIN/lowprof-collector" --capture-dir "$D2" --capture-rotate 1 --capture-bytes 2M -d 6 \
 	-p "$WPID" -v >"$TMP/coll.out" 2>&1
 rc=$?
 check "lowprof-collector --capture-dir alone exits 0 (got $rc)" test "$rc" = 0
@@ -156,5 +163,52 @@ cat "$TMP/open.out"
 check "a directory others may write is refused (exit $rc)" test "$rc" = 1
 check "... saying why" grep -q "writable by others" "$TMP/open.out"
 check "... and nothing is written there" test -z "$(ls -A "$TMP/open")"
+
+# ---- 4. the kernel symbols: read once, copied while they do not change
+# (uncompressed, so that a symbol's name can be looked for in the bytes)
+start_bg dd if=/dev/zero of=/dev/null bs=64 count=2000000000
+DD=$BGPID
+D4=$TMP/cap4
+PROG=lpks_$$
+(sleep 3.5; python3 "$(dirname "$0")/bpf_prog_hold.py" "$PROG" 2.5 >"$TMP/prog.out" 2>&1) &
+HOLD=$!
+"$BIN/lowprof-collector" --capture-dir "$D4" --capture-rotate 1 --capture-compress none -d 9 \
+	-p "$DD" -v >"$TMP/coll4.out" 2>&1
+rc=$?
+wait "$HOLD"
+kill "$DD" 2>/dev/null
+check "lowprof-collector --capture-dir (the snapshot's run) exits 0 (got $rc)" test "$rc" = 0
+check "the BPF program was loaded ($(cat "$TMP/prog.out"))" grep -q '^loaded$' "$TMP/prog.out"
+ls -la "$D4"
+grep -E 'kernel symbols (read|copied)|kallsyms: changed' "$TMP/coll4.out"
+copied=$(sed -nE 's/.*capture: (capture-[^ ]+\.lpcap) started in .*kernel symbols copied.*/\1/p' "$TMP/coll4.out")
+check "windows' files got the snapshot copied: $(wc -w <<<"$copied") of them" test -n "$copied"
+check "a ksymbol event made a window read kallsyms again" grep -q 'kallsyms: changed ([1-9]' "$TMP/coll4.out"
+c4=("$D4"/capture-*.lpcap)
+text=$(awk '$3 == "_text" && NF == 3 { print $1; exit }' /proc/kallsyms)
+first=$(stat -c %s "${c4[0]}")
+for b in $copied; do
+	f=$D4/$b
+	[[ -e $f ]] || continue
+	"$BIN/lowprof" replay "$f" -o "$TMP/out4/$b" >"$TMP/$b.replay4" 2>&1
+	named=$(grep -o '[^;]*_\[k\]' "$TMP/out4/$b/cpu.folded" | grep -vc '^\[unknown\]_\[k\]$')
+	unnamed=$(grep -o '\[unknown\]_\[k\]' "$TMP/out4/$b/cpu.folded" | wc -l)
+	check "$b (snapshot copied) replays alone: $named kernel frames named, $unnamed not" \
+		test "$named" -gt 0 -a "$unnamed" = 0
+	check "... among them the system call entry" \
+		grep -Eq '(do_syscall_64|entry_SYSCALL_64[a-z_]*)_\[k\]' "$TMP/out4/$b/cpu.folded"
+	size=$(stat -c %s "$f")
+	check "... and it is as large as the first window's, within 20% ($size, $first)" \
+		test "$size" -le $((first * 6 / 5)) -a "$size" -ge $((first * 4 / 5))
+	# as kaslr.sh looks for them: _text's address as a ksyms record would carry it
+	if [[ -n $text && $text != 0000000000000000 ]]; then
+		check "... and holds no absolute kernel address (_text, $text)" absent "$f" "$(be "$text")"
+	fi
+done
+with=$(grep -la "_$PROG" "${c4[@]}" | xargs -rn1 basename | tr '\n' ' ')
+echo "files whose snapshot has bpf_prog_..._$PROG: ${with:-none}"
+check "a later window's snapshot has the program's symbol" test -n "$with"
+check "... the first window's has not" test -z "$(grep -la "_$PROG" "${c4[0]}")"
+check "... nor the last one's, after its unload" test -z "$(grep -la "_$PROG" "${c4[-1]}")"
 
 finish

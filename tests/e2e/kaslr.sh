@@ -27,10 +27,8 @@ check "the syscall entry is among them" grep -Eq '(do_syscall_64|entry_SYSCALL_6
 	"$TMP/out/cpu.folded"
 
 # bytes: hex string of a u64 in little-endian (a stack frame) and msgpack's
-# big-endian uint64 (0xcf + 8 bytes: a kernel symbol's address)
+# big-endian uint64 (be, lib.sh: a kernel symbol's address)
 le() { echo "$1" | sed -E 's/(..)(..)(..)(..)(..)(..)(..)(..)/\\x\8\\x\7\\x\6\\x\5\\x\4\\x\3\\x\2\\x\1/'; }
-be() { echo "\\xcf$(echo "$1" | sed -E 's/(..)/\\x\1/g')"; }
-absent() { ! LC_ALL=C grep -qaP "$2" "$1"; } # absent FILE BYTES-REGEX
 for f in "$TMP/run.lpcap" "$TMP/out/cpu.pb.gz" "$TMP/out/cpu.folded" "$TMP/out/cpu.html"; do
 	for a in "$text" "$sys"; do
 		check "$(basename "$f") holds no $a (msgpack)" absent "$f" "$(be "$a")"

@@ -283,3 +283,8 @@ enough_samples() {
 samples_floor() {
 	awk -v e="$(samples_for "$1" "${2:-99}")" 'BEGIN { v = e - 4 * sqrt(e) - 3; printf "%d", v < 0 ? 0 : v + 0.999 }'
 }
+# be HEX: a grep -P pattern of msgpack's uint64 of the hex string HEX (0xcf +
+# 8 bytes big-endian), e.g. a kernel symbol's address in a ksyms record
+be() { echo "\\xcf$(echo "$1" | sed -E 's/(..)/\\x\1/g')"; }
+# absent FILE BYTES-REGEX: FILE has no match of the grep -P pattern
+absent() { ! LC_ALL=C grep -qaP "$2" "$1"; }

@@ -27,7 +27,6 @@ RANDOM16=$(sed -n 2p "$TMP/secrets")
 check "the workload wrote its secrets" test -n "$GUARD" -a -n "$RANDOM16"
 check "its environment holds the marker" grep -qa "$MARK" "/proc/$WPID/environ"
 
-absent() { ! LC_ALL=C grep -qaP "$2" "$1"; } # absent FILE BYTES-REGEX
 # run NAME OPTIONS...: a 2 s record of the workload, capture uncompressed
 run() {
 	local name=$1 f n; shift

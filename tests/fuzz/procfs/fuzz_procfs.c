@@ -2,7 +2,9 @@
 /*
  * The collector's text parsers on arbitrary bytes: the whole input as a
  * /proc/PID/maps buffer, each of its lines as a /proc/kallsyms line, the
- * input as a CPU list and as a list of child pids. Every returned string is
+ * input as a CPU list, as a list of child pids and as /proc/modules (its
+ * use counts stripped in place: never longer, the rest in order, no byte
+ * of a line's third field kept). Every returned string is
  * read byte by byte so ASan sees any pointer outside the input, and the
  * parsers' contracts (ranges, lengths, ascending CPUs, pids > 0, counts
  * within the room) are checked with abort().
@@ -119,6 +121,29 @@ static void fuzz_pids(const char *buf, size_t size, size_t cap)
 	free(out);
 }
 
+/* the input as /proc/modules: what is left is the input less each line's third field */
+static void fuzz_modules(const char *buf, size_t size)
+{
+	char *work = malloc(size ? size : 1);
+	size_t n, j = 0;
+	int field = 0;
+
+	if (!work)
+		return;
+	memcpy(work, buf, size);
+	n = coll_modules_strip_counts(work, size);
+	if (n > size)
+		abort();
+	for (size_t i = 0; i < size; i++) {
+		field = buf[i] == '\n' ? 0 : field + (buf[i] == ' ');
+		if (field != 2 && (j >= n || work[j++] != buf[i]))
+			abort();
+	}
+	if (j != n)
+		abort();
+	free(work);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* a private copy of exactly size bytes so ASan catches any read past it */
@@ -134,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_cpulist(copy, size, 4);
 	fuzz_pids(copy, size, 64);
 	fuzz_pids(copy, size, 2);
+	fuzz_modules(copy, size);
 	free(copy);
 	return 0;
 }

@@ -4,7 +4,8 @@
  * makes them, the schema's reader (schema/src/capture.c) reads them back.
  * Round trips of records of every size, compressed and not; files cut at
  * every kind of offset; flipped bytes, damaged block headers and holes;
- * the header's version rules; the warn callback; writers whose writes fail.
+ * the header's version rules; the warn callback; writers whose writes fail;
+ * blocks made once (ksnap.h) put into several files among their records.
  *
  * Every read is done twice, with lpc_reader__open_mem and with
  * lpc_reader__open_fd on a memfd of the same bytes, and the two must agree
@@ -38,6 +39,7 @@
 #include <cmocka.h>
 
 #include "capture.h"
+#include "ksnap.h"
 #include "lowprof/capture.h"
 #include "lowprof/clock.h"
 #include "lowprof/crc32c.h"
@@ -245,6 +247,16 @@ static void settle(int fd, struct coll_capture *c)
 	fail_msg("capture: the writes did not reach the file in 10 s");
 }
 
+/* Finishes c (which must succeed) and reads its file fd into cap, closing both. */
+static void end_capture(struct coll_capture *c, int fd, struct cap *cap)
+{
+	assert_int_equal(coll_capture__finish(c), 0);
+	coll_capture__stats(c, &cap->st);
+	coll_capture__free(c);
+	slurp(fd, cap);
+	close(fd);
+}
+
 /* Writes r[i] with __write, or (every other one, if reserve) with __reserve + __commit. */
 static void put(struct coll_capture *c, const struct recs *r, uint32_t i, bool reserve)
 {
@@ -276,11 +288,7 @@ static void write_capture(const struct recs *r, bool compress, bool reserve, str
 		put(c, r, i, reserve);
 		settle(fd, c);
 	}
-	assert_int_equal(coll_capture__finish(c), 0);
-	coll_capture__stats(c, &cap->st);
-	coll_capture__free(c);
-	slurp(fd, cap);
-	close(fd);
+	end_capture(c, fd, cap);
 	assert_int_equal(cap->st.err, 0);
 	assert_int_equal(cap->st.dropped_records, 0);
 	assert_int_equal(cap->st.dropped_bytes, 0);
@@ -574,11 +582,7 @@ static void test_record_limits(void **state)
 	coll_capture__stats(c, &st);
 	assert_int_equal(st.dropped_records, 3);
 	assert_int_equal(st.dropped_bytes, 2ull * (LPS_MAX_RECORD + 1) + UINT32_MAX);
-	assert_int_equal(coll_capture__finish(c), 0);
-	coll_capture__stats(c, &cap.st);
-	coll_capture__free(c);
-	slurp(fd, &cap);
-	close(fd);
+	end_capture(c, fd, &cap);
 	assert_int_equal(cap.st.records, r.n);
 	assert_int_equal(cap.st.dropped_records, 3);
 	assert_int_equal(cap.st.err, 0);
@@ -594,7 +598,8 @@ static void test_record_limits(void **state)
 }
 
 /* cap holds every record of r, whole and clean; frees both. */
-static void assert_whole(struct cap *cap, struct recs *r)
+/* cap reads back as every record of r, nothing lost. */
+static void assert_reads_all(const struct cap *cap, const struct recs *r)
 {
 	struct readout o;
 	struct layout l;
@@ -605,8 +610,72 @@ static void assert_whole(struct cap *cap, struct recs *r)
 	read_both(cap->buf, cap->len, r, want, 10, &o);
 	assert_clean(&o, cap, &l);
 	free(want);
+}
+
+static void assert_whole(struct cap *cap, struct recs *r)
+{
+	assert_reads_all(cap, r);
 	free(cap->buf);
 	recs_free(r);
+}
+
+/*
+ * A snapshot of records [a, b) made once (coll_ksnap) and put into two
+ * files among their own records: each reads back whole, in order, its
+ * blocks numbered without a gap, as if they had been written one by one.
+ */
+static void ksnap_copies(bool compress)
+{
+	struct coll_ksnap *k = coll_ksnap__new(compress);
+	uint32_t a = 5, b;
+	struct recs r;
+	uint64_t bytes, rbytes;
+
+	make_small(&r);
+	b = r.n - 5;
+	assert_non_null(k);
+	for (uint32_t i = a; i < b; i++)
+		assert_int_equal(coll_ksnap__add(k, rec_data(&r, i), r.len[i]), 0);
+	assert_int_equal(coll_ksnap__finish(k), 0);
+	assert_int_equal(coll_ksnap__add(k, "x", 1), -EINVAL); /* finished */
+	coll_ksnap__size(k, &bytes, &rbytes);
+	if (compress)
+		assert_true(bytes < rbytes);
+	for (int copy = 0; copy < 2; copy++) {
+		struct coll_capture *c;
+		int fd = new_memfd();
+		struct cap cap;
+
+		assert_int_equal(coll_capture__new(fd, compress, &c), 0);
+		for (uint32_t i = 0; i < a; i++)
+			put(c, &r, i, false);
+		assert_int_equal(coll_capture__put_block(c, "LPCB", 4), -EINVAL); /* not a block */
+		assert_int_equal(coll_ksnap__write(k, c), 0);
+		settle(fd, c);
+		for (uint32_t i = b; i < r.n; i++) {
+			put(c, &r, i, true);
+			settle(fd, c);
+		}
+		end_capture(c, fd, &cap);
+		assert_int_equal(cap.st.records, r.n);
+		assert_int_equal(cap.st.dropped_records, 0);
+		assert_reads_all(&cap, &r);
+		free(cap.buf);
+	}
+	coll_ksnap__free(k);
+	recs_free(&r);
+}
+
+static void test_ksnap_zstd(void **state)
+{
+	(void)state;
+	ksnap_copies(true);
+}
+
+static void test_ksnap_plain(void **state)
+{
+	(void)state;
+	ksnap_copies(false);
 }
 
 /* Reservations: committed shorter than reserved, empty, or longer (refused). */
@@ -633,11 +702,7 @@ static void test_reserve_commit(void **state)
 	memcpy(p, rec_data(&r, 2), 3);
 	coll_capture__commit(c, 4); /* longer than reserved: refused */
 	coll_capture__commit(c, 3);
-	assert_int_equal(coll_capture__finish(c), 0);
-	coll_capture__stats(c, &cap.st);
-	coll_capture__free(c);
-	slurp(fd, &cap);
-	close(fd);
+	end_capture(c, fd, &cap);
 	assert_int_equal(cap.st.records, 3);
 	assert_int_equal(cap.st.record_bytes, 3 * LPC_REC_LEN_SIZE + 13);
 	assert_int_equal(cap.st.blocks, 1);
@@ -715,11 +780,7 @@ static void test_tick(void **state)
 	settle(fd, c);
 	for (uint32_t i = 3; i < r.n; i++)
 		put(c, &r, i, false);
-	assert_int_equal(coll_capture__finish(c), 0);
-	coll_capture__stats(c, &cap.st);
-	coll_capture__free(c);
-	slurp(fd, &cap);
-	close(fd);
+	end_capture(c, fd, &cap);
 
 	layout_of(&cap, &l);
 	assert_int_equal(l.n, 2);
@@ -1436,6 +1497,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_round_trip_zstd),
 		cmocka_unit_test(test_round_trip_plain),
 		cmocka_unit_test(test_record_limits),
+		cmocka_unit_test(test_ksnap_zstd),
+		cmocka_unit_test(test_ksnap_plain),
 		cmocka_unit_test(test_reserve_commit),
 		cmocka_unit_test(test_tick),
 		cmocka_unit_test(test_finish_async),

@@ -534,6 +534,31 @@ static void test_ksym_malformed(void **state)
 	}
 }
 
+/* /proc/modules: the use counts go, the rest stays, byte for byte. */
+static void test_modules_strip(void **state)
+{
+	char a[] = "nf_nat 61440 2 nft_chain_nat,xt_MASQUERADE, Live 0xffffffffc0a1e000\n"
+		   "loop 40960 0 - Live 0x0000000000000000 (E)\n";
+	char b[] = "nf_nat 61440 3 nft_chain_nat,xt_MASQUERADE, Live 0xffffffffc0a1e000\n"
+		   "loop 40960 12 - Live 0x0000000000000000 (E)\n";
+	const char *want = "nf_nat 61440 nft_chain_nat,xt_MASQUERADE, Live 0xffffffffc0a1e000\n"
+			   "loop 40960 - Live 0x0000000000000000 (E)\n";
+	char odd[] = "a\nb 1\nc 2 3\n\n";
+	size_t n;
+
+	(void)state;
+	n = coll_modules_strip_counts(a, strlen(a));
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(a, want, n);
+	n = coll_modules_strip_counts(b, strlen(b));
+	assert_memory_equal(b, want, n);
+	/* short lines: nothing past them is taken; the third field alone goes */
+	n = coll_modules_strip_counts(odd, strlen(odd));
+	assert_int_equal(n, strlen("a\nb 1\nc 2\n\n"));
+	assert_memory_equal(odd, "a\nb 1\nc 2\n\n", n);
+	assert_int_equal(coll_modules_strip_counts(odd, 0), 0);
+}
+
 static void test_ksym_real(void **state)
 {
 	const char *p, *end, *nl;
@@ -719,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_ksym_lines),
 		cmocka_unit_test(test_ksym_malformed),
 		cmocka_unit_test(test_ksym_real),
+		cmocka_unit_test(test_modules_strip),
 		cmocka_unit_test(test_read_file_proc),
 		cmocka_unit_test(test_read_file_sizes),
 		cmocka_unit_test(test_status_ids),
