@@ -2887,8 +2887,9 @@ static int noted_once(struct coll *c, const struct lp_file_buildid *n)
 /*
  * The symbolizer's build-id note for a mapped file (lowprof/files.h): into
  * the capture file only (the symbolizer knows it), once per file, marked as
- * the symbolizer's. Only where the kernel gives no build-ids: elsewhere the
- * mappings carry the kernel's own.
+ * the symbolizer's. Only where the kernel gives no build-ids (no
+ * PROCMAP_QUERY, or a file system without a block device, which is not
+ * asked): elsewhere the mappings carry the kernel's own.
  */
 static void note_buildid(void *ctx, const struct lp_file_buildid *n)
 {
@@ -2904,7 +2905,8 @@ static void note_buildid(void *ctx, const struct lp_file_buildid *n)
 	long len;
 	int r;
 
-	if (!c->cap || c->feat.have[COLL_F_PROCMAP_QUERY])
+	/* a block device's file has the kernel's build-id (procs.c, may_ask_build_id) */
+	if (!c->cap || (c->feat.have[COLL_F_PROCMAP_QUERY] && n->dev_major != 0))
 		return;
 	r = noted_once(c, n);
 	if (r) {

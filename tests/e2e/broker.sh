@@ -12,6 +12,9 @@
 #    the file system is gone.
 # 2. A request for a process not given with -p is refused and counted; one
 #    for a process given is served (lp-filereq on a collector's --ring).
+# 3. A process maps a file of a FUSE file system whose reads all hang: the
+#    collector does not ask the kernel for its build-id (which reads the
+#    file), so the run ends on time with nothing lost.
 source "$(dirname "$0")/lib.sh"
 require_root
 for t in lp-hangfs lp-filereq; do
@@ -20,16 +23,24 @@ done
 grep -qw fuse /proc/filesystems || modprobe fuse 2>/dev/null
 [[ -c /dev/fuse ]] || { fail "/dev/fuse is missing"; finish; }
 
-MNT=$TMP/mnt
-mkdir "$MNT"
-start_bg "$WL/lp-hangfs" "$WL/chain-fp" "$MNT" --serve-opens 1
-FS=$BGPID
-trap 'kill -9 "$FS" 2>/dev/null; umount -l "$MNT" 2>/dev/null; cleanup' EXIT
-for i in $(seq 50); do
-	grep -q " $MNT fuse" /proc/mounts && break
-	sleep 0.1
-done
-check "lp-hangfs is mounted" grep -q " $MNT fuse" /proc/mounts
+# hangfs_mount DIR ARGS...: lp-hangfs of chain-fp on DIR (made), its pid in
+# FS_PID; checks it is mounted
+hangfs_mount() {
+	local dir=$1
+	shift
+	mkdir "$dir"
+	start_bg "$WL/lp-hangfs" "$WL/chain-fp" "$dir" "$@"
+	FS_PID=$BGPID
+	for i in $(seq 50); do
+		grep -q " $dir fuse" /proc/mounts && break
+		sleep 0.1
+	done
+	check "lp-hangfs $* is mounted on $dir" grep -q " $dir fuse" /proc/mounts
+}
+MNT=$TMP/mnt MNT2=$TMP/mnt2 FS= FS2=
+trap 'kill -9 $FS $FS2 2>/dev/null; umount -l "$MNT" "$MNT2" 2>/dev/null; cleanup' EXIT
+hangfs_mount "$MNT" --serve-opens 1
+FS=$FS_PID
 
 start_bg "$MNT/bin" 200
 P_FUSE=$BGPID
@@ -107,8 +118,50 @@ check "a request for one not given is refused with EPERM" \
 check "the collector warns about it" grep -q "refusing a request for pid $$: not a process given with -p" "$TMP/coll.log"
 check "and counts it" grep -Eq 'files: 2 mapped files handed to the symbolizer, 0 not found or replaced, 1 requests refused \(1 for a process not given with -p\)' "$TMP/coll.log"
 
-kill "$P_NORM" 2>/dev/null
-wait "$P_NORM" "$P_FUSE" 2>/dev/null
+# ---- 3. a mapped file whose reads hang (a dead NFS server): the collector
+# never reads it in the drain loop. A process maps (PROT_EXEC) a file of a
+# FUSE file system that serves the open and hangs every read, and runs.
+# The kernel's build-id for it (PROCMAP_QUERY reads the file's note) would
+# wait on that read, uninterruptibly: the collector is not to ask, for a
+# file without a block device. Before, the whole run stalled until the
+# file system went away, losing every sample meanwhile.
+hangfs_mount "$MNT2" --serve-opens 1 --hang-reads
+FS2=$FS_PID
+start_bg python3 -c '
+import mmap, os, sys
+f = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(f, 4096, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_EXEC)
+print("mapped", flush=True)
+while True:
+    pass' "$MNT2/bin"
+P_MAP=$BGPID
+sleep 0.5
+check "a process maps the file whose reads hang" grep -q " $MNT2/bin\$" "/proc/$P_MAP/maps"
+t0=$SECONDS
+"$BIN/lowprof" record -d 4 -F 999 -p "$P_MAP" -p "$P_NORM" --no-cache -o "$TMP/out3" \
+	>"$TMP/log3" 2>&1 &
+REC3=$!
+KIDS+=("$REC3")
+for i in $(seq 200); do
+	kill -0 "$REC3" 2>/dev/null || break
+	sleep 0.1
+done
+secs=$((SECONDS - t0))
+kill -9 "$FS2" 2>/dev/null # whatever waits on it fails now
+wait "$REC3"
+rc=$?
+umount -l "$MNT2" 2>/dev/null
+cat "$TMP/log3"
+check "lowprof record ends on its own, on time (exit $rc after $secs s, <= 15)" \
+	test "$rc" -eq 0 -a "$secs" -le 15
+check "nothing was lost" grep -Eq '^  samples lost +0 \(BPF ring full 0, shared ring full 0\)' "$TMP/log3"
+n=$(awk -v c="chain-nofp;" 'index($0, c) == 1 { s += $NF } END { print s + 0 }' "$TMP/out3/cpu.folded")
+check "the normal program was sampled ($n samples)" test "$n" -gt 100
+check "the mapping process was sampled too" \
+	bash -c "awk 'index(\$0, \"python3\") == 1 { s += \$NF } END { exit !(s > 0) }' '$TMP/out3/cpu.folded'"
+
+kill "$P_NORM" "$P_MAP" 2>/dev/null
+wait "$P_NORM" "$P_FUSE" "$P_MAP" 2>/dev/null
 left=$(leftovers)
 check "nothing left behind: '$left'" test -z "$left"
 finish
