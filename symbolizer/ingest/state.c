@@ -92,6 +92,8 @@ struct symb_state {
 	 */
 	struct symb_delta_memo *delta_memo;
 	uint32_t maps_gen;
+	/* the delta memo's second level, by (object, file offset): obj_memo_lookup */
+	struct symb_obj_memo *obj_memo;
 	/* what the perf maps of processes now gone had counted (symb_state__jit_stats) */
 	struct symb_jit_stats jit_gone;
 	uint64_t jit_bytes; /* perf map bytes the live processes' tables were fed */
@@ -159,6 +161,7 @@ void symb_state__free(struct symb_state *s)
 	free(s->agg_index);
 	free(s->frames);
 	free(s->delta_memo);
+	free(s->obj_memo);
 	free(s);
 }
 
@@ -172,6 +175,8 @@ void symb_state__finish(struct symb_state *s)
 	s->cap_agg_index = 0;
 	free(s->delta_memo);
 	s->delta_memo = NULL;
+	free(s->obj_memo);
+	s->obj_memo = NULL;
 	symb_ksyms__release(s->ksyms);
 	s->finished = true;
 }
@@ -973,6 +978,80 @@ struct symb_delta_memo {
 };
 
 /*
+ * The delta memo's second level: an object's answer for a file offset,
+ * whichever process asked. Processes that start again and again (a shell
+ * loop's gzip, sort, cat) each miss the first level, keyed by pid, on every
+ * return address of their first samples; here they find what the last one
+ * looked up, without the search of the object's table. An entry holds while
+ * its object's index names the same file with the same tables: the memo goes
+ * when a window start sweeps or trims objects, or the vDSO image changes.
+ * Direct-mapped; slot 0 of a zeroed memo is no entry (obj + 1 is kept).
+ */
+#define OBJ_MEMO_BITS  13
+#define OBJ_MEMO_SLOTS (1u << OBJ_MEMO_BITS)
+
+struct symb_obj_memo {
+	uint64_t off;
+	uint32_t obj1; /* object index + 1; 0: empty */
+	int32_t cfa_off;
+	int16_t bp_off;
+	uint8_t kind;
+	uint8_t found; /* SYMB_LOOKUP_FOUND or _NO_CFI */
+};
+
+/* Object obj's delta row at file offset off: SYMB_LOOKUP_FOUND or _NO_CFI. */
+static enum symb_lookup obj_delta(struct symb_state *s, uint32_t obj, uint64_t off,
+				  struct symb_delta *row)
+{
+	const struct symb_obj *o = symb_objects__load(s->objs, obj);
+	const struct symb_delta *d;
+	uint64_t vaddr;
+
+	if (!o->have_deltas || !o->elf || symb_elf__offset_to_vaddr(o->elf, off, &vaddr))
+		return SYMB_LOOKUP_NO_CFI;
+	d = symb_deltas__find(&o->deltas, vaddr);
+	if (!d || d->kind == SYMB_CFA_NONE)
+		return SYMB_LOOKUP_NO_CFI;
+	*row = *d;
+	return SYMB_LOOKUP_FOUND;
+}
+
+/*
+ * obj_delta through the memo; the row as the memo keeps it (no pc, as
+ * memo_row), whether it came from the memo or not.
+ */
+static enum symb_lookup obj_memo_lookup(struct symb_state *s, uint32_t obj, uint64_t off,
+					struct symb_delta *row)
+{
+	struct symb_obj_memo *e;
+	enum symb_lookup found;
+
+	if (!s->obj_memo)
+		s->obj_memo = calloc(OBJ_MEMO_SLOTS, sizeof(*s->obj_memo));
+	if (!s->obj_memo)
+		return obj_delta(s, obj, off, row);
+	e = &s->obj_memo[((s->seed ^ off ^ (uint64_t)obj << 40) * 0xc2b2ae3d27d4eb4full) >>
+			 (64 - OBJ_MEMO_BITS)];
+	if (e->obj1 != obj + 1 || e->off != off) {
+		struct symb_delta d = {0};
+
+		found = obj_delta(s, obj, off, &d);
+		*e = (struct symb_obj_memo){
+			.off = off,
+			.obj1 = obj + 1,
+			.cfa_off = d.cfa_off,
+			.bp_off = d.bp_off,
+			.kind = d.kind,
+			.found = (uint8_t)found,
+		};
+	}
+	if (e->found == SYMB_LOOKUP_FOUND)
+		*row = (struct symb_delta){
+			.cfa_off = e->cfa_off, .bp_off = e->bp_off, .kind = e->kind};
+	return (enum symb_lookup)e->found;
+}
+
+/*
  * The unwinder's view of a process: runtime address -> its object's delta
  * row. *frame gets the frame of addr.
  */
@@ -981,24 +1060,13 @@ static enum symb_lookup lookup_delta_uncached(struct unwind_ctx *u, uint64_t add
 					      enum frame_note *note)
 {
 	const struct symb_map *m = u->p ? map_find(u->p, addr) : NULL;
-	const struct symb_delta *d;
-	const struct symb_obj *o;
-	uint64_t vaddr;
 
 	*frame = map_frame(m, addr, note);
 	if (!m)
 		return SYMB_LOOKUP_UNMAPPED;
 	if (m->obj == UINT32_MAX)
 		return SYMB_LOOKUP_NO_CFI; /* anonymous (JIT), or [vdso] without its image */
-	o = symb_objects__load(u->s->objs, m->obj);
-	if (!o->have_deltas || !o->elf ||
-	    symb_elf__offset_to_vaddr(o->elf, addr - m->start + m->offset, &vaddr))
-		return SYMB_LOOKUP_NO_CFI;
-	d = symb_deltas__find(&o->deltas, vaddr);
-	if (!d || d->kind == SYMB_CFA_NONE)
-		return SYMB_LOOKUP_NO_CFI;
-	*row = *d;
-	return SYMB_LOOKUP_FOUND;
+	return obj_memo_lookup(u->s, m->obj, addr - m->start + m->offset, row);
 }
 
 /*
@@ -1319,6 +1387,8 @@ static int feed_vdso(struct symb_state *s, const struct lps_vdso *v)
 	if (err == 1) {
 		free(s->delta_memo);
 		s->delta_memo = NULL;
+		free(s->obj_memo);
+		s->obj_memo = NULL;
 	}
 	return err == -ENOMEM ? err : 0;
 }
@@ -1540,6 +1610,7 @@ void symb_state__new_window(struct symb_state *s)
 {
 	struct symb_counters keep = s->n;
 	uint64_t last_ns = s->meta.last_ns;
+	uint32_t gone;
 
 	/* the window's cgroups stay known for a while after their last sample */
 	for (uint32_t i = 0; i < s->n.stacks; i++)
@@ -1568,9 +1639,14 @@ void symb_state__new_window(struct symb_state *s)
 	/* no aggregated frame refers to a process or an object any more */
 	procs_compact(s);
 	symb_jit_names__clear(s->jit_names);
-	symb_objects__sweep(s->objs);
+	/* a swept slot may take another object; a trimmed one loads again */
+	gone = symb_objects__sweep(s->objs);
 	symb_labels__sweep(s->labels, last_ns);
-	symb_objects__trim(s->objs, s->mem_budget);
+	gone += symb_objects__trim(s->objs, s->mem_budget);
+	if (gone) {
+		free(s->obj_memo);
+		s->obj_memo = NULL;
+	}
 }
 
 void symb_state__set_window_end(struct symb_state *s, uint64_t end_ns)

@@ -154,6 +154,19 @@ static char *folded_of(const struct lpw_profile *p)
 	return buf;
 }
 
+/* The folded output of s's on-CPU profile as built now (printed too). */
+static char *state_folded(struct symb_state *s)
+{
+	struct symb_built *b = symb_build(s, SYMB_KIND_CPU);
+	char *folded;
+
+	assert_non_null(b);
+	folded = folded_of(symb_built_profile(b));
+	printf("%s", folded);
+	symb_built_free(b);
+	return folded;
+}
+
 /* What a writer puts out for p, NUL-terminated. */
 static char *output_of(const struct lpw_profile *p, int (*write)(const struct lpw_profile *, int))
 {
@@ -1232,7 +1245,6 @@ static void test_unwind_follows_maps(void **state)
 	/* at the leaf's entry the return address is at sp; the caller's entry "returns" 0 */
 	uint64_t stack[4] = {(uint64_t)(uintptr_t)&symb_test_caller + 1, 0, 0, 0};
 	struct symb_state *s;
-	struct symb_built *b;
 	struct lps_enc e;
 	char *folded;
 
@@ -1260,15 +1272,62 @@ static void test_unwind_follows_maps(void **state)
 	feed_regs_sample(s, &e, "app3", leaf, stack, 4);
 	assert_int_equal(symb_state__counters(s)->unwound, 5);
 
-	b = symb_build(s, SYMB_KIND_CPU);
-	assert_non_null(b);
-	folded = folded_of(symb_built_profile(b));
-	printf("%s", folded);
+	folded = state_folded(s);
 	assert_non_null(strstr(folded, "app;symb_test_caller;symb_test_leaf 3\n"));
 	assert_non_null(strstr(folded, "app2;[unknown] 1\n"));
 	assert_non_null(strstr(folded, "app3;symb_test_caller;symb_test_leaf 1\n"));
 	free(folded);
-	symb_built_free(b);
+	lps_enc_free(&e);
+	symb_state__free(s);
+}
+
+/*
+ * Delta lookups are also remembered per (object, file offset), for every
+ * process that maps the object: a new process unwinds through them. They
+ * last as long as the object's slot names that file: after the process
+ * exits and a window start sweeps the object, a file without CFI that takes
+ * its slot at the same addresses is not unwound with the old rows (the
+ * walk stops at the leaf, as frame pointers end it).
+ */
+static void test_unwind_obj_memo(void **state)
+{
+	uint64_t leaf = (uint64_t)(uintptr_t)&symb_test_leaf;
+	uint64_t stack[4] = {(uint64_t)(uintptr_t)&symb_test_caller + 1, 0, 0, 0};
+	struct lps_mapping none;
+	struct symb_state *s;
+	struct lps_enc e;
+	char *folded;
+
+	find_self();
+	none = self_text;
+	none.path = S("/nonexistent/lowprof-no-cfi");
+	none.inode++;
+	s = state_new(false, false);
+	lps_enc_init_dynamic(&e);
+	feed_maps(s, &e, 100, false, &self_text, 1);
+	feed_regs_sample(s, &e, "app", leaf, stack, 4);
+	/* the same process again after an exec and new maps: a new generation */
+	lps_enc_exec(&e, &(struct lps_exec){2000, 100, S("again")});
+	feed(s, &e);
+	feed_maps(s, &e, 100, false, &self_text, 1);
+	feed_regs_sample(s, &e, "again", leaf, stack, 4);
+	folded = state_folded(s);
+	assert_non_null(strstr(folded, "app;symb_test_caller;symb_test_leaf 1\n"));
+	assert_non_null(strstr(folded, "again;symb_test_caller;symb_test_leaf 1\n"));
+	free(folded);
+
+	/* the process exits; the next window sweeps its object */
+	lps_enc_exit(&e, &(struct lps_exit){3000, 100});
+	feed(s, &e);
+	symb_state__new_window(s);
+	feed_maps(s, &e, 100, false, &none, 1);
+	feed_regs_sample(s, &e, "nocfi", leaf, stack, 4);
+	folded = state_folded(s);
+	assert_null(strstr(folded, "symb_test_caller"));
+	assert_non_null(strstr(folded, "nocfi;lowprof-no-cfi+0x"));
+	assert_int_equal(strchr(folded, ';') - folded, 5);
+	assert_null(strchr(strchr(folded, ';') + 1, ';'));
+	free(folded);
 	lps_enc_free(&e);
 	symb_state__free(s);
 }
@@ -1782,6 +1841,7 @@ int main(void)
 		cmocka_unit_test(test_offcpu_ignored),
 		cmocka_unit_test(test_ksyms_unsorted_tail),
 		cmocka_unit_test(test_unwind_follows_maps),
+		cmocka_unit_test(test_unwind_obj_memo),
 		cmocka_unit_test(test_vdso_unwinds),
 		cmocka_unit_test(test_kernel_addresses_relative),
 		cmocka_unit_test(test_finish),
