@@ -2887,9 +2887,10 @@ static int noted_once(struct coll *c, const struct lp_file_buildid *n)
 /*
  * The symbolizer's build-id note for a mapped file (lowprof/files.h): into
  * the capture file only (the symbolizer knows it), once per file, marked as
- * the symbolizer's. Only where the kernel gives no build-ids (no
- * PROCMAP_QUERY, or a file system without a block device, which is not
- * asked): elsewhere the mappings carry the kernel's own.
+ * the symbolizer's. The symbolizer sends one only for a file whose mapping
+ * came without a build-id (no PROCMAP_QUERY, a file system without a block
+ * device, which is not asked, a query that failed), and a replay takes a
+ * note only for such a mapping: never in place of the kernel's.
  */
 static void note_buildid(void *ctx, const struct lp_file_buildid *n)
 {
@@ -2905,8 +2906,7 @@ static void note_buildid(void *ctx, const struct lp_file_buildid *n)
 	long len;
 	int r;
 
-	/* a block device's file has the kernel's build-id (procs.c, may_ask_build_id) */
-	if (!c->cap || (c->feat.have[COLL_F_PROCMAP_QUERY] && n->dev_major != 0))
+	if (!c->cap)
 		return;
 	r = noted_once(c, n);
 	if (r) {

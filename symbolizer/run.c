@@ -581,17 +581,20 @@ static int open_capture(const struct symb_opts *o)
  * no-procmap-query): its buildid records, the live symbolizer's notes, come
  * after the samples that needed their files, so they are read first, in a
  * pass of their own over the file; objects then take them when the stream
- * creates them (symb_state__note_build_id). Other captures hold none: the
- * pass stops at the meta record. Damage is the main pass's to report.
+ * creates them (symb_state__note_build_id). With all, whatever the meta
+ * says: a kernel with PROCMAP_QUERY is not asked about files without a
+ * block device, whose notes are then read when one is first missed (below).
+ * Returns false when the pass stopped at the meta record (not all).
+ * Damage is the main pass's to report.
  */
-static void read_noted_build_ids(int fd, struct symb_state *s)
+static bool read_noted_build_ids(int fd, struct symb_state *s, bool all)
 {
 	struct lpc_reader *rd;
 	bool first = true;
 	uint64_t n = 0;
 
 	if (lpc_reader__open_fd(fd, &rd, NULL))
-		return;
+		return false;
 	for (;;) {
 		struct lps_record r;
 		const void *rec;
@@ -609,8 +612,10 @@ static void read_noted_build_ids(int fd, struct symb_state *s)
 			for (uint32_t i = 0; i < r.meta.nfallbacks; i++)
 				wanted |= !lps_meta_fallback(&r.meta, i, &f) && f.len == 16 &&
 					  !memcmp(f.ptr, "no-procmap-query", 16);
-			if (!wanted)
-				break;
+			if (!wanted && !all) {
+				lpc_reader__free(rd);
+				return false;
+			}
 			continue;
 		}
 		if (type == LPS_BUILDID && !lps_decode(rec, len, &r) &&
@@ -621,6 +626,22 @@ static void read_noted_build_ids(int fd, struct symb_state *s)
 	if (n)
 		lp_debug("capture: %llu build-ids the live symbolizer noted (the kernel gave none)",
 			 (unsigned long long)n);
+	return true;
+}
+
+/* The capture whose notes are read when first needed (one replay a process) */
+static struct late_notes {
+	int fd;
+	struct symb_state *s;
+} late_notes;
+
+static void read_late_notes(void *ctx)
+{
+	struct late_notes *l = ctx;
+
+	lp_debug("capture: a file without a build-id is not at its path: reading the "
+		 "symbolizer's notes");
+	read_noted_build_ids(l->fd, l->s, true);
 }
 
 static int start_replay(const struct symb_opts *o, int fd, struct lpc_reader **rd)
@@ -967,7 +988,10 @@ static int run_replay(const struct symb_opts *o, int cap_fd, struct symb_cache *
 	*s = new_state(o, true, true, o->resumed, cache, -1);
 	if (!*s || (!o->no_sandbox && symb_sandbox_enter()))
 		return -1;
-	read_noted_build_ids(cap_fd, *s);
+	if (!read_noted_build_ids(cap_fd, *s, false)) {
+		late_notes = (struct late_notes){cap_fd, *s};
+		symb_state__set_notes_loader(*s, read_late_notes, &late_notes);
+	}
 	lpc_reader__stats(*rd, &st);
 	*err = consume_capture(*rd, *s, st.file_bytes, o->progress);
 	return 0;

@@ -231,6 +231,8 @@ uint32_t symb_state__shard(const struct symb_state *s, uint32_t *nshards);
 
 /* Replay: a buildid record, before the stream (symb_objects__note_build_id). */
 int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b);
+/* Replay: the notes read when first needed instead (symb_objects__set_notes_loader). */
+void symb_state__set_notes_loader(struct symb_state *s, void (*fn)(void *ctx), void *ctx);
 
 const struct symb_counters *symb_state__counters(const struct symb_state *s);
 /*

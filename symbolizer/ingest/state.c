@@ -237,6 +237,11 @@ int symb_state__note_build_id(struct symb_state *s, const struct lps_buildid *b)
 	return symb_objects__note_build_id(s->objs, b);
 }
 
+void symb_state__set_notes_loader(struct symb_state *s, void (*fn)(void *ctx), void *ctx)
+{
+	symb_objects__set_notes_loader(s->objs, fn, ctx);
+}
+
 void symb_state__measure_lag(struct symb_state *s, bool on)
 {
 	s->measure_lag = on;

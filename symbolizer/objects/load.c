@@ -31,6 +31,7 @@
 #include "ident.h"
 #include "lowprof/clock.h"
 #include "lowprof/files.h"
+#include "lowprof/hash.h"
 #include "lowprof/log.h"
 #include "lowprof/text.h"
 #include "objects_int.h"
@@ -145,6 +146,49 @@ static const char *path_before_delete(const char *path, char *buf, size_t cap)
 	return buf;
 }
 
+struct symb_noted_id *symb_noted_slot(struct symb_noted_id *t, uint32_t cap, uint32_t major,
+				      uint32_t minor, uint64_t inode)
+{
+	uint64_t h = lp_mix64(inode ^ ((uint64_t)major << 44) ^ ((uint64_t)minor << 24));
+
+	for (uint32_t i = (uint32_t)h & (cap - 1);; i = (i + 1) & (cap - 1))
+		if (!t[i].len ||
+		    (t[i].inode == inode && t[i].dev_major == major && t[i].dev_minor == minor))
+			return &t[i];
+}
+
+/* o takes the noted build-id of its file, if there is one: whether it did. */
+bool symb_obj_take_note(struct symb_objects *s, struct symb_obj *o)
+{
+	const struct symb_noted_id *n;
+
+	if (!s->nnoted_ids)
+		return false;
+	n = symb_noted_slot(s->noted_ids, s->cap_noted_ids, o->dev_major, o->dev_minor, o->inode);
+	if (!n->len)
+		return false;
+	memcpy(o->want_id, n->id, n->len);
+	o->want_id_len = n->len;
+	o->id_noted = true;
+	return true;
+}
+
+/*
+ * o has no build-id and its file is not at its path: the notes are read now
+ * if they were left for then (symb_objects__set_notes_loader), and o takes
+ * its file's. Whether it has one now.
+ */
+static bool late_noted_id(struct symb_objects *s, struct symb_obj *o)
+{
+	if (o->want_id_len || !s->load_notes)
+		return false;
+	if (!s->notes_loaded) {
+		s->notes_loaded = true;
+		s->load_notes(s->notes_ctx);
+	}
+	return symb_obj_take_note(s, o);
+}
+
 /*
  * Replay: the file with the mapped build-id, at the recorded path (for a
  * file deleted or replaced since it was mapped, also at the path it had:
@@ -166,6 +210,8 @@ static int open_replay_file(struct symb_objects *s, struct symb_obj *o, struct s
 		fd = path_is_plain(o->path) ? open_checked(o->path, o, st) : -EINVAL;
 		if (fd >= 0)
 			return fd;
+	}
+	if (!o->want_id_len && !late_noted_id(s, o)) {
 		lp_warn("replay: %s: no build-id was recorded for it (no build-id note, or a "
 			"kernel without PROCMAP_QUERY) and the file at that path is not the one "
 			"mapped; its frames are shown as %s+0xOFFSET",

@@ -207,6 +207,14 @@ void symb_objects__store_lines(struct symb_objects *t);
  * beyond SYMB_MAX_NOTED_IDS, -ENOMEM.
  */
 int symb_objects__note_build_id(struct symb_objects *t, const struct lps_buildid *b);
+/*
+ * Replay of a capture whose notes were not read before the stream (its
+ * kernel had PROCMAP_QUERY, but files without a block device get no
+ * build-id from it): fn(ctx) reads them (symb_objects__note_build_id) the
+ * first time a file without a build-id is not at its path, so that a
+ * replay on the host that was profiled never pays that pass.
+ */
+void symb_objects__set_notes_loader(struct symb_objects *t, void (*fn)(void *ctx), void *ctx);
 
 const struct symb_objects_stats *symb_objects__stats(const struct symb_objects *t);
 

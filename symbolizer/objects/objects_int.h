@@ -38,6 +38,14 @@ struct symb_objects {
 	 * symbolizer's build-id notes, by file (a hash of device and inode) */
 	struct symb_noted_id *noted_ids;
 	uint32_t cap_noted_ids, nnoted_ids;
+	/*
+	 * or from a kernel that gave none for some files (a file system
+	 * without a block device): the notes are read when a file is first
+	 * missed, by load_notes(notes_ctx), once
+	 */
+	void (*load_notes)(void *ctx);
+	void *notes_ctx;
+	bool notes_loaded;
 
 	uint32_t files_next_id; /* of the next request to the collector */
 	uint32_t epoch;		/* of use: symb_objects__trim starts a new one */
@@ -52,6 +60,11 @@ struct symb_objects {
  * it loaded (o can load again after it).
  */
 void symb_obj_load(struct symb_objects *s, struct symb_obj *o);
+/* The slot of the note for a file (device, inode): free, or its note. */
+struct symb_noted_id *symb_noted_slot(struct symb_noted_id *t, uint32_t cap, uint32_t major,
+				      uint32_t minor, uint64_t inode);
+/* o takes the noted build-id of its file, if there is one: whether it did. */
+bool symb_obj_take_note(struct symb_objects *s, struct symb_obj *o);
 void symb_obj_release(struct symb_objects *s, struct symb_obj *o);
 
 #endif /* LOWPROF_SYMB_OBJECTS_INT_H */

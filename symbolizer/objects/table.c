@@ -89,17 +89,6 @@ const struct symb_objects_stats *symb_objects__stats(const struct symb_objects *
 
 /* ---- build-ids a live symbolizer noted (replay) ------------------------- */
 
-static struct symb_noted_id *noted_slot(struct symb_noted_id *t, uint32_t cap, uint32_t major,
-					uint32_t minor, uint64_t inode)
-{
-	uint64_t h = lp_mix64(inode ^ ((uint64_t)major << 44) ^ ((uint64_t)minor << 24));
-
-	for (uint32_t i = (uint32_t)h & (cap - 1);; i = (i + 1) & (cap - 1))
-		if (!t[i].len ||
-		    (t[i].inode == inode && t[i].dev_major == major && t[i].dev_minor == minor))
-			return &t[i];
-}
-
 int symb_objects__note_build_id(struct symb_objects *s, const struct lps_buildid *b)
 {
 	struct symb_noted_id *n;
@@ -117,14 +106,14 @@ int symb_objects__note_build_id(struct symb_objects *s, const struct lps_buildid
 			return -ENOMEM;
 		for (uint32_t i = 0; i < s->cap_noted_ids; i++)
 			if (s->noted_ids[i].len)
-				*noted_slot(t, cap, s->noted_ids[i].dev_major,
-					    s->noted_ids[i].dev_minor, s->noted_ids[i].inode) =
+				*symb_noted_slot(t, cap, s->noted_ids[i].dev_major,
+						 s->noted_ids[i].dev_minor, s->noted_ids[i].inode) =
 					s->noted_ids[i];
 		free(s->noted_ids);
 		s->noted_ids = t;
 		s->cap_noted_ids = cap;
 	}
-	n = noted_slot(s->noted_ids, s->cap_noted_ids, b->dev_major, b->dev_minor, b->inode);
+	n = symb_noted_slot(s->noted_ids, s->cap_noted_ids, b->dev_major, b->dev_minor, b->inode);
 	if (!n->len)
 		s->nnoted_ids++;
 	n->inode = b->inode;
@@ -138,16 +127,14 @@ int symb_objects__note_build_id(struct symb_objects *s, const struct lps_buildid
 /* The noted build-id of o's file, when the kernel gave it none. */
 static void obj_take_noted_id(struct symb_objects *s, struct symb_obj *o)
 {
-	const struct symb_noted_id *n;
+	if (!o->want_id_len && !o->loaded)
+		symb_obj_take_note(s, o);
+}
 
-	if (o->want_id_len || !s->nnoted_ids || o->loaded)
-		return;
-	n = noted_slot(s->noted_ids, s->cap_noted_ids, o->dev_major, o->dev_minor, o->inode);
-	if (!n->len)
-		return;
-	memcpy(o->want_id, n->id, n->len);
-	o->want_id_len = n->len;
-	o->id_noted = true;
+void symb_objects__set_notes_loader(struct symb_objects *t, void (*fn)(void *ctx), void *ctx)
+{
+	t->load_notes = fn;
+	t->notes_ctx = ctx;
 }
 
 /* ---- objects ------------------------------------------------------------ */
