@@ -131,6 +131,7 @@ struct coll {
 		char modules[65]; /* SHA-256 of /proc/modules less the use counts, hex */
 		uint64_t ksymbol_events, sb_lost;
 	} ksnap_at;
+	uint64_t ksnap_at_ns;		   /* CLOCK_MONOTONIC when it was read */
 	uint64_t ksnap_reused, ksnap_read; /* snapshots copied into a window's file, read */
 	/* a kernel stack relative to ktext, as it goes out (sample_stacks) */
 	uint64_t kframes[LP_BPF_MAX_FRAMES];
@@ -1591,19 +1592,30 @@ static bool ksyms_state(struct coll *c, struct ksyms_state *st)
  * Whether the last snapshot (c->ksnap) still is what /proc/kallsyms would
  * give: no module came or went, and the side-band events saw no ksymbol
  * event (BPF programs, trampolines, ftrace and kprobe pages) and lost
- * none since it was read. When in doubt, false: it is read again.
+ * none since it was read (nor came near losing one: a full buffer's loss
+ * is told only later), and it is at most KSNAP_MAX_AGE_NS old (a CPU that
+ * came online since has no side-band event; a module reloaded alike at
+ * the same place looks the same). When in doubt, false: it is read again.
  */
+/* The longest a snapshot is copied without reading kallsyms again, whatever the events say */
+#define KSNAP_MAX_AGE_NS (300ull * 1000000000)
+
 static bool ksyms_unchanged(struct coll *c)
 {
 	struct ksyms_state now;
 
 	if (!c->ksnap)
 		return false;
+	if (lp_clock_ns(CLOCK_MONOTONIC) - c->ksnap_at_ns > KSNAP_MAX_AGE_NS) {
+		lp_debug("kallsyms: the snapshot is 5 minutes old: read again");
+		return false;
+	}
 	if (!ksyms_state(c, &now)) {
 		lp_debug("kallsyms: cannot tell whether it changed: read again");
 		return false;
 	}
-	if (memcmp(&now, &c->ksnap_at, sizeof(now))) {
+	if (now.ksymbol_events != c->ksnap_at.ksymbol_events ||
+	    now.sb_lost != c->ksnap_at.sb_lost || strcmp(now.modules, c->ksnap_at.modules)) {
 		lp_debug("kallsyms: changed (%llu ksymbol events, %llu side-band events lost%s): "
 			 "read again",
 			 (unsigned long long)(now.ksymbol_events - c->ksnap_at.ksymbol_events),
@@ -1634,6 +1646,12 @@ static void ksyms_build(struct coll *c)
 	c->ksnap = NULL;
 	/* before the read: whatever changes during it shows at the next window */
 	keep = ksyms_state(c, &before);
+	if (!keep) { /* it could not be kept: read into the file as records */
+		ksyms_read(c);
+		c->ksnap_read++;
+		return;
+	}
+	c->ksnap_at_ns = lp_clock_ns(CLOCK_MONOTONIC);
 	k = c->ksnap_build = coll_ksnap__new(c->o->capture_compress);
 	err = ksyms_read(c); /* to the rings, and to k (if any) instead of the capture */
 	c->ksnap_build = NULL;
@@ -1650,8 +1668,8 @@ static void ksyms_build(struct coll *c)
 		c->cap_only = false;
 		return;
 	}
-	if (coll_ksnap__write(k, c->cap))
-		keep = false; /* dropped and counted by the capture, as records are */
+	/* a write that fails is dropped and counted by the capture; the blocks are good */
+	coll_ksnap__write(k, c->cap);
 	coll_ksnap__size(k, &bytes, &rbytes);
 	keep = keep && !err;
 	lp_debug("kallsyms: %.1f KiB of snapshot records in %.1f KiB of blocks%s", rbytes / 1024.0,

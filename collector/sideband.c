@@ -66,7 +66,14 @@ struct coll_sideband {
 	uint64_t lost;
 	bool no_ksymbol;   /* the kernel refused ksymbol events (before 5.1) */
 	uint64_t ksymbols; /* PERF_RECORD_KSYMBOL records read */
-	uint8_t *arena;	   /* the records of one drain, 8-byte aligned each */
+	/*
+	 * drains that found a buffer all but full: the kernel may have lost
+	 * records there that its LOST record tells only at that CPU's next
+	 * event (for coll_sideband__ksymbols; not counted as lost)
+	 */
+	uint64_t near_full;
+	int asked;	/* CPUs events were asked for; n may be fewer (went offline) */
+	uint8_t *arena; /* the records of one drain, 8-byte aligned each */
 	size_t arena_len, arena_cap;
 	struct sb_ix *ix;
 	size_t nix, cap_ix;
@@ -91,6 +98,7 @@ struct coll_sideband *coll_sideband__new(const uint32_t *cpus, int ncpus, uint32
 		err = EINVAL;
 		goto err_out;
 	}
+	sb->asked = ncpus;
 	sb->fds = calloc((size_t)ncpus, sizeof(*sb->fds));
 	sb->bufs = calloc((size_t)ncpus, sizeof(*sb->bufs));
 	if (!sb->fds || !sb->bufs) {
@@ -201,6 +209,8 @@ static int read_cpu(struct coll_sideband *sb, uint8_t *base, uint32_t *seq)
 	uint64_t tail = mp->data_tail;
 	int err = 0;
 
+	if (head - tail + sb->page >= sb->data_size)
+		sb->near_full++;
 	while (head - tail >= sizeof(struct perf_event_header)) {
 		struct perf_event_header h;
 		size_t need;
@@ -339,8 +349,9 @@ int coll_sideband__drain(struct coll_sideband *sb, coll_sb_fn fn, void *ctx)
 bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols, uint64_t *lost)
 {
 	*ksymbols = sb ? sb->ksymbols : 0;
-	*lost = sb ? sb->lost : 0;
-	if (!sb)
+	*lost = sb ? sb->lost + sb->near_full : 0;
+	/* a CPU without its event (offline when asked) would change unseen */
+	if (!sb || sb->n < sb->asked)
 		return false;
 	/* and those still in the buffers, read without consuming them */
 	for (int i = 0; i < sb->n; i++) {
@@ -349,6 +360,8 @@ bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols,
 		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 		uint64_t tail = mp->data_tail;
 
+		if (head - tail + sb->page >= sb->data_size)
+			(*lost)++; /* all but full: a loss the kernel has not told yet */
 		while (head - tail >= sizeof(struct perf_event_header)) {
 			struct perf_event_header h;
 			struct sb_lost l;
