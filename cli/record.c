@@ -206,6 +206,7 @@ int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const 
 	      bool relay_out)
 {
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
+	pid_t parent = getpid();
 	sigset_t none;
 
 	ch->out[0] = ch->out[1] = -1;
@@ -224,6 +225,9 @@ int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const 
 
 		setsid();
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* the parent may have died (SIGKILL) before the signal was armed */
+		if (getppid() != parent)
+			_exit(127);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		devnull = open("/dev/null", O_RDONLY);
@@ -944,6 +948,7 @@ struct rec {
 	struct cli_restart coll_restart;
 	/* lowprof run: the ring is the collector's, on a socket in a directory of our own */
 	char sock_dir[64], sock_path[96];
+	int sock_lock; /* sock_dir, flock'd for the run (rec_make_socket_dir) */
 };
 
 static void rec_init(struct rec *r, const struct lp_record_opts *o)
@@ -955,6 +960,7 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 		.cap_fd = -1,
 		.cap_dirfd = -1,
 		.spool_lock = -1,
+		.sock_lock = -1,
 		.sfd = -1,
 		.exporter = {.name = "lowprof-exporter", .out = {-1, -1}},
 	};
@@ -1047,27 +1053,103 @@ static int rec_setup(struct rec *r)
 	return 0;
 }
 
-/* The shared-memory ring and the file channel: 0, or -1 after saying why. */
+/*
+ * lowprof run's directory for the ring's socket, BASE/lowprof-run.XXXXXX:
+ * the run holds an exclusive flock on it for its whole life (O_CLOEXEC: no
+ * child keeps it) and, once it holds it, writes its pid into RUN_DIR_PID.
+ * A run killed with SIGKILL cannot remove it; the next run does, but only
+ * a directory that proves its run dead: it has the pid file (so its run
+ * took the lock; a run still making it, or one of a lowprof that does not
+ * lock it, is left alone) and its lock is free (the run that held it is
+ * gone, whatever became of its pid).
+ */
+#define RUN_DIR_PREFIX "lowprof-run."
+#define RUN_DIR_PID    "pid"
+
+/* dfd, BASE/name, if it is a dead run's directory: its contents and itself removed. */
+static void remove_dead_run_dir(int basefd, const char *name, int dfd)
+{
+	char pid[16] = "?";
+	struct stat st;
+	ssize_t n;
+	int pfd;
+
+	if (fstat(dfd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    fstatat(dfd, RUN_DIR_PID, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+	    flock(dfd, LOCK_EX | LOCK_NB))
+		return; /* not ours, not a run's that locked it, or its run is alive */
+	pfd = openat(dfd, RUN_DIR_PID, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = pfd >= 0 ? read(pfd, pid, sizeof(pid) - 1) : -1;
+	if (pfd >= 0)
+		close(pfd);
+	pid[n > 0 ? n : 1] = '\0';
+	pid[strcspn(pid, "\n")] = '\0';
+	unlinkat(dfd, "ring.sock", 0);
+	unlinkat(dfd, RUN_DIR_PID, 0);
+	if (unlinkat(basefd, name, AT_REMOVEDIR) == 0)
+		lp_info("removed %s, left behind by lowprof run %s, which is gone", name, pid);
+}
+
+/* The directories that dead runs left in base (remove_dead_run_dir). */
+static void remove_dead_run_dirs(const char *base)
+{
+	int basefd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	DIR *d = basefd >= 0 && (fd = dup(basefd)) >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int dfd;
+
+		if (strncmp(e->d_name, RUN_DIR_PREFIX, strlen(RUN_DIR_PREFIX)) ||
+		    strlen(e->d_name) != strlen(RUN_DIR_PREFIX) + 6)
+			continue;
+		dfd = openat(basefd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		remove_dead_run_dir(basefd, e->d_name, dfd);
+		close(dfd); /* and its lock, if it was taken */
+	}
+	if (d)
+		closedir(d);
+	if (basefd >= 0)
+		close(basefd);
+}
+
 /*
  * lowprof run: a directory of our own for the collector's socket, which
- * the symbolizer's user may enter (the socket itself is its alone). 0 or
- * -1 (said why).
+ * the symbolizer's user may enter (the socket itself is its alone), locked
+ * and with our pid (above). 0 or -1 (said why).
  */
 static int rec_make_socket_dir(struct rec *r)
 {
 	const char *base = access("/run", W_OK) == 0 ? "/run" : "/tmp";
+	char pid[16];
+	int fd, len;
 
-	snprintf(r->sock_dir, sizeof(r->sock_dir), "%s/lowprof-run.XXXXXX", base);
+	remove_dead_run_dirs(base);
+	snprintf(r->sock_dir, sizeof(r->sock_dir), "%s/" RUN_DIR_PREFIX "XXXXXX", base);
 	if (!mkdtemp(r->sock_dir)) {
 		lp_err("a directory for the ring's socket in %s: %m", base);
 		r->sock_dir[0] = '\0';
 		return -1;
 	}
-	if (chmod(r->sock_dir, 0711)) {
+	r->sock_lock = open(r->sock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->sock_lock < 0 || flock(r->sock_lock, LOCK_EX | LOCK_NB) ||
+	    fchmod(r->sock_lock, 0711)) {
 		lp_err("%s: %m", r->sock_dir);
 		return -1;
 	}
 	snprintf(r->sock_path, sizeof(r->sock_path), "%s/ring.sock", r->sock_dir);
+	len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	fd = openat(r->sock_lock, RUN_DIR_PID, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0644);
+	if (fd < 0 || write(fd, pid, (size_t)len) != len) {
+		lp_err("%s/" RUN_DIR_PID ": %m", r->sock_dir);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -1254,7 +1336,7 @@ static int rec_spawn_exporter(void *ctx)
 {
 	struct rec *r = ctx;
 	const struct lp_record_opts *o = &r->o;
-	char *argv[12 + 2 * 8];
+	char *argv[13 + 2 * 8];
 	int n = 0, ready[2];
 	char byte;
 	ssize_t got;
@@ -1265,7 +1347,9 @@ static int rec_spawn_exporter(void *ctx)
 	argv[n++] = "--user";
 	argv[n++] = (char *)o->user;
 	argv[n++] = "--ready-fd=3";
-	for (size_t i = 0; o->exporter_args[i] && n < 12 + 2 * 8 - 2; i++)
+	/* its uid change clears the parent-death signal cli_spawn set: armed again after it */
+	argv[n++] = "--exit-with-parent";
+	for (size_t i = 0; o->exporter_args[i] && n < 13 + 2 * 8 - 2; i++)
 		argv[n++] = (char *)o->exporter_args[i];
 	if (o->verbose)
 		argv[n++] = "-v";
@@ -1469,8 +1553,12 @@ static void rec_teardown(struct rec *r, int rc)
 		close(r->sfd);
 	if (r->sock_dir[0]) {
 		unlink(r->sock_path); /* the collector's, if it could not */
+		if (r->sock_lock >= 0)
+			unlinkat(r->sock_lock, RUN_DIR_PID, 0);
 		rmdir(r->sock_dir);
 	}
+	if (r->sock_lock >= 0)
+		close(r->sock_lock); /* after the directory is gone: never seen free while there */
 	if (rc && r->out_dirfd >= 0)
 		cli_remove_empty_outputs(r->out_dirfd, r->nout);
 	if (rc && r->cap_dirfd >= 0)
