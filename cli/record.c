@@ -130,9 +130,10 @@ static void unlink_opened(int dirfd, const char *name, int fd)
 		unlinkat(dirfd, name, 0);
 }
 
-int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd)
+int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd,
+		     struct lp_made_dirs *made)
 {
-	int dfd = lp_open_output_dir(dir, mode);
+	int dfd = lp_open_dir_made(dir, true, LP_OUTPUT_DIR_MODE(mode), made);
 
 	*dirfd = -1;
 	if (dfd < 0) {
@@ -150,6 +151,7 @@ int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dir
 				fds[i] = -1;
 			}
 			close(dfd);
+			lp_made_dirs__remove(made);
 			return -1;
 		}
 	}
@@ -159,22 +161,26 @@ int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dir
 
 /*
  * After a failed run, removes the outputs unless they hold samples (an empty
- * folded file means none): a run that failed at start leaves nothing behind,
+ * folded file means none), and then the directories made for them (made,
+ * closed either way): a run that failed at start leaves nothing behind,
  * one that failed later keeps what it collected. Through the directory
  * opened for them: whatever its path leads to now.
  */
-void cli_remove_empty_outputs(int dirfd, int nout)
+void cli_remove_empty_outputs(int dirfd, int nout, struct lp_made_dirs *made)
 {
 	struct stat st;
 
 	for (int i = 1; i < nout; i += 3)
 		if (fstatat(dirfd, cli_out_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && st.st_size > 0)
+		    S_ISREG(st.st_mode) && st.st_size > 0) {
+			lp_made_dirs__close(made);
 			return;
+		}
 	for (int i = 0; i < nout; i++)
 		if (fstatat(dirfd, cli_out_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISREG(st.st_mode))
 			unlinkat(dirfd, cli_out_names[i], 0);
+	lp_made_dirs__remove(made);
 }
 
 /* Path of a cli_sibling program: the directory of /proc/self/exe + name. */
@@ -922,7 +928,8 @@ struct rec {
 	int nout; /* output files: 0 (--no-symbolize, lowprof run), 3, or 6 (--off-cpu) */
 	int fds[LP_RECORD_MAX_OUTPUTS];
 	int out_dirfd;
-	int cap_fd, cap_dirfd; /* --capture, and the directory it was made in */
+	struct lp_made_dirs out_made; /* the directories made for the outputs */
+	int cap_fd, cap_dirfd;	      /* --capture, and the directory it was made in */
 	int spool_lock; /* lowprof run: the spool, flock'd for the run (cli_prepare_spool_dir) */
 	struct stat cap_st;
 	uint32_t nsymb; /* symbolizers (shards): 1, or --symbolizers */
@@ -957,6 +964,7 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 		.o = *o,
 		.fds = {-1, -1, -1, -1, -1, -1},
 		.out_dirfd = -1,
+		.out_made = {.parent = -1},
 		.cap_fd = -1,
 		.cap_dirfd = -1,
 		.spool_lock = -1,
@@ -1033,7 +1041,7 @@ static int rec_setup(struct rec *r)
 	}
 	if (r->nout &&
 	    cli_open_outputs(o->out_dir, o->output_mode ? o->output_mode : LP_OUTPUT_MODE, r->fds,
-			     r->nout, &r->out_dirfd))
+			     r->nout, &r->out_dirfd, &r->out_made))
 		return -1;
 	if (o->capture_path) {
 		/* 0600, root's: it holds copies of the profiled processes' stacks */
@@ -1559,10 +1567,12 @@ static void rec_teardown(struct rec *r, int rc)
 	}
 	if (r->sock_lock >= 0)
 		close(r->sock_lock); /* after the directory is gone: never seen free while there */
-	if (rc && r->out_dirfd >= 0)
-		cli_remove_empty_outputs(r->out_dirfd, r->nout);
+	/* the capture first: it may be in a directory made for the outputs */
 	if (rc && r->cap_dirfd >= 0)
 		remove_empty_capture(r->cap_dirfd, r->o.capture_path, &r->cap_st);
+	if (rc && r->out_dirfd >= 0)
+		cli_remove_empty_outputs(r->out_dirfd, r->nout, &r->out_made);
+	lp_made_dirs__close(&r->out_made);
 	if (r->out_dirfd >= 0)
 		close(r->out_dirfd);
 	if (r->cap_dirfd >= 0)
