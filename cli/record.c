@@ -540,22 +540,31 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
  * a second of starting is not restarted: that is a start-up failure.
  */
 /*
- * The collector died (not stopped by us) in lowprof run: start it again on
- * the same ring and file channel. The symbolizer, still reading, takes the
- * new one's metadata and goes on; the windows in between lose what was not
- * sampled, and the next window's comments say the collector restarted (its
- * counters start over). Not when it died within a second of starting.
+ * The collector ended, not stopped by us, in lowprof run: it died, or a
+ * SIGTERM not ours stopped it (it exits 0 then; run never stops it before
+ * its -d otherwise, and one that reached its -d is not started again:
+ * prepare says so). Started again on the same socket: the symbolizers,
+ * still reading, take the new one's ring and go on; the windows in between
+ * lose what was not sampled, and the next window's comments say the
+ * collector restarted (its counters start over). Not when it ended within
+ * a second of starting, nor after LP_RECORD_MAX_RESTARTS: the run ends.
  */
 static bool restart_collector(struct cli_child *kids, struct cli_restart *r)
 {
 	struct cli_child *coll = &kids[0];
+	const char *how = cli_child_ok(coll) ? "was stopped" : "died";
 	char desc[64];
 
-	if (!r || r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - coll->start_ns < 1000000000ull ||
-	    (r->prepare && !r->prepare(r->ctx)))
+	if (!r || (r->prepare && !r->prepare(r->ctx)))
 		return false;
-	lp_warn("lowprof-collector died (%s); starting it again (%d restarts left)",
-		cli_exit_desc(coll->status, desc, sizeof(desc)), r->left - 1);
+	cli_exit_desc(coll->status, desc, sizeof(desc));
+	if (r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - coll->start_ns < 1000000000ull) {
+		lp_err("lowprof-collector %s (%s)%s; not started again: the run ends", how, desc,
+		       r->left <= 0 ? " once more" : " within a second of starting");
+		return false;
+	}
+	lp_warn("lowprof-collector %s (%s); starting it again (%d restarts left)", how, desc,
+		r->left - 1);
 	coll->done = false;
 	coll->status = 0;
 	if (cli_spawn(coll, r->prog, r->argv, r->fds, r->nfds, false)) {
@@ -708,12 +717,13 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 			any_up |= !symb[k].done;
 		/*
 		 * lowprof run: the symbolizers wait for the next collector on
-		 * the socket. One that died is started again; after the last
-		 * one, the symbolizers write their last windows and end.
+		 * the socket. One that ended before we stopped it (died, or
+		 * stopped from elsewhere: exit 0) is started again, unless its
+		 * -d is over; after the last one, the symbolizers write their
+		 * last windows and end.
 		 */
 		if (sv->coll_restart && coll->done && !coll_was_done && any_up &&
-		    (nsignals || cli_child_ok(coll) ||
-		     !restart_collector(sv->kids, sv->coll_restart)))
+		    (nsignals || !restart_collector(sv->kids, sv->coll_restart)))
 			cli_signal_kids(symb, (int)n, SIGTERM);
 		/*
 		 * lowprof run's symbolizers end before the collector only when
