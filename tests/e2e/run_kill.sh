@@ -61,12 +61,18 @@ HOLDER=$BGPID
 NOPID=$(mktemp -d "$BASE/lowprof-run.XXXXXX")
 sleep 0.5
 
-# C: the next run removes B's directory, and only that
+# C: the next run removes B's directory, and only that (unless another
+# lowprof run on this host started meanwhile and removed it first)
+b_there=$(test -d "$DB" && echo yes)
 "$BIN/lowprof" run --window 1 --spool "$TMP/spool-c" -p "$WPID" -d 2 >"$TMP/c.log" 2>&1
 rc=$?
 check "run C exits 0 (got $rc)" test "$rc" = 0
 check "run C removed run B's directory" test ! -e "$DB"
-check "run C said so, naming B's pid" grep -q "removed ${DB##*/}, left behind by lowprof run $B, which is gone" "$TMP/c.log"
+if [[ -n "$b_there" ]]; then
+	check "run C said so, naming B's pid" grep -q "removed ${DB##*/}, left behind by lowprof run $B, which is gone" "$TMP/c.log"
+else
+	echo "note: another lowprof run removed B's directory before run C started"
+fi
 check "live run A's directory is kept" test -S "$DA/ring.sock" -a -f "$DA/pid"
 check "a directory whose lock is held is kept" test -f "$HELD/pid"
 check "a directory without a pid file is kept" test -d "$NOPID"
