@@ -371,6 +371,8 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, const ch
 		/* lowprof run: the collector's socket, which outlives a collector */
 		argv[n++] = "--ring";
 		argv[n++] = (char *)sock;
+		/* inherited: the spool, through which we hold its lock (cli_prepare_spool_dir) */
+		argv[n++] = "--spool-lock-fd=3";
 	} else {
 		/* inherited: the ring (read-only) and its consumer page, the file channel, the outputs */
 		argv[n++] = "--ring-fd=3,4";
@@ -835,9 +837,11 @@ fail:
  * then handed to the symbolizer's user, 0700; one that exists is used as it
  * is (the symbolizer says if it cannot write there). Never through a
  * symlink. One run at a time: *lock_fd (close it at the end) holds an
- * exclusive flock on the directory, and a spool another run holds is an
- * error (two runs would number their windows alike and remove each
- * other's for the budget). 0, or -1 after saying why.
+ * exclusive flock on the directory, and a spool another run or a
+ * standalone lowprof-symbolizer holds is an error (two writers would
+ * number their windows alike and remove each other's for the budget).
+ * The run's symbolizers inherit *lock_fd (--spool-lock-fd): the lock is
+ * theirs too. 0, or -1 after saying why.
  */
 int cli_prepare_spool_dir(const char *dir, const char *user, int *lock_fd)
 {
@@ -871,7 +875,8 @@ int cli_prepare_spool_dir(const char *dir, const char *user, int *lock_fd)
 	if (!err && flock(dfd, LOCK_EX | LOCK_NB)) {
 		err = -errno;
 		if (err == -EWOULDBLOCK) {
-			lp_err("--spool %s: another lowprof run is using it", dir);
+			lp_err("--spool %s: another lowprof run or lowprof-symbolizer is using it",
+			       dir);
 			close(dfd);
 			return -1;
 		}
@@ -1246,8 +1251,11 @@ static int rec_start_symbolizer(struct rec *r)
 		char *sargv[32 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 		int n = 0;
 
-		/* inherited: the ring read-only and its consumer page, the file channel, the outputs */
-		sh->sfds[0] = sh->reader_fd;
+		/*
+		 * inherited: the ring read-only and its consumer page, the file
+		 * channel, the outputs; lowprof run's: the spool we hold locked
+		 */
+		sh->sfds[0] = r->o.spool_dir ? r->spool_lock : sh->reader_fd;
 		sh->sfds[1] = sh->ring_fds[LP_RING_FD_CONS];
 		sh->sfds[2] = sh->files[1];
 		if (r->nsymb > 1)
@@ -1258,7 +1266,7 @@ static int rec_start_symbolizer(struct rec *r)
 			.prog = r->symb_path,
 			.argv = sh->rargv,
 			.fds = sh->sfds,
-			.nfds = r->o.spool_dir ? 0 : 3 + (r->nsymb > 1 ? CLI_SHARD_NFD : r->nout),
+			.nfds = r->o.spool_dir ? 1 : 3 + (r->nsymb > 1 ? CLI_SHARD_NFD : r->nout),
 			.resend = !r->o.spool_dir,
 			.left = LP_RECORD_MAX_RESTARTS};
 		symbolizer_argv(&r->o, r->symb_path, r->sock_path,
