@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lowprof/files.h"
 #include "lowprof/spoolname.h"
 
 struct lp_ring;
@@ -33,12 +34,17 @@ struct cli_child {
 /*
  * Creates dir if needed (no symlink in its path) and opens the first nout
  * output files in it with mode mode (lowprof/files.h); 0 with *dirfd the
- * directory, or -1 (said why) with the files it had opened removed and
- * fds[] at -1 or the error.
+ * directory and *made the directories made for it (lp_made_dirs__close
+ * it), or -1 (said why) with the files it had opened and the directories
+ * it made removed, and fds[] at -1 or the error.
  */
-int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd);
-/* After a failed run: removes the outputs in dirfd unless a folded file has samples. */
-void cli_remove_empty_outputs(int dirfd, int nout);
+int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd,
+		     struct lp_made_dirs *made);
+/*
+ * After a failed run: removes the outputs in dirfd unless a folded file has
+ * samples, and then the directories made (closed either way).
+ */
+void cli_remove_empty_outputs(int dirfd, int nout, struct lp_made_dirs *made);
 /* What an lp_open_output_* error means, for a message; path: of a path, not a name. */
 const char *cli_output_strerror(int err, bool path);
 /* --output-mode MODE: octal, rw for the owner, nothing but r/w bits; 0 or -EINVAL (said why). */

@@ -130,9 +130,10 @@ static void unlink_opened(int dirfd, const char *name, int fd)
 		unlinkat(dirfd, name, 0);
 }
 
-int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd)
+int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dirfd,
+		     struct lp_made_dirs *made)
 {
-	int dfd = lp_open_output_dir(dir, mode);
+	int dfd = lp_open_dir_made(dir, true, LP_OUTPUT_DIR_MODE(mode), made);
 
 	*dirfd = -1;
 	if (dfd < 0) {
@@ -150,6 +151,7 @@ int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dir
 				fds[i] = -1;
 			}
 			close(dfd);
+			lp_made_dirs__remove(made);
 			return -1;
 		}
 	}
@@ -159,22 +161,26 @@ int cli_open_outputs(const char *dir, mode_t mode, int fds[], int nout, int *dir
 
 /*
  * After a failed run, removes the outputs unless they hold samples (an empty
- * folded file means none): a run that failed at start leaves nothing behind,
+ * folded file means none), and then the directories made for them (made,
+ * closed either way): a run that failed at start leaves nothing behind,
  * one that failed later keeps what it collected. Through the directory
  * opened for them: whatever its path leads to now.
  */
-void cli_remove_empty_outputs(int dirfd, int nout)
+void cli_remove_empty_outputs(int dirfd, int nout, struct lp_made_dirs *made)
 {
 	struct stat st;
 
 	for (int i = 1; i < nout; i += 3)
 		if (fstatat(dirfd, cli_out_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && st.st_size > 0)
+		    S_ISREG(st.st_mode) && st.st_size > 0) {
+			lp_made_dirs__close(made);
 			return;
+		}
 	for (int i = 0; i < nout; i++)
 		if (fstatat(dirfd, cli_out_names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISREG(st.st_mode))
 			unlinkat(dirfd, cli_out_names[i], 0);
+	lp_made_dirs__remove(made);
 }
 
 /* Path of a cli_sibling program: the directory of /proc/self/exe + name. */
@@ -206,6 +212,7 @@ int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const 
 	      bool relay_out)
 {
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1};
+	pid_t parent = getpid();
 	sigset_t none;
 
 	ch->out[0] = ch->out[1] = -1;
@@ -224,6 +231,9 @@ int cli_spawn(struct cli_child *ch, const char *prog, char *const argv[], const 
 
 		setsid();
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* the parent may have died (SIGKILL) before the signal was armed */
+		if (getppid() != parent)
+			_exit(127);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		devnull = open("/dev/null", O_RDONLY);
@@ -361,6 +371,8 @@ static void symbolizer_argv(const struct lp_record_opts *o, char *path, const ch
 		/* lowprof run: the collector's socket, which outlives a collector */
 		argv[n++] = "--ring";
 		argv[n++] = (char *)sock;
+		/* inherited: the spool, through which we hold its lock (cli_prepare_spool_dir) */
+		argv[n++] = "--spool-lock-fd=3";
 	} else {
 		/* inherited: the ring (read-only) and its consumer page, the file channel, the outputs */
 		argv[n++] = "--ring-fd=3,4";
@@ -530,22 +542,31 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
  * a second of starting is not restarted: that is a start-up failure.
  */
 /*
- * The collector died (not stopped by us) in lowprof run: start it again on
- * the same ring and file channel. The symbolizer, still reading, takes the
- * new one's metadata and goes on; the windows in between lose what was not
- * sampled, and the next window's comments say the collector restarted (its
- * counters start over). Not when it died within a second of starting.
+ * The collector ended, not stopped by us, in lowprof run: it died, or a
+ * SIGTERM not ours stopped it (it exits 0 then; run never stops it before
+ * its -d otherwise, and one that reached its -d is not started again:
+ * prepare says so). Started again on the same socket: the symbolizers,
+ * still reading, take the new one's ring and go on; the windows in between
+ * lose what was not sampled, and the next window's comments say the
+ * collector restarted (its counters start over). Not when it ended within
+ * a second of starting, nor after LP_RECORD_MAX_RESTARTS: the run ends.
  */
 static bool restart_collector(struct cli_child *kids, struct cli_restart *r)
 {
 	struct cli_child *coll = &kids[0];
+	const char *how = cli_child_ok(coll) ? "was stopped" : "died";
 	char desc[64];
 
-	if (!r || r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - coll->start_ns < 1000000000ull ||
-	    (r->prepare && !r->prepare(r->ctx)))
+	if (!r || (r->prepare && !r->prepare(r->ctx)))
 		return false;
-	lp_warn("lowprof-collector died (%s); starting it again (%d restarts left)",
-		cli_exit_desc(coll->status, desc, sizeof(desc)), r->left - 1);
+	cli_exit_desc(coll->status, desc, sizeof(desc));
+	if (r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - coll->start_ns < 1000000000ull) {
+		lp_err("lowprof-collector %s (%s)%s; not started again: the run ends", how, desc,
+		       r->left <= 0 ? " once more" : " within a second of starting");
+		return false;
+	}
+	lp_warn("lowprof-collector %s (%s); starting it again (%d restarts left)", how, desc,
+		r->left - 1);
 	coll->done = false;
 	coll->status = 0;
 	if (cli_spawn(coll, r->prog, r->argv, r->fds, r->nfds, false)) {
@@ -698,12 +719,13 @@ void cli_supervise(struct cli_supervision *sv, int sfd)
 			any_up |= !symb[k].done;
 		/*
 		 * lowprof run: the symbolizers wait for the next collector on
-		 * the socket. One that died is started again; after the last
-		 * one, the symbolizers write their last windows and end.
+		 * the socket. One that ended before we stopped it (died, or
+		 * stopped from elsewhere: exit 0) is started again, unless its
+		 * -d is over; after the last one, the symbolizers write their
+		 * last windows and end.
 		 */
 		if (sv->coll_restart && coll->done && !coll_was_done && any_up &&
-		    (nsignals || cli_child_ok(coll) ||
-		     !restart_collector(sv->kids, sv->coll_restart)))
+		    (nsignals || !restart_collector(sv->kids, sv->coll_restart)))
 			cli_signal_kids(symb, (int)n, SIGTERM);
 		/*
 		 * lowprof run's symbolizers end before the collector only when
@@ -820,9 +842,11 @@ fail:
  * then handed to the symbolizer's user, 0700; one that exists is used as it
  * is (the symbolizer says if it cannot write there). Never through a
  * symlink. One run at a time: *lock_fd (close it at the end) holds an
- * exclusive flock on the directory, and a spool another run holds is an
- * error (two runs would number their windows alike and remove each
- * other's for the budget). 0, or -1 after saying why.
+ * exclusive flock on the directory, and a spool another run or a
+ * standalone lowprof-symbolizer holds is an error (two writers would
+ * number their windows alike and remove each other's for the budget).
+ * The run's symbolizers inherit *lock_fd (--spool-lock-fd): the lock is
+ * theirs too. 0, or -1 after saying why.
  */
 int cli_prepare_spool_dir(const char *dir, const char *user, int *lock_fd)
 {
@@ -856,7 +880,8 @@ int cli_prepare_spool_dir(const char *dir, const char *user, int *lock_fd)
 	if (!err && flock(dfd, LOCK_EX | LOCK_NB)) {
 		err = -errno;
 		if (err == -EWOULDBLOCK) {
-			lp_err("--spool %s: another lowprof run is using it", dir);
+			lp_err("--spool %s: another lowprof run or lowprof-symbolizer is using it",
+			       dir);
 			close(dfd);
 			return -1;
 		}
@@ -923,7 +948,8 @@ struct rec {
 	int nout; /* output files: 0 (--no-symbolize, lowprof run), 3, or 6 (--off-cpu) */
 	int fds[LP_RECORD_MAX_OUTPUTS];
 	int out_dirfd;
-	int cap_fd, cap_dirfd; /* --capture, and the directory it was made in */
+	struct lp_made_dirs out_made; /* the directories made for the outputs */
+	int cap_fd, cap_dirfd;	      /* --capture, and the directory it was made in */
 	int spool_lock; /* lowprof run: the spool, flock'd for the run (cli_prepare_spool_dir) */
 	struct stat cap_st;
 	uint32_t nsymb; /* symbolizers (shards): 1, or --symbolizers */
@@ -949,6 +975,7 @@ struct rec {
 	struct cli_restart coll_restart;
 	/* lowprof run: the ring is the collector's, on a socket in a directory of our own */
 	char sock_dir[64], sock_path[96];
+	int sock_lock; /* sock_dir, flock'd for the run (rec_make_socket_dir) */
 };
 
 static void rec_init(struct rec *r, const struct lp_record_opts *o)
@@ -957,9 +984,11 @@ static void rec_init(struct rec *r, const struct lp_record_opts *o)
 		.o = *o,
 		.fds = {-1, -1, -1, -1, -1, -1},
 		.out_dirfd = -1,
+		.out_made = {.parent = -1},
 		.cap_fd = -1,
 		.cap_dirfd = -1,
 		.spool_lock = -1,
+		.sock_lock = -1,
 		.sfd = -1,
 		.exporter = {.name = "lowprof-exporter", .out = {-1, -1}},
 	};
@@ -1032,7 +1061,7 @@ static int rec_setup(struct rec *r)
 	}
 	if (r->nout &&
 	    cli_open_outputs(o->out_dir, o->output_mode ? o->output_mode : LP_OUTPUT_MODE, r->fds,
-			     r->nout, &r->out_dirfd))
+			     r->nout, &r->out_dirfd, &r->out_made))
 		return -1;
 	if (o->capture_path) {
 		/* 0600, root's: it holds copies of the profiled processes' stacks */
@@ -1052,27 +1081,103 @@ static int rec_setup(struct rec *r)
 	return 0;
 }
 
-/* The shared-memory ring and the file channel: 0, or -1 after saying why. */
+/*
+ * lowprof run's directory for the ring's socket, BASE/lowprof-run.XXXXXX:
+ * the run holds an exclusive flock on it for its whole life (O_CLOEXEC: no
+ * child keeps it) and, once it holds it, writes its pid into RUN_DIR_PID.
+ * A run killed with SIGKILL cannot remove it; the next run does, but only
+ * a directory that proves its run dead: it has the pid file (so its run
+ * took the lock; a run still making it, or one of a lowprof that does not
+ * lock it, is left alone) and its lock is free (the run that held it is
+ * gone, whatever became of its pid).
+ */
+#define RUN_DIR_PREFIX "lowprof-run."
+#define RUN_DIR_PID    "pid"
+
+/* dfd, BASE/name, if it is a dead run's directory: its contents and itself removed. */
+static void remove_dead_run_dir(int basefd, const char *name, int dfd)
+{
+	char pid[16] = "?";
+	struct stat st;
+	ssize_t n;
+	int pfd;
+
+	if (fstat(dfd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    fstatat(dfd, RUN_DIR_PID, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+	    flock(dfd, LOCK_EX | LOCK_NB))
+		return; /* not ours, not a run's that locked it, or its run is alive */
+	pfd = openat(dfd, RUN_DIR_PID, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = pfd >= 0 ? read(pfd, pid, sizeof(pid) - 1) : -1;
+	if (pfd >= 0)
+		close(pfd);
+	pid[n > 0 ? n : 1] = '\0';
+	pid[strcspn(pid, "\n")] = '\0';
+	unlinkat(dfd, "ring.sock", 0);
+	unlinkat(dfd, RUN_DIR_PID, 0);
+	if (unlinkat(basefd, name, AT_REMOVEDIR) == 0)
+		lp_info("removed %s, left behind by lowprof run %s, which is gone", name, pid);
+}
+
+/* The directories that dead runs left in base (remove_dead_run_dir). */
+static void remove_dead_run_dirs(const char *base)
+{
+	int basefd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	DIR *d = basefd >= 0 && (fd = dup(basefd)) >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int dfd;
+
+		if (strncmp(e->d_name, RUN_DIR_PREFIX, strlen(RUN_DIR_PREFIX)) ||
+		    strlen(e->d_name) != strlen(RUN_DIR_PREFIX) + 6)
+			continue;
+		dfd = openat(basefd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		remove_dead_run_dir(basefd, e->d_name, dfd);
+		close(dfd); /* and its lock, if it was taken */
+	}
+	if (d)
+		closedir(d);
+	if (basefd >= 0)
+		close(basefd);
+}
+
 /*
  * lowprof run: a directory of our own for the collector's socket, which
- * the symbolizer's user may enter (the socket itself is its alone). 0 or
- * -1 (said why).
+ * the symbolizer's user may enter (the socket itself is its alone), locked
+ * and with our pid (above). 0 or -1 (said why).
  */
 static int rec_make_socket_dir(struct rec *r)
 {
 	const char *base = access("/run", W_OK) == 0 ? "/run" : "/tmp";
+	char pid[16];
+	int fd, len;
 
-	snprintf(r->sock_dir, sizeof(r->sock_dir), "%s/lowprof-run.XXXXXX", base);
+	remove_dead_run_dirs(base);
+	snprintf(r->sock_dir, sizeof(r->sock_dir), "%s/" RUN_DIR_PREFIX "XXXXXX", base);
 	if (!mkdtemp(r->sock_dir)) {
 		lp_err("a directory for the ring's socket in %s: %m", base);
 		r->sock_dir[0] = '\0';
 		return -1;
 	}
-	if (chmod(r->sock_dir, 0711)) {
+	r->sock_lock = open(r->sock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->sock_lock < 0 || flock(r->sock_lock, LOCK_EX | LOCK_NB) ||
+	    fchmod(r->sock_lock, 0711)) {
 		lp_err("%s: %m", r->sock_dir);
 		return -1;
 	}
 	snprintf(r->sock_path, sizeof(r->sock_path), "%s/ring.sock", r->sock_dir);
+	len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	fd = openat(r->sock_lock, RUN_DIR_PID, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0644);
+	if (fd < 0 || write(fd, pid, (size_t)len) != len) {
+		lp_err("%s/" RUN_DIR_PID ": %m", r->sock_dir);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -1151,8 +1256,11 @@ static int rec_start_symbolizer(struct rec *r)
 		char *sargv[32 + 2 * LP_RECORD_MAX_DEBUG_DIRS];
 		int n = 0;
 
-		/* inherited: the ring read-only and its consumer page, the file channel, the outputs */
-		sh->sfds[0] = sh->reader_fd;
+		/*
+		 * inherited: the ring read-only and its consumer page, the file
+		 * channel, the outputs; lowprof run's: the spool we hold locked
+		 */
+		sh->sfds[0] = r->o.spool_dir ? r->spool_lock : sh->reader_fd;
 		sh->sfds[1] = sh->ring_fds[LP_RING_FD_CONS];
 		sh->sfds[2] = sh->files[1];
 		if (r->nsymb > 1)
@@ -1163,7 +1271,7 @@ static int rec_start_symbolizer(struct rec *r)
 			.prog = r->symb_path,
 			.argv = sh->rargv,
 			.fds = sh->sfds,
-			.nfds = r->o.spool_dir ? 0 : 3 + (r->nsymb > 1 ? CLI_SHARD_NFD : r->nout),
+			.nfds = r->o.spool_dir ? 1 : 3 + (r->nsymb > 1 ? CLI_SHARD_NFD : r->nout),
 			.resend = !r->o.spool_dir,
 			.left = LP_RECORD_MAX_RESTARTS};
 		symbolizer_argv(&r->o, r->symb_path, r->sock_path,
@@ -1259,7 +1367,7 @@ static int rec_spawn_exporter(void *ctx)
 {
 	struct rec *r = ctx;
 	const struct lp_record_opts *o = &r->o;
-	char *argv[12 + 2 * 8];
+	char *argv[13 + 2 * 8];
 	int n = 0, ready[2];
 	char byte;
 	ssize_t got;
@@ -1270,7 +1378,9 @@ static int rec_spawn_exporter(void *ctx)
 	argv[n++] = "--user";
 	argv[n++] = (char *)o->user;
 	argv[n++] = "--ready-fd=3";
-	for (size_t i = 0; o->exporter_args[i] && n < 12 + 2 * 8 - 2; i++)
+	/* its uid change clears the parent-death signal cli_spawn set: armed again after it */
+	argv[n++] = "--exit-with-parent";
+	for (size_t i = 0; o->exporter_args[i] && n < 13 + 2 * 8 - 2; i++)
 		argv[n++] = (char *)o->exporter_args[i];
 	if (o->verbose)
 		argv[n++] = "-v";
@@ -1479,12 +1589,18 @@ static void rec_teardown(struct rec *r, int rc)
 		close(r->sfd);
 	if (r->sock_dir[0]) {
 		unlink(r->sock_path); /* the collector's, if it could not */
+		if (r->sock_lock >= 0)
+			unlinkat(r->sock_lock, RUN_DIR_PID, 0);
 		rmdir(r->sock_dir);
 	}
-	if (rc && r->out_dirfd >= 0)
-		cli_remove_empty_outputs(r->out_dirfd, r->nout);
+	if (r->sock_lock >= 0)
+		close(r->sock_lock); /* after the directory is gone: never seen free while there */
+	/* the capture first: it may be in a directory made for the outputs */
 	if (rc && r->cap_dirfd >= 0)
 		remove_empty_capture(r->cap_dirfd, r->o.capture_path, &r->cap_st);
+	if (rc && r->out_dirfd >= 0)
+		cli_remove_empty_outputs(r->out_dirfd, r->nout, &r->out_made);
+	lp_made_dirs__close(&r->out_made);
 	if (r->out_dirfd >= 0)
 		close(r->out_dirfd);
 	if (r->cap_dirfd >= 0)

@@ -46,7 +46,9 @@ const char lp_replay_usage[] =
 	"\n"
 	"Options:\n"
 	"  -o, --output DIR        output directory (default ./lowprof-out), made if\n"
-	"                          missing; no component of it may be a symlink\n"
+	"                          missing (and removed again, with the directories\n"
+	"                          made for it, by a run that fails with no\n"
+	"                          samples); no component of it may be a symlink\n"
 	"      --output-mode MODE  the outputs' mode (default 0600: yours alone; 0644\n"
 	"                          lets every local user read them); directories made\n"
 	"                          for them get x where r (0700, 0755)\n"
@@ -233,6 +235,7 @@ static int run_replay(struct replay_opts *o)
 	struct cli_supervision sv = {.kids = kids, .nsymb = o->jobs > 1 ? o->jobs : 1};
 	struct cli_shards parts = {.n = 0};
 	int fds[6] = {-1, -1, -1, -1, -1, -1}, sfd = -1, rc = 1, dirfd = -1, cap;
+	struct lp_made_dirs made = {.parent = -1};
 	bool offcpu = false, ok = true;
 
 	for (uint32_t k = 0; k < LP_MAX_SHARDS; k++)
@@ -249,7 +252,7 @@ static int run_replay(struct replay_opts *o)
 		return 1;
 	}
 	close(cap);
-	if (cli_open_outputs(o->out_dir, o->output_mode, fds, 6, &dirfd))
+	if (cli_open_outputs(o->out_dir, o->output_mode, fds, 6, &dirfd, &made))
 		goto out;
 	if (geteuid() == 0 && !o->no_cache) {
 		if (!o->cache_path)
@@ -297,9 +300,10 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	if (rc && dirfd >= 0) {
-		cli_remove_empty_outputs(dirfd, 6);
 		drop_empty_offcpu(dirfd);
+		cli_remove_empty_outputs(dirfd, 6, &made);
 	}
+	lp_made_dirs__close(&made);
 	if (dirfd >= 0)
 		close(dirfd);
 	return rc;

@@ -2795,11 +2795,18 @@ static void print_perfmaps(void)
 	print_jit_files("jitdump", "jitdump files", &st);
 }
 
+/*
+ * The loss counters go out every LOSS_EVERY_NS, the first time before the
+ * first drain: a symbolizer's window can only say what was lost once it
+ * has a loss record, and a first window shorter than LOSS_EVERY_NS plus
+ * the start-up (lowprof run --window 1) would otherwise close without one.
+ */
 static const char *drain_loop(struct coll *c)
 {
 	uint64_t start = lp_clock_ns(CLOCK_MONOTONIC), last_loss = start;
 	uint64_t deadline = c->o->duration_s > 0 ? start + (uint64_t)(c->o->duration_s * 1e9) : 0;
 
+	send_loss(c);
 	for (;;) {
 		uint64_t now;
 		uint32_t nap = c->wake_fd >= 0 ? COLL_IDLE_DRAIN_MS : c->o->drain_ms;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "lowprof/spoolname.h"
@@ -32,6 +33,8 @@ struct exp_opts {
 	bool oneshot;			     /* exit once the spool is delivered */
 	bool sandbox;			     /* --no-sandbox clears it (debugging) */
 	int ready_fd;			     /* set up: a byte written, closed; -1 none */
+	bool exit_with_parent;		     /* SIGTERM when parent (its pid) dies */
+	pid_t parent;
 };
 
 /* The exporter: 0 when it stopped as asked, 1 on a fatal error (said). */

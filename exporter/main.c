@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -69,6 +70,7 @@ static const char usage[] =
 	"      --user USER        started as root, become USER (default lowprof)\n"
 	"      --no-sandbox       no seccomp filter (debugging)\n"
 	"      --ready-fd FD      write a byte to FD and close it once set up (lowprof run)\n"
+	"      --exit-with-parent stop (as on SIGTERM) when the parent process dies\n"
 	"      --check-sandbox DIR  enter the seccomp filter with DIR (an empty directory\n"
 	"                         of --user's) as the spool, try what it must refuse,\n"
 	"                         print each; exit 0 when all were refused (give\n"
@@ -97,6 +99,7 @@ enum {
 	OPT_VERSION,
 	OPT_READY_FD,
 	OPT_CHECK_SANDBOX,
+	OPT_EXIT_WITH_PARENT,
 };
 
 static const struct option longopts[] = {
@@ -121,6 +124,7 @@ static const struct option longopts[] = {
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"ready-fd", required_argument, NULL, OPT_READY_FD},
 	{"check-sandbox", required_argument, NULL, OPT_CHECK_SANDBOX},
+	{"exit-with-parent", no_argument, NULL, OPT_EXIT_WITH_PARENT},
 	{0},
 };
 
@@ -290,6 +294,10 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.ready_fd = (int)v;
+			break;
+		case OPT_EXIT_WITH_PARENT:
+			o.exit_with_parent = true;
+			o.parent = getppid();
 			break;
 		case OPT_CHECK_SANDBOX:
 			if (lp_become_user(o.user, "--user"))

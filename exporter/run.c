@@ -658,6 +658,15 @@ static int setup(struct state *s)
 	/* changing uid made it undumpable (fs.suid_dumpable): again for LeakSanitizer */
 	if (exp_sanitized())
 		prctl(PR_SET_DUMPABLE, 1);
+	/* after the uid change, which clears the parent-death signal */
+	if (o->exit_with_parent) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* the parent may have died before the signal was armed */
+		if (getppid() != o->parent) {
+			lp_err("the parent process is gone: not starting");
+			return -ECHILD;
+		}
+	}
 	s->spool = lp_open_dir_nofollow(o->spool, false, 0700);
 	if (s->spool < 0) {
 		lp_err("spool: %s: %s%s", o->spool, strerror(-s->spool),

@@ -68,10 +68,16 @@ static const char usage[] =
 	"                         --ring PATH it outlives its collector: windows go\n"
 	"                         on, and the next collector on PATH is read. Its\n"
 	"                         counters (Prometheus text, for lowprof-exporter's\n"
-	"                         /metrics) replace DIR/metrics.prom each window\n"
+	"                         /metrics) replace DIR/metrics.prom each window.\n"
+	"                         One writer at a time: it holds a lock on DIR\n"
+	"                         (shared by the shards of one run) and refuses a\n"
+	"                         spool whose lock another lowprof run or\n"
+	"                         symbolizer holds\n"
 	"      --window SECONDS   the windows' length (default 10; 1 to 3600)\n"
 	"      --spool-bytes SIZE the spool's budget: the oldest windows are removed\n"
 	"                         while it holds more; K/M/G suffixes (default 1G)\n"
+	"      --spool-lock-fd FD lock the spool through this inherited descriptor of\n"
+	"                         it (lowprof run's, which holds the lock already)\n"
 	"      --mem-budget SIZE  with --spool: between windows, when the heap in use\n"
 	"                         is over SIZE, the tables of the binaries used least\n"
 	"                         recently are dropped (and loaded again, from the\n"
@@ -243,6 +249,8 @@ static int parse_io_opt(int opt, const char *arg, struct args *a)
 		return 0;
 	case 'w':
 		return parse_window(arg, &o->window_ns);
+	case 'L':
+		return (o->spool_lock_fd = parse_fd(arg, "--spool-lock-fd")) < 0 ? 2 : 0;
 	case 'B':
 		if (!lp_parse_size(arg, &o->spool_bytes) && o->spool_bytes >= 1024)
 			return 0;
@@ -310,6 +318,7 @@ static int parse_opt(int opt, const char *arg, struct args *a)
 	case 'B':
 	case 'm':
 	case 'J':
+	case 'L':
 		return parse_io_opt(opt, arg, a);
 	case 's':
 		return parse_shard(arg, o);
@@ -390,8 +399,8 @@ static int check_io(struct args *a)
 			o->mem_budget = SYMB_DEFAULT_MEM_BUDGET;
 		return 0;
 	}
-	if (o->window_ns || o->spool_bytes || o->mem_budget) {
-		lp_err("--window, --spool-bytes and --mem-budget go with --spool");
+	if (o->window_ns || o->spool_bytes || o->mem_budget || o->spool_lock_fd >= 0) {
+		lp_err("--window, --spool-bytes, --spool-lock-fd and --mem-budget go with --spool");
 		return 2;
 	}
 	if (a->npartial) {
@@ -455,6 +464,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"spool", required_argument, NULL, 'W'},
 		{"window", required_argument, NULL, 'w'},
 		{"spool-bytes", required_argument, NULL, 'B'},
+		{"spool-lock-fd", required_argument, NULL, 'L'},
 		{"mem-budget", required_argument, NULL, 'm'},
 		{"user", required_argument, NULL, 'u'},
 		{"exit-with-parent", no_argument, NULL, 'P'},
@@ -495,6 +505,7 @@ int main(int argc, char **argv)
 				.out_fds = {-1, -1, -1},
 				.offcpu_fds = {-1, -1, -1},
 				.summary_fd = STDOUT_FILENO,
+				.spool_lock_fd = -1,
 				.user = LP_USER_DEFAULT,
 			},
 		.level = LP_LOG_INFO,

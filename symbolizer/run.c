@@ -1035,9 +1035,9 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 	if (*s)
 		symb_state__set_shard(*s, att->shard.shard, att->shard.nshards, false);
 	/* the spool's writer makes files: it is started outside the sandbox */
-	if (!*s ||
-	    (o->spool_dir && symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox,
-					      att->shard.shard, att->shard.nshards, &w->spool)))
+	if (!*s || (o->spool_dir &&
+		    symb_spool__open(o->spool_dir, o->spool_bytes, !o->no_sandbox, att->shard.shard,
+				     att->shard.nshards, o->spool_lock_fd, &w->spool)))
 		return -1;
 	/* the metrics file's resident memory: statm read through a descriptor of its own */
 	if (o->spool_dir)
@@ -1187,7 +1187,7 @@ int symb_run(const struct symb_opts *o)
 	struct windows w = {.statm_fd = -1};
 	int err = 0, rc = 1;
 
-	if (!o || LP_OPTS_CHECK(o, symb_opts, spool_bytes))
+	if (!o || LP_OPTS_CHECK(o, symb_opts, spool_lock_fd))
 		return 1;
 	replay = o->capture_path || o->capture_fd >= 0;
 	off_cpu = o->off_cpu || replay;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -372,8 +373,52 @@ static int open_dir(const char *dir)
 	return fd;
 }
 
+/*
+ * One writer of a spool at a time, as lowprof run's own lock (flock on the
+ * directory, cli/record.c): two would number their windows alike and
+ * remove each other's for the budget. Exclusive, but shared among the
+ * shards of a run (they write one spool by design). Through lock_fd, an
+ * inherited descriptor of dir (lowprof run's, which holds it already for
+ * all its symbolizers), or else through dirfd, which the writer keeps for
+ * its life: the lock goes when the writer does. A holder that is just
+ * ending (a restarted symbolizer's predecessor) gets SPOOL_LOCK_WAIT_MS.
+ * 0, or a negative errno (said why).
+ */
+#define SPOOL_LOCK_WAIT_MS 1000
+
+static int lock_spool(const char *dir, int dirfd, int lock_fd, bool shard)
+{
+	int fd = lock_fd >= 0 ? lock_fd : dirfd;
+	/* lowprof run's descriptor holds its exclusive lock: never made shared */
+	int how = (shard && lock_fd < 0 ? LOCK_SH : LOCK_EX) | LOCK_NB;
+	struct stat a, b;
+
+	if (lock_fd >= 0 && (fstat(lock_fd, &a) || fstat(dirfd, &b) || a.st_dev != b.st_dev ||
+			     a.st_ino != b.st_ino)) {
+		lp_err("spool %s: --spool-lock-fd %d is not this directory", dir, lock_fd);
+		return -EINVAL;
+	}
+	for (int waited = 0; flock(fd, how); waited += 50) {
+		int err = -errno;
+
+		if (err != -EWOULDBLOCK) {
+			lp_err("spool %s: locking it: %s", dir, strerror(-err));
+			return err;
+		}
+		if (waited >= SPOOL_LOCK_WAIT_MS) {
+			lp_err("spool %s: another lowprof run or lowprof-symbolizer is writing "
+			       "to it (it holds the lock on the directory); give each its own "
+			       "spool",
+			       dir);
+			return -EBUSY;
+		}
+		usleep(50 * 1000);
+	}
+	return 0;
+}
+
 int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, uint32_t shard,
-		     uint32_t nshards, struct symb_spool **out)
+		     uint32_t nshards, int lock_fd, struct symb_spool **out)
 {
 	const struct spool_shard sh = {nshards > 1 ? shard : 0, nshards > 1 ? nshards : 1};
 	struct symb_spool *sp = calloc(1, sizeof(*sp));
@@ -390,6 +435,9 @@ int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, uint32_t
 		free(sp);
 		return dirfd;
 	}
+	err = lock_spool(dir, dirfd, lock_fd, sh.nshards > 1);
+	if (err)
+		goto fail;
 	sp->memfd = memfd_create("lowprof-window", MFD_CLOEXEC);
 	if (sp->memfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
 		err = -errno;

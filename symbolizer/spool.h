@@ -49,12 +49,16 @@ struct symb_spool;
  * spool's: with shards each writer counts every window file and removes
  * the oldest overall. shard of nshards (lowprof/shard.h; nshards <= 1: the
  * whole run): with nshards > 1 every file's name says its shard
- * (lowprof/spoolname.h). 0, or a negative errno (said why).
+ * (lowprof/spoolname.h). One writer at a time: the spool is flock'd,
+ * exclusively (shared among shards), through lock_fd, an inherited
+ * descriptor of dir (lowprof run's, which holds the lock), or else one of
+ * its own that the writer keeps; -EBUSY (said) while another holds it.
+ * 0, or a negative errno (said why).
  * Destructor: symb_spool__close (accepts NULL): the writer sees the socket
  * close and exits (it is killed if the symbolizer dies).
  */
 int symb_spool__open(const char *dir, uint64_t max_bytes, bool sandbox, uint32_t shard,
-		     uint32_t nshards, struct symb_spool **out);
+		     uint32_t nshards, int lock_fd, struct symb_spool **out);
 
 /*
  * The number after the highest window already in the spool (0 if none), so

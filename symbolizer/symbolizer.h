@@ -73,6 +73,12 @@ struct symb_opts {
 	 */
 	bool partial;
 	int summary_fd;
+	/*
+	 * With spool_dir: an inherited descriptor of it that holds (or takes)
+	 * its lock (lowprof run's, which holds it for the run); -1: the spool
+	 * is locked through a descriptor of its own (spool.h).
+	 */
+	int spool_lock_fd;
 };
 
 #define SYMB_DEFAULT_MEM_BUDGET (256ull << 20)

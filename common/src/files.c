@@ -29,12 +29,13 @@ static int dir_open_err(int dirfd, const char *name, int err)
  * dirfd/name, a directory, opened without following a link; made (mode
  * exactly) if missing and create. O_PATH: only search permission needed.
  */
-static int dir_step(int dirfd, const char *name, bool create, mode_t mode)
+static int dir_step(int dirfd, const char *name, bool create, mode_t mode, bool *was_made)
 {
 	const int flags = O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 	int fd = openat(dirfd, name, O_PATH | flags);
 	bool made = false;
 
+	*was_made = false;
 	if (fd >= 0 || errno != ENOENT || !create)
 		return fd >= 0 ? fd : dir_open_err(dirfd, name, errno);
 	if (mkdirat(dirfd, name, mode) == 0)
@@ -51,15 +52,36 @@ static int dir_step(int dirfd, const char *name, bool create, mode_t mode)
 		close(fd);
 		return err;
 	}
+	*was_made = made;
 	return fd;
 }
 
-int lp_open_dir_nofollow(const char *dir, bool create, mode_t dir_mode)
+/* m records dirfd/name (opened as fd), just made: the first, or one below the last. */
+static void note_made(struct lp_made_dirs *m, int dirfd, const char *name, int fd)
+{
+	struct stat st;
+	size_t len = strlen(m->rel);
+
+	if (m->parent < 0) {
+		if (fstat(fd, &st) || (m->parent = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) < 0)
+			return; /* nothing recorded: nothing will be removed */
+		m->dev = st.st_dev;
+		m->ino = st.st_ino;
+		snprintf(m->rel, sizeof(m->rel), "%s", name);
+	} else if (len + 1 + strlen(name) < sizeof(m->rel)) {
+		snprintf(m->rel + len, sizeof(m->rel) - len, "/%s", name);
+	}
+}
+
+int lp_open_dir_made(const char *dir, bool create, mode_t dir_mode, struct lp_made_dirs *made)
 {
 	char path[PATH_MAX], *save = NULL, *name;
 	size_t len = strlen(dir);
+	bool was_made;
 	int fd, next;
 
+	if (made)
+		*made = (struct lp_made_dirs){.parent = -1};
 	if (len == 0 || len >= sizeof(path))
 		return len ? -ENAMETOOLONG : -ENOENT;
 	memcpy(path, dir, len + 1);
@@ -67,16 +89,71 @@ int lp_open_dir_nofollow(const char *dir, bool create, mode_t dir_mode)
 	if (fd < 0)
 		return -errno;
 	for (name = strtok_r(path, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
-		next = dir_step(fd, name, create, dir_mode);
+		next = dir_step(fd, name, create, dir_mode, &was_made);
+		/* below the first one made, every one is ours (one made meanwhile by someone
+		 * else is not empty by the time it is removed, or is theirs to lose) */
+		if (next >= 0 && made && (was_made || made->parent >= 0))
+			note_made(made, fd, name, next);
 		close(fd);
-		if (next < 0)
+		if (next < 0) {
+			lp_made_dirs__remove(made); /* a failed call leaves nothing made */
 			return next;
+		}
 		fd = next;
 	}
 	/* the O_PATH fd of the last one, as a directory to read and write in */
 	next = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	close(fd);
 	return next < 0 ? -errno : next;
+}
+
+int lp_open_dir_nofollow(const char *dir, bool create, mode_t dir_mode)
+{
+	return lp_open_dir_made(dir, create, dir_mode, NULL);
+}
+
+#define MADE_MAX_DEPTH 64
+
+void lp_made_dirs__remove(struct lp_made_dirs *m)
+{
+	char rel[PATH_MAX], *save = NULL, *name;
+	const char *names[MADE_MAX_DEPTH];
+	int fds[MADE_MAX_DEPTH + 1], n = 0;
+	struct stat st;
+
+	if (!m || m->parent < 0)
+		return;
+	memcpy(rel, m->rel, sizeof(rel));
+	fds[0] = m->parent;
+	/* down the same names, never through a link, from the first one as it was made */
+	for (name = strtok_r(rel, "/", &save); name && n < MADE_MAX_DEPTH;
+	     name = strtok_r(NULL, "/", &save)) {
+		int fd = openat(fds[n], name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0)
+			break;
+		if (n == 0 && (fstat(fd, &st) || st.st_dev != m->dev || st.st_ino != m->ino)) {
+			close(fd);
+			break;
+		}
+		names[n++] = name;
+		fds[n] = fd;
+	}
+	/* deepest first; one that is not empty ends it (and keeps those above) */
+	for (bool go = true; n > 0; n--) {
+		if (go && unlinkat(fds[n - 1], names[n - 1], AT_REMOVEDIR))
+			go = false;
+		close(fds[n]);
+	}
+	lp_made_dirs__close(m);
+}
+
+void lp_made_dirs__close(struct lp_made_dirs *m)
+{
+	if (m && m->parent >= 0) {
+		close(m->parent);
+		m->parent = -1;
+	}
 }
 
 int lp_open_output_dir(const char *dir, mode_t file_mode)

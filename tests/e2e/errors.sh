@@ -61,6 +61,20 @@ expect_error 1 "--capture $TMP/out-same/cpu.folded: that is the output $TMP/out-
 	"$BIN/lowprof" record -d 1 -o "$TMP/out-same" --capture "$TMP/out-same/cpu.folded"
 check "and nothing was written there" test ! -e "$TMP/out-same/cpu.folded"
 
+# --capture where it cannot be made: the output directories the command
+# made for -o are removed again, and only those
+mkdir "$TMP/there"
+expect_error 1 "--capture $TMP/no/such/x.lpcap: No such file or directory" -- \
+	"$BIN/lowprof" record -d 1 -o "$TMP/there/new/out" --capture "$TMP/no/such/x.lpcap"
+check "the -o directories it made are gone" test ! -e "$TMP/there/new"
+check "the directory that was there stays" test -d "$TMP/there"
+mkdir "$TMP/there/old"
+echo mine >"$TMP/there/old/notes"
+expect_error 1 "--capture $TMP/no/such/x.lpcap" -- \
+	"$BIN/lowprof" record -d 1 -o "$TMP/there/old" --capture "$TMP/no/such/x.lpcap"
+check "an -o directory that was there stays, with its files" grep -qx mine "$TMP/there/old/notes"
+check "and no output is left in it" test ! -e "$TMP/there/old/cpu.folded"
+
 expect_error 1 'output directory /proc/lowprof-test' -- \
 	"$BIN/lowprof" record -d 1 -o /proc/lowprof-test
 touch "$TMP/a-file"

@@ -3,7 +3,9 @@
 #  - lowprof run: its collector killed (SIGKILL) is started again; the
 #    symbolizer, still running (the same process), reads the new one's ring
 #    into the same windows: numbers without a gap, samples again after the
-#    restart, and the window of the restart says so in its comments
+#    restart, and the window of the restart says so in its comments; one
+#    stopped from elsewhere (SIGTERM) is started again too, and the run
+#    ends at its -d
 #  - as the systemd units run them (lowprof-collector --ring PATH,
 #    lowprof-symbolizer --ring PATH --spool): the collector stopped cleanly,
 #    then killed, then started again each time; the symbolizer stays the
@@ -66,6 +68,38 @@ done
 check "the windows after the restart have the workload's samples (got $after)" test "$after" -ge 100
 check "and its chain (${last:-none})" \
 	bash -c "go tool pprof -traces '$SP/${last:-none}' 2>/dev/null | grep -A4 -w chain_leaf | grep -qw chain_one"
+
+# --- lowprof run: its collector stopped from elsewhere (SIGTERM: it exits 0)
+# is started again too, for what is left of -d (it ended the whole run)
+SP3=$TMP/spool3
+t0=$(date +%s)
+start_bg "$BIN/lowprof" run --window 1 --spool "$SP3" -p "$WPID" -d "$(scaled 14)" >"$TMP/run3.out" 2>&1
+RUN3=$BGPID
+wait_log "$TMP/run3.out" 'profiling the given processes' || fail "run 3 never started profiling"
+sleep "$(scaled 2)"
+COL=$(desc_named "$RUN3" lowprof-collect)
+SYM=$(desc_named "$RUN3" lowprof-symboli)
+[[ -n "$COL" ]] && kill -TERM "$COL"
+t_kill=$(date +%s)
+COL2=
+for _ in $(seq $((50 * TIME_SCALE))); do
+	COL2=$(desc_named "$RUN3" lowprof-collect)
+	[[ -n "$COL2" && "$COL2" != "$COL" ]] && break
+	sleep 0.2
+done
+check "a collector stopped from elsewhere is started again (was $COL, now ${COL2:-none})" \
+	test -n "$COL2" -a "$COL2" != "$COL"
+check "the symbolizer is the same process ($SYM)" test "$(desc_named "$RUN3" lowprof-symboli)" = "$SYM"
+wait "$RUN3"
+rc=$?
+grep -E 'collector|again' "$TMP/run3.out"
+check "lowprof run ends with 0 at its -d (got $rc, after $(($(date +%s) - t0)) s)" \
+	test "$rc" = 0 -a $(($(date +%s) - t0)) -ge "$(scaled 14)"
+check "it says the collector was stopped and started again" \
+	grep -q 'lowprof-collector was stopped (exit status 0); starting it again' "$TMP/run3.out"
+after=$(find "$SP3" -name 'cpu-*.pb.gz' -newermt "@$((t_kill + 2))" | wc -l)
+check "windows go on after the stop (got $after)" test "$after" -ge 5
+check "the windows are numbered without a gap" seqs_contiguous "$SP3"
 
 # --- the units' way: a collector on a socket, stopped and killed, a symbolizer that stays
 SD=$TMP/sock

@@ -211,7 +211,7 @@ wait_log "$TMP/run6a.out" 'profiling the given processes' || fail "the first run
 rc=$?
 cat "$TMP/run6b.out"
 check "a second run on a spool in use is refused with 1 (got $rc)" test "$rc" = 1
-check "and the error says the spool is in use" grep -q 'another lowprof run is using it' "$TMP/run6b.out"
+check "and the error says the spool is in use" grep -q 'another lowprof run or lowprof-symbolizer is using it' "$TMP/run6b.out"
 wait "$RUN6"
 rc=$?
 n6=$(ls "$TMP/spool6" | grep -c '^cpu-')
@@ -219,6 +219,50 @@ check "the first run went on (exit $rc, $n6 windows)" test "$rc" = 0 -a "$n6" -g
 "$BIN/lowprof" run --window 1 --spool "$TMP/spool6" -p "$WPID" -d 1 >"$TMP/run6c.out" 2>&1
 rc=$?
 check "a run after it ended takes the spool (exit $rc)" test "$rc" = 0
+
+# --- a standalone lowprof-symbolizer on a spool takes the same lock: a run
+# is refused on its spool, and it is refused on a run's (both wrote the
+# same window numbers, each one's budget removing the other's windows)
+SD9=$TMP/sock9
+mkdir -m 711 "$SD9"
+SP9=$TMP/spool9
+mkdir -m 700 "$SP9" && chown lowprof: "$SP9"
+collector9() {
+	start_bg "$BIN/lowprof-collector" --ring "$SD9/ring.sock" --ring-owner lowprof -p "$WPID" >"$TMP/c9.out" 2>&1
+	C9=$BGPID
+}
+collector9
+start_bg "$BIN/lowprof-symbolizer" --ring "$SD9/ring.sock" --spool "$SP9" --window 1 --user lowprof \
+	--no-cache >"$TMP/s9.out" 2>&1
+S9=$BGPID
+for _ in $(seq $((100 * TIME_SCALE))); do ls "$SP9" | grep -q '^cpu-' && break; sleep 0.1; done
+check "the standalone symbolizer writes windows" bash -c "ls '$SP9' | grep -q '^cpu-'"
+"$BIN/lowprof" run --window 1 --spool "$SP9" -p "$WPID" -d 1 >"$TMP/run9a.out" 2>&1
+rc=$?
+cat "$TMP/run9a.out"
+check "a run on a standalone symbolizer's spool is refused with 1 (got $rc)" test "$rc" = 1
+check "and the error says the spool is in use" \
+	grep -q 'another lowprof run or lowprof-symbolizer is using it' "$TMP/run9a.out"
+kill -TERM "$S9" "$C9"
+wait "$S9" "$C9"
+start_bg "$BIN/lowprof" run --window 1 --spool "$SP9" -p "$WPID" -d "$(scaled 6)" >"$TMP/run9b.out" 2>&1
+RUN9=$BGPID
+wait_log "$TMP/run9b.out" 'profiling the given processes' || fail "run 9 never started profiling"
+collector9
+timeout "$(scaled 30)" "$BIN/lowprof-symbolizer" --ring "$SD9/ring.sock" --spool "$SP9" --window 1 \
+	--user lowprof --no-cache >"$TMP/s9b.out" 2>&1
+rc=$?
+cat "$TMP/s9b.out"
+check "a standalone symbolizer on a run's spool is refused (exit $rc)" test "$rc" != 0 -a "$rc" != 124
+check "and says the spool is in use" \
+	grep -q "spool $SP9: another lowprof run or lowprof-symbolizer is writing to it" "$TMP/s9b.out"
+kill -TERM "$C9"
+wait "$C9"
+wait "$RUN9"
+rc=$?
+check "the run went on to its end (exit $rc)" test "$rc" = 0
+n9=$(ls "$SP9" | grep '^cpu-' | sed 's/.*-\([0-9]\{6\}\)\.pb\.gz$/\1/' | sort | uniq -d | wc -l)
+check "no window number was written twice" test "$n9" = 0
 
 # --- the symbolizer's spool writer killed: the symbolizer ends (it went on
 # for the whole run writing nothing, an error a window) and lowprof run

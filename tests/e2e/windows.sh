@@ -12,6 +12,7 @@
 #  - a cpu window merged with an off-CPU one is refused, naming them, and
 #    writes nothing; a corrupt input is refused, naming it
 #  - both run as an unprivileged user on a copy of the spool
+#  - with 1 s windows, every window says its losses, the first one too
 source "$(dirname "$0")/lib.sh"
 require_root
 command -v go >/dev/null || { echo "SKIP: go (for go tool pprof) is not installed"; exit 77; }
@@ -128,6 +129,21 @@ mkdir "$TMP/nowin"
 rc=$?
 check "merging an empty directory fails (exit $rc), saying so" \
 	bash -c "test $rc = 1 && grep -q 'no window files to merge (of --kind cpu)\$' '$TMP/none.out'"
+
+# --- 1 s windows: every window has its loss figure, the first too (it
+# closed before the collector's first loss record, a second in, and showed '-')
+SP1=$TMP/spool1
+"$BIN/lowprof" run --window 1 --spool "$SP1" -p "$WPID" -d 4 --off-cpu >"$TMP/run1.out" 2>&1
+rc=$?
+check "lowprof run -d 4 --window 1 exits 0 (got $rc)" test "$rc" = 0
+"$BIN/lowprof" windows "$SP1" >"$TMP/win1.out" 2>&1
+cat "$TMP/win1.out"
+n1=$(rows "$TMP/win1.out" cpu | wc -l)
+check "it wrote 1 s windows (got $n1 cpu windows)" test "$n1" -ge 3
+bad=$( (rows "$TMP/win1.out" cpu; rows "$TMP/win1.out" offcpu) | awk '$7 !~ /^[0-9]+$/')
+check "every window, the first included, says its losses: '$bad'" test -z "$bad"
+check "window 0's profile has its 'lost:' comment" \
+	bash -c "go tool pprof -comments '$SP1'/cpu-*-000000.pb.gz 2>/dev/null | grep -q '^lost: 0 bpf ring full'"
 
 # --- as an unprivileged user, on a copy of the spool
 U=$TMP/user

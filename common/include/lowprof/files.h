@@ -8,6 +8,7 @@
 #ifndef LOWPROF_FILES_H
 #define LOWPROF_FILES_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,37 @@
  * not a directory), -ENOENT (missing, without create).
  */
 int lp_open_dir_nofollow(const char *dir, bool create, mode_t dir_mode);
+
+/*
+ * The directories an lp_open_dir_made call made: the first one (dev, ino),
+ * under the directory parent, and those below it (rel, "a/b/c"). parent
+ * -1: none was made. Freed by lp_made_dirs__close or __remove.
+ */
+struct lp_made_dirs {
+	int parent; /* O_PATH, close-on-exec, or -1 */
+	char rel[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+};
+
+/*
+ * lp_open_dir_nofollow, and in *made (if not NULL) the directories it made
+ * (the path's last components, from the first that was missing), so that
+ * a command that fails can remove what it made and only that. A call
+ * that fails removes those it made itself (*made then holds none).
+ */
+int lp_open_dir_made(const char *dir, bool create, mode_t dir_mode, struct lp_made_dirs *made);
+
+/*
+ * Removes the directories m holds that are empty, deepest first, found
+ * from its parent by the same names without following a link, the first
+ * one only if it is still the one made; then closes m. Accepts NULL and
+ * an m that made none.
+ */
+void lp_made_dirs__remove(struct lp_made_dirs *m);
+
+/* Frees m (keeps the directories). Accepts NULL. */
+void lp_made_dirs__close(struct lp_made_dirs *m);
 
 /* lp_open_dir_nofollow(dir, true, LP_OUTPUT_DIR_MODE(file_mode)). */
 int lp_open_output_dir(const char *dir, mode_t file_mode);

@@ -88,6 +88,79 @@ static void test_output_dir_and_files(void **state)
 	assert_int_equal(lp_open_output_dir(victim, LP_OUTPUT_MODE), -ENOTDIR);
 }
 
+/*
+ * What lp_open_dir_made made, and only that, is removed again: the
+ * directories it made, if empty, never the one that was there before it,
+ * nor one with a file in it, nor one put in place of the first it made.
+ */
+static void test_made_dirs(void **state)
+{
+	char path[160], file[200], moved[160], long_path[512];
+	struct lp_made_dirs m;
+	int dfd;
+
+	/* nothing made: nothing to remove */
+	dfd = lp_open_dir_made(dir, true, 0700, &m);
+	assert_true(dfd >= 0);
+	close(dfd);
+	assert_int_equal(m.parent, -1);
+	lp_made_dirs__remove(&m);
+	assert_int_equal(access(dir, F_OK), 0);
+
+	/* three made under dir: all three go, dir stays */
+	snprintf(path, sizeof(path), "%s/m1/m2/m3", dir);
+	dfd = lp_open_dir_made(path, true, 0700, &m);
+	assert_true(dfd >= 0);
+	close(dfd);
+	assert_string_equal(m.rel, "m1/m2/m3");
+	lp_made_dirs__remove(&m);
+	assert_int_equal(m.parent, -1);
+	snprintf(path, sizeof(path), "%s/m1", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(access(dir, F_OK), 0);
+
+	/* one existed (m1): only those below it are the call's */
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/m1/m2/m3", dir);
+	dfd = lp_open_dir_made(path, true, 0700, &m);
+	assert_true(dfd >= 0);
+	close(dfd);
+	assert_string_equal(m.rel, "m2/m3");
+	/* someone's file in m2: m3 goes, m2 and m1 stay */
+	snprintf(file, sizeof(file), "%s/m1/m2/theirs", dir);
+	close(open(file, O_WRONLY | O_CREAT, 0600));
+	lp_made_dirs__remove(&m);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(access(file, F_OK), 0);
+	assert_int_equal(unlink(file), 0);
+
+	/* m2 made, then replaced by another empty directory: kept */
+	snprintf(path, sizeof(path), "%s/m1/m2", dir);
+	assert_int_equal(rmdir(path), 0);
+	dfd = lp_open_dir_made(path, true, 0700, &m);
+	assert_true(dfd >= 0);
+	close(dfd);
+	snprintf(moved, sizeof(moved), "%s/m1/moved", dir);
+	assert_int_equal(rename(path, moved), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
+	lp_made_dirs__remove(&m);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(access(moved, F_OK), 0);
+
+	/* a failed open makes nothing to remove (a file where a directory should be) */
+	snprintf(file, sizeof(file), "%s/m1/afile", dir);
+	close(open(file, O_WRONLY | O_CREAT, 0600));
+	snprintf(path, sizeof(path), "%s/m1/afile/x", dir);
+	assert_int_equal(lp_open_dir_made(path, true, 0700, &m), -ENOTDIR);
+	assert_int_equal(m.parent, -1);
+	/* nor one that fails below a directory it made: that one goes again */
+	snprintf(long_path, sizeof(long_path), "%s/m1/new/%0300d", dir, 0);
+	assert_int_equal(lp_open_dir_made(long_path, true, 0700, &m), -ENAMETOOLONG);
+	assert_int_equal(m.parent, -1);
+	snprintf(path, sizeof(path), "%s/m1/new", dir);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 static mode_t mode_of(const char *path)
 {
 	struct stat st;
@@ -459,6 +532,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_output_dir_and_files),
 		cmocka_unit_test(test_output_dir_no_links),
+		cmocka_unit_test(test_made_dirs),
 		cmocka_unit_test(test_output_modes),
 		cmocka_unit_test(test_output_other_owner),
 		cmocka_unit_test(test_fd_passing),

@@ -4,7 +4,7 @@
  * and metrics file), the first window cut on the real clock the same for
  * every shard, and the budget shared by two shards' writers (the oldest
  * file overall removed, whoever wrote it), and a shard's metrics page
- * labelled. Real writer processes, on a temporary directory, without
+ * labelled; one writer per spool (its lock). Real writer processes, on a temporary directory, without
  * their seccomp filter.
  */
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,12 +70,53 @@ static void put(struct symb_spool *sp, uint64_t seq, int64_t start_ns, size_t n)
 
 #define W_NS 10000000000ull /* 10 s windows */
 
+/*
+ * One writer at a time (flock on the directory, as lowprof run's): a
+ * second unsharded writer is refused (-EBUSY, after the wait for an ending
+ * holder), the shards of a run share it but keep a whole-spool writer out,
+ * and an inherited descriptor that holds the lock (lowprof run's) lets its
+ * symbolizer in, a descriptor of another directory does not.
+ */
+static void test_lock(void **state)
+{
+	struct symb_spool *a, *b, *c;
+	int fd, other;
+
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 1, -1, &a), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 1, -1, &b), -EBUSY);
+	assert_int_equal(symb_spool__open(dir, 0, false, 1, 2, -1, &b), -EBUSY);
+	symb_spool__close(a); /* the writer exits: the lock goes with it */
+
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 2, -1, &a), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 1, 2, -1, &b), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 1, -1, &c), -EBUSY);
+	symb_spool__close(a);
+	symb_spool__close(b);
+
+	/* lowprof run's lock, held through fd: its symbolizers in, anyone else out */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	/* the shards' writers exit once they see their sockets close */
+	for (int i = 0; i < 100 && flock(fd, LOCK_EX | LOCK_NB); i++)
+		usleep(20 * 1000);
+	assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 2, fd, &a), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 1, 2, fd, &b), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 1, 2, -1, &c), -EBUSY);
+	symb_spool__close(a);
+	symb_spool__close(b);
+	other = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 1, other, &a), -EINVAL);
+	close(other);
+	close(fd);
+}
+
 static void test_unsharded(void **state)
 {
 	struct symb_spool *sp;
 	struct symb_spool_window w;
 
-	assert_int_equal(symb_spool__open(dir, 0, false, 0, 1, &sp), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 1, -1, &sp), 0);
 	/* without shards the first window starts now, numbered after the spool's */
 	symb_spool__first_window(sp, W_NS, 123456789, 1795651215000000000, &w);
 	assert_int_equal(w.seq, 0);
@@ -96,8 +138,8 @@ static void test_shards(void **state)
 	const int64_t real = 1795651215000000000;
 	const uint64_t mono = 500000000000ull;
 
-	assert_int_equal(symb_spool__open(dir, 0, false, 0, 2, &a), 0);
-	assert_int_equal(symb_spool__open(dir, 0, false, 1, 2, &b), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 0, 2, -1, &a), 0);
+	assert_int_equal(symb_spool__open(dir, 0, false, 1, 2, -1, &b), 0);
 	symb_spool__first_window(a, W_NS, mono, real, &wa);
 	symb_spool__first_window(b, W_NS, mono + 3000000000ull, real + 3000000000ll, &wb);
 	/* the same window: numbered by the real clock, starting on its boundary */
@@ -126,8 +168,8 @@ static void test_shared_budget(void **state)
 	struct symb_spool *a, *b;
 	const int64_t t = 1795651210000000000;
 
-	assert_int_equal(symb_spool__open(dir, 250, false, 0, 2, &a), 0);
-	assert_int_equal(symb_spool__open(dir, 250, false, 1, 2, &b), 0);
+	assert_int_equal(symb_spool__open(dir, 250, false, 0, 2, -1, &a), 0);
+	assert_int_equal(symb_spool__open(dir, 250, false, 1, 2, -1, &b), 0);
 	put(a, 1, t, 100);
 	put(b, 1, t, 100);
 	/* 300 bytes: a's writer removes the oldest overall, window 1's first shard */
@@ -197,6 +239,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_unsharded, make_dir, remove_dir),
+		cmocka_unit_test_setup_teardown(test_lock, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(test_shards, make_dir, remove_dir),
 		cmocka_unit_test_setup_teardown(test_shared_budget, make_dir, remove_dir),
 		cmocka_unit_test(test_metrics_label),
