@@ -1645,8 +1645,7 @@ static void ksyms_build(struct coll *c)
 	coll_ksnap__free(c->ksnap);
 	c->ksnap = NULL;
 	/* before the read: whatever changes during it shows at the next window */
-	keep = ksyms_state(c, &before);
-	if (!keep) { /* it could not be kept: read into the file as records */
+	if (!ksyms_state(c, &before)) { /* it could not be kept: read into the file as records */
 		ksyms_read(c);
 		c->ksnap_read++;
 		return;
@@ -1671,7 +1670,7 @@ static void ksyms_build(struct coll *c)
 	/* a write that fails is dropped and counted by the capture; the blocks are good */
 	coll_ksnap__write(k, c->cap);
 	coll_ksnap__size(k, &bytes, &rbytes);
-	keep = keep && !err;
+	keep = !err;
 	lp_debug("kallsyms: %.1f KiB of snapshot records in %.1f KiB of blocks%s", rbytes / 1024.0,
 		 bytes / 1024.0, keep ? "" : "; read again for the next window");
 	if (keep) {
@@ -2702,20 +2701,26 @@ static void nap_serving(struct coll *c, uint32_t ms)
  */
 #define END_SERVE_MS 10000
 
-static void serve_the_end(struct coll *c)
+/* The file channels still open */
+static uint32_t open_channels(const struct coll *c)
 {
-	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC);
 	uint32_t open = 0;
 
 	for (uint32_t k = 0; k < c->nsh; k++)
 		open += c->sh[k].files_fd >= 0;
-	if (!open)
+	return open;
+}
+
+static void serve_the_end(struct coll *c)
+{
+	uint64_t t0 = lp_clock_ns(CLOCK_MONOTONIC);
+	uint32_t open;
+
+	if (!open_channels(c))
 		return;
 	c->ending = true;
 	nap_serving(c, END_SERVE_MS);
-	open = 0;
-	for (uint32_t k = 0; k < c->nsh; k++)
-		open += c->sh[k].files_fd >= 0;
+	open = open_channels(c);
 	lp_log(open ? LP_LOG_INFO : LP_LOG_DEBUG,
 	       "files: served the symbolizers' file requests for %.2f s after the end%s",
 	       (lp_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9,
