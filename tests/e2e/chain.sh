@@ -33,9 +33,15 @@ tty_nr() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $5}'; }
 # while it runs: the symbolizer is unprivileged, the collector keeps one capability
 wait_log "$TMP/rec.out" 'profiling the given processes' ||
 	fail "the collector never said it was profiling"
-REC=$(desc_named "$TERM_PID" lowprof)
-SYM=$(desc_named "$TERM_PID" lowprof-symboli)
-COL=$(desc_named "$TERM_PID" lowprof-collect)
+# looked for again for a while: under emulation and load one walk of the
+# tree has missed the collector (vm_6.12) though it ran to the end
+for _ in $(seq "$(scaled 5)"); do
+	REC=$(desc_named "$TERM_PID" lowprof)
+	SYM=$(desc_named "$TERM_PID" lowprof-symboli)
+	COL=$(desc_named "$TERM_PID" lowprof-collect)
+	[[ -n "$REC" && -n "$SYM" && -n "$COL" ]] && break
+	sleep 1
+done
 if [[ -n "$REC" && -n "$SYM" && -n "$COL" ]]; then
 	suid=$(awk '/^Uid:/ {print $2}' /proc/$SYM/status)
 	check "symbolizer runs as uid $suid (non-zero)" test "$suid" -ne 0
