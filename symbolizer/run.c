@@ -280,59 +280,26 @@ static void capture_warn(void *ctx, const char *msg)
 
 /*
  * A replay is a batch run that ends when the capture does, and every page
- * it touches for the first time costs a page fault (~1.3 us here, more than
- * the work on many a page; a warm replay took ~6,800 of them). glibc's
- * defaults grow the heap in 128 KiB steps and hand its top back as soon as
- * 128 KiB of it are free, so tables that grow and are freed again fault
- * their pages in over and over: grow it in large steps and keep what is
- * freed for reuse, and ask for transparent huge pages on it (MADV_HUGEPAGE;
- * the kernel's default "madvise" mode grants them only on request): one
- * fault per 2 MiB, as glibc's own glibc.malloc.hugetlb=1 tunable would do
- * (only the environment can set it). Blocks of any size come from the
- * heap's top while it has room (glibc tries the top before its mmap
- * threshold); only those it cannot hold get mappings of their own, with
- * 4 KiB pages. Only the peak is held, and only until exit.
+ * it touches for the first time costs a page fault (~1.3 us here for 4 KiB
+ * pages, cleared and mapped). glibc's defaults grow the heap in 128 KiB
+ * steps and hand its top back as soon as 128 KiB of it are free, so tables
+ * that grow and are freed again fault their pages in over and over: grow
+ * it in large steps (untouched until used) and keep what is freed for
+ * reuse. Only the peak is held, and only until exit.
+ *
+ * Not transparent huge pages (MADV_HUGEPAGE on the heap, as before): where
+ * a virtual machine's free memory goes back to its host (free page
+ * reporting, which reports only free 2 MiB blocks), a huge page is often
+ * one the host must back again, and clearing it cost ~4.6 ms instead of
+ * ~0.1. A replay of the benchmark's capture took 143 ms of CPU with them
+ * when it followed another replay within a second or two, but 210-260 ms
+ * after 5 s of idleness (a replay run once); with 4 KiB pages, 159-171 ms
+ * either way.
  */
-#define REPLAY_HUGE_PAGE (2ul << 20)
-
-/* The heap from here to the current break has been advised (0: not the heap). */
-static uintptr_t replay_heap_advised;
-
-/* Advises the heap's growth since the last call; cheap (sbrk(0) is a read). */
-static void replay_heap_advise(void)
-{
-	uintptr_t hi = (uintptr_t)sbrk(0) & ~(REPLAY_HUGE_PAGE - 1);
-
-	if (!replay_heap_advised || hi <= replay_heap_advised)
-		return;
-	madvise((void *)replay_heap_advised, hi - replay_heap_advised, MADV_HUGEPAGE);
-	replay_heap_advised = hi;
-}
-
 static void replay_malloc_tuning(void)
 {
-	uintptr_t brk0 = (uintptr_t)sbrk(0);
-	void *p[16];
-	int n = 0;
-
 	mallopt(M_TOP_PAD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-	/*
-	 * grow the heap now (by M_TOP_PAD, untouched), so that its pages are
-	 * advised before use: blocks below the mmap threshold (128 KiB at
-	 * first), which the heap serves, until the top it had is used up
-	 */
-	while (n < 16 && (p[n] = malloc(64 << 10)) && (uintptr_t)sbrk(0) == brk0)
-		n++;
-	if (n < 16 && p[n])
-		n++;
-	while (n > 0)
-		free(p[--n]);
-	/* the heap is there (brk can fail): its part beyond what was touched before */
-	if ((uintptr_t)sbrk(0) > brk0) {
-		replay_heap_advised = (brk0 + REPLAY_HUGE_PAGE - 1) & ~(REPLAY_HUGE_PAGE - 1);
-		replay_heap_advise();
-	}
 }
 
 /*
@@ -369,8 +336,6 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 		}
 		if (stop_signal)
 			break;
-		if (!(symb_state__counters(s)->records & 1023))
-			replay_heap_advise();
 		if (tty && !(symb_state__counters(s)->records & 1023) &&
 		    lp_clock_ns(CLOCK_MONOTONIC) - last >= 500000000ull) {
 			last = lp_clock_ns(CLOCK_MONOTONIC);

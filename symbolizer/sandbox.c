@@ -73,7 +73,7 @@ static const char *const allowed[] = {
 	"munmap",
 	"mremap",
 	"brk",
-	/* the replay's heap advice (MADV_HUGEPAGE) */
+	/* huge pages for large file images read whole (cache/ident.c) */
 	"madvise",
 	/* waiting for the collector (lp_ring__wait); libc's locks */
 	"futex",
