@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
@@ -49,6 +48,7 @@
 #include "lowprof/opts.h"
 #include "lowprof/ring.h"
 #include "lowprof/schema.h"
+#include "lowprof/user.h"
 #include "procfs.h"
 #include "profile.h"
 #include "sha256.h"
@@ -2971,12 +2971,8 @@ int coll_run(const struct coll_opts *o)
 	for (int i = 0; i < LP_MAX_CGROUPS; i++)
 		c.cgroup_fds[i] = -1;
 	install_signals();
-	if (o->exit_with_parent) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		/* the parent may have died before the signal was armed */
-		if (getppid() != o->parent)
-			return 1;
-	}
+	if (o->exit_with_parent && lp_exit_with_parent(o->parent))
+		return 1;
 	libbpf_set_print(libbpf_print);
 	lps_enc_init_dynamic(&c.dyn);
 	c.cpus = calloc(LP_MAX_CPUS, sizeof(*c.cpus));

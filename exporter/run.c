@@ -659,13 +659,9 @@ static int setup(struct state *s)
 	if (exp_sanitized())
 		prctl(PR_SET_DUMPABLE, 1);
 	/* after the uid change, which clears the parent-death signal */
-	if (o->exit_with_parent) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		/* the parent may have died before the signal was armed */
-		if (getppid() != o->parent) {
-			lp_err("the parent process is gone: not starting");
-			return -ECHILD;
-		}
+	if (o->exit_with_parent && lp_exit_with_parent(o->parent)) {
+		lp_err("the parent process is gone: not starting");
+		return -ECHILD;
 	}
 	s->spool = lp_open_dir_nofollow(o->spool, false, 0700);
 	if (s->spool < 0) {

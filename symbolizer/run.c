@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1181,12 +1180,8 @@ int symb_run(const struct symb_opts *o)
 	if (err)
 		goto out;
 	/* after the uid change: it clears the parent-death signal */
-	if (o->exit_with_parent) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		/* the parent may have died before the signal was armed */
-		if (getppid() != o->parent)
-			goto out;
-	}
+	if (o->exit_with_parent && lp_exit_with_parent(o->parent))
+		goto out;
 	cache = open_cache(o);
 	if (replay ? run_replay(o, cap_fd, cache, &rd, &s, &err)
 		   : run_live(o, off_cpu, cache, &att, &s, &w, &err))

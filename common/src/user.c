@@ -3,8 +3,10 @@
 #include <grp.h>
 #include <unistd.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "lowprof/caps.h"
 #include "lowprof/log.h"
@@ -73,4 +75,11 @@ int lp_become_user(const char *user, const char *opt)
 		return err;
 	}
 	return lp_caps_limit(0);
+}
+
+int lp_exit_with_parent(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* the parent may have died before the signal was armed */
+	return getppid() == parent ? 0 : -ECHILD;
 }

@@ -45,4 +45,13 @@ int lp_user_lookup(const char *user, const char *opt, unsigned flags, uid_t *uid
  */
 int lp_become_user(const char *user, const char *opt);
 
+/*
+ * --exit-with-parent: SIGTERM to this process when its parent dies
+ * (PR_SET_PDEATHSIG). A uid change clears that signal: call it after
+ * lp_become_user. parent: the parent's pid as read at start, so that a
+ * parent that died before the signal was armed is seen. 0, or -ECHILD
+ * when it is already gone.
+ */
+int lp_exit_with_parent(pid_t parent);
+
 #endif /* LOWPROF_USER_H */
