@@ -200,6 +200,16 @@ static int reserve(struct coll_sideband *sb, size_t need)
 	return 0;
 }
 
+/*
+ * A CPU's buffer holding head - tail is all but full (less than a page
+ * free): the kernel may have lost records that its LOST record tells only
+ * at that CPU's next event.
+ */
+static bool near_full(const struct coll_sideband *sb, uint64_t head, uint64_t tail)
+{
+	return head - tail + sb->page >= sb->data_size;
+}
+
 /* Copies one CPU's new records into the arena. -ENOMEM: the rest are lost. */
 static int read_cpu(struct coll_sideband *sb, uint8_t *base, uint32_t *seq)
 {
@@ -209,7 +219,7 @@ static int read_cpu(struct coll_sideband *sb, uint8_t *base, uint32_t *seq)
 	uint64_t tail = mp->data_tail;
 	int err = 0;
 
-	if (head - tail + sb->page >= sb->data_size)
+	if (near_full(sb, head, tail))
 		sb->near_full++;
 	while (head - tail >= sizeof(struct perf_event_header)) {
 		struct perf_event_header h;
@@ -360,8 +370,8 @@ bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols,
 		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 		uint64_t tail = mp->data_tail;
 
-		if (head - tail + sb->page >= sb->data_size)
-			(*lost)++; /* all but full: a loss the kernel has not told yet */
+		if (near_full(sb, head, tail))
+			(*lost)++; /* a loss the kernel has not told yet */
 		while (head - tail >= sizeof(struct perf_event_header)) {
 			struct perf_event_header h;
 			struct sb_lost l;
