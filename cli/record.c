@@ -541,6 +541,23 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
  * what the new one needs to make sense of the stream. One that dies within
  * a second of starting is not restarted: that is a start-up failure.
  */
+/* A child that ends sooner than this after its start failed to start: not started again */
+#define RESTART_MIN_LIFE_NS 1000000000ull
+
+/*
+ * Why ch, which ended, is not started again under r: NULL when it may be,
+ * else the reason as the messages end it (no restarts left, or it ended
+ * within RESTART_MIN_LIFE_NS of starting).
+ */
+static const char *restart_refused(const struct cli_restart *r, const struct cli_child *ch)
+{
+	if (r->left <= 0)
+		return " once more";
+	if (lp_clock_ns(CLOCK_MONOTONIC) - ch->start_ns < RESTART_MIN_LIFE_NS)
+		return " within a second of starting";
+	return NULL;
+}
+
 /*
  * The collector ended, not stopped by us, in lowprof run: it died, or a
  * SIGTERM not ours stopped it (it exits 0 then; run never stops it before
@@ -554,15 +571,15 @@ static void collector_argv(const struct lp_record_opts *o, char *path, const cha
 static bool restart_collector(struct cli_child *kids, struct cli_restart *r)
 {
 	struct cli_child *coll = &kids[0];
-	const char *how = cli_child_ok(coll) ? "was stopped" : "died";
+	const char *how = cli_child_ok(coll) ? "was stopped" : "died", *refused;
 	char desc[64];
 
 	if (!r || (r->prepare && !r->prepare(r->ctx)))
 		return false;
 	cli_exit_desc(coll->status, desc, sizeof(desc));
-	if (r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - coll->start_ns < 1000000000ull) {
+	if ((refused = restart_refused(r, coll))) {
 		lp_err("lowprof-collector %s (%s)%s; not started again: the run ends", how, desc,
-		       r->left <= 0 ? " once more" : " within a second of starting");
+		       refused);
 		return false;
 	}
 	lp_warn("lowprof-collector %s (%s); starting it again (%d restarts left)", how, desc,
@@ -589,7 +606,7 @@ static bool restart_symbolizer(struct cli_child *kids, uint32_t k, struct cli_re
 	struct cli_child *symb = &kids[1 + k];
 	char desc[64];
 
-	if (!r || r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - symb->start_ns < 1000000000ull)
+	if (!r || restart_refused(r, symb))
 		return false;
 	lp_warn("%s died (%s); starting it again (%d restarts left)", symb->name,
 		cli_exit_desc(symb->status, desc, sizeof(desc)), r->left - 1);
@@ -628,13 +645,14 @@ static void restart_exporter(struct cli_supervision *sv)
 {
 	struct cli_child *e = sv->exporter;
 	struct cli_restart *r = sv->exp_restart;
+	const char *refused = restart_refused(r, e);
 	char desc[64];
 
 	cli_exit_desc(e->status, desc, sizeof(desc));
-	if (r->left <= 0 || lp_clock_ns(CLOCK_MONOTONIC) - e->start_ns < 1000000000ull) {
+	if (refused) {
 		lp_err("lowprof-exporter died (%s)%s; not started again: windows stay in the "
 		       "spool",
-		       desc, r->left <= 0 ? " once more" : " within a second of starting");
+		       desc, refused);
 		return;
 	}
 	lp_warn("lowprof-exporter died (%s); starting it again (%d restarts left)", desc,
