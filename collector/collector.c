@@ -2785,6 +2785,10 @@ static void print_jit_files(const char *kind, const char *files,
 			 kind, (unsigned long long)st->files, files,
 			 (unsigned long long)(st->bytes >> 10), (unsigned long long)st->records,
 			 (unsigned long long)st->refused);
+	if (st->remote)
+		lp_info("%s: %llu processes' %s not read: on a file system that is not local "
+			"(FUSE, network): a read could hold the collector",
+			kind, (unsigned long long)st->remote, files);
 	if (st->capped_files)
 		lp_warn("%s: %llu %s over 64 MiB: only their first 64 MiB sent", kind,
 			(unsigned long long)st->capped_files, files);

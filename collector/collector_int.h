@@ -30,6 +30,7 @@ struct coll_proc {
 	uint32_t nranges;
 	struct coll_perfmap *pm; /* its JIT perf map (perfmap.c), or NULL */
 	uint64_t pm_looked_ns;	 /* when its perf map was last looked for */
+	bool pm_remote;		 /* its perf map's path is not local: counted once */
 	struct coll_perfmap *jd; /* its jitdump file (perfmap.c), or NULL */
 };
 
@@ -68,6 +69,7 @@ int coll_read_maps(struct coll_proc *p, uint32_t tid, uint64_t now_ns, struct lp
 struct coll_perfmap_stats {
 	uint64_t files;	       /* perf map files found */
 	uint64_t refused;      /* found but not a regular file of the process's uid */
+	uint64_t remote;       /* processes whose file's path is not on local file systems */
 	uint64_t records;      /* LPS_PERFMAP records emitted */
 	uint64_t bytes;	       /* their data bytes */
 	uint64_t capped_files; /* files longer than the per-process cap: the rest not sent */
@@ -135,6 +137,20 @@ int coll_file_open_at(uint32_t pid, const struct coll_mapped *m, uint32_t major,
 int coll_open_in_root(uint32_t pid, const char *path,
 		      bool (*ok)(const struct stat *st, const void *arg), const void *arg,
 		      struct stat *st);
+
+/*
+ * coll_open_in_root for the drain loop, which must never wait: the path
+ * is walked one component at a time (no symbolic link, no "." or ".."),
+ * and nothing is asked of a mount, the process's root included, before
+ * its type (from the process's mountinfo) is found to be one whose
+ * lookups and reads no user's daemon or remote server serves: tmpfs, the
+ * local disk file systems, and overlay in the collector's user namespace
+ * (files.c's local_types). Any other, or one that cannot be told, is
+ * -EREMOTE. The file's reads later are on that file system too.
+ */
+int coll_open_local_in_root(uint32_t pid, const char *path,
+			    bool (*ok)(const struct stat *st, const void *arg), const void *arg,
+			    struct stat *st);
 
 /*
  * The file broker: answers the symbolizer's requests without ever

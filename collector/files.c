@@ -136,6 +136,152 @@ int coll_open_in_root(uint32_t pid, const char *path,
 	return err ? err : reopen_if(pfd, ok, arg, st);
 }
 
+/* ---- opening in the drain loop, on local file systems only -------------- */
+
+#define WALK_MAX_DEPTH 16
+#define MOUNTINFO_MAX  (4u << 20)
+#define FDINFO_MAX     4096u
+
+/*
+ * File systems whose lookups and reads the kernel serves itself: no daemon
+ * a user runs (FUSE, which any user can mount in a user namespace of their
+ * own, or on a file they own with fusermount), and no server (NFS, CIFS,
+ * 9p, virtiofs), can make them wait. overlay is one of them only when the
+ * process shares the collector's user namespace: in a namespace of its own
+ * a user can stack it on FUSE.
+ */
+static const char *const local_types[] = {"tmpfs", "ramfs",    "ext2",	   "ext3", "ext4",
+					  "xfs",   "btrfs",    "f2fs",	   "jfs",  "reiserfs",
+					  "zfs",   "bcachefs", "squashfs", "erofs"};
+
+struct local_walk {
+	uint32_t pid;
+	int fd[WALK_MAX_DEPTH + 2]; /* every descriptor of the walk, open: their mounts pinned */
+	uint32_t nfd;
+	uint32_t ok[WALK_MAX_DEPTH + 2]; /* mount ids found local, each pinned by one of fd */
+	uint32_t nok;
+};
+
+static bool same_userns(uint32_t pid)
+{
+	struct stat a, b;
+	char path[40];
+
+	snprintf(path, sizeof(path), "/proc/%u/ns/user", pid);
+	return !stat(path, &a) && !stat("/proc/self/ns/user", &b) && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
+static bool type_local(struct lps_str t, uint32_t pid)
+{
+	for (size_t i = 0; i < sizeof(local_types) / sizeof(local_types[0]); i++)
+		if (strlen(local_types[i]) == t.len && !memcmp(local_types[i], t.ptr, t.len))
+			return true;
+	return t.len == 7 && !memcmp(t.ptr, "overlay", 7) && same_userns(pid);
+}
+
+/*
+ * Keeps fd in the walk (closed with it) once its mount is one whose type
+ * type_local accepts: 0, or -EREMOTE (closed) for any other, and for one
+ * that cannot be told (fail closed). The mount is looked up in the
+ * process's mountinfo read after fd was opened: fd pins the mount, so its
+ * id cannot have been given to another since.
+ */
+static int walk_keep(struct local_walk *w, int fd)
+{
+	char path[48], *buf = NULL;
+	struct lps_str type;
+	uint32_t id;
+	size_t len;
+	int err;
+
+	w->fd[w->nfd++] = fd;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	err = coll_read_file(path, FDINFO_MAX, &buf, &len);
+	if (!err)
+		err = coll_fdinfo_mnt_id(buf, len, &id) ? -EREMOTE : 0;
+	free(buf);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < w->nok; i++)
+		if (w->ok[i] == id)
+			return 0;
+	snprintf(path, sizeof(path), "/proc/%u/mountinfo", w->pid);
+	err = coll_read_file(path, MOUNTINFO_MAX, &buf, &len);
+	if (err)
+		return err == -EFBIG ? -EREMOTE : err;
+	err = coll_mountinfo_type(buf, len, id, &type) || !type_local(type, w->pid) ? -EREMOTE : 0;
+	free(buf);
+	if (!err)
+		w->ok[w->nok++] = id;
+	return err;
+}
+
+int coll_open_local_in_root(uint32_t pid, const char *path,
+			    bool (*ok)(const struct stat *st, const void *arg), const void *arg,
+			    struct stat *st)
+{
+	struct local_walk w = {.pid = pid};
+	const char *name = path;
+	char root[32];
+	int fd, err;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	snprintf(root, sizeof(root), "/proc/%u/root", pid);
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = walk_keep(&w, fd);
+	while (!err) {
+		char comp[NAME_MAX + 1];
+		const char *end;
+		size_t len;
+		bool last;
+
+		while (*name == '/')
+			name++;
+		end = strchrnul(name, '/');
+		len = (size_t)(end - name);
+		last = !*end;
+		if (!len || len > NAME_MAX || (len == 1 && name[0] == '.') ||
+		    (len == 2 && !memcmp(name, "..", 2)) || (!last && w.nfd > WALK_MAX_DEPTH)) {
+			err = -EINVAL;
+			break;
+		}
+		memcpy(comp, name, len);
+		comp[len] = '\0';
+		/*
+		 * One component, in a directory on a local mount, not followed
+		 * if a symbolic link; O_PATH: nothing of the file's is opened,
+		 * so a mount crossed into is not asked anything before its type
+		 * is checked.
+		 */
+		struct open_how how = {
+			.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY),
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		fd = (int)syscall(SYS_openat2, w.fd[w.nfd - 1], comp, &how, sizeof(how));
+		if (fd < 0 && errno == ENOSYS) /* before 5.6: one component, O_NOFOLLOW */
+			fd = openat(w.fd[w.nfd - 1], comp, (int)how.flags);
+		if (fd < 0) {
+			err = -errno;
+			break;
+		}
+		err = walk_keep(&w, fd);
+		if (!err && last) {
+			/* reopen_if closes the O_PATH descriptor: out of the walk */
+			w.nfd--;
+			err = reopen_if(fd, ok, arg, st);
+			fd = err;
+			break;
+		}
+		name = end;
+	}
+	while (w.nfd)
+		close(w.fd[--w.nfd]);
+	return err < 0 ? err : fd;
+}
+
 struct file_id {
 	uint32_t major, minor;
 	uint64_t inode;

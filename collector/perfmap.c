@@ -27,10 +27,16 @@
  * opened at the next drain; one that cannot be is dropped until it is
  * mapped again.
  *
- * What it cannot do: a /tmp on a file system that hangs (a stuck FUSE
- * daemon) holds the drain loop in the open or the read; perf maps are on
- * local tmpfs in practice, and the mapped files' opens, which can be
- * anywhere, go through the broker's workers instead (files.c).
+ * Where: the drain loop must never wait, and a file system served by a
+ * daemon can make an open or a read wait for as long as the daemon wants.
+ * Any user can mount FUSE over /tmp in a mount namespace of their own, or
+ * over a file they own in /tmp with fusermount. So the path is walked one
+ * component at a time and no mount is asked anything before its type is
+ * found local (coll_open_local_in_root: tmpfs, the disk file systems, and
+ * overlay in the collector's user namespace); a perf map or jitdump
+ * elsewhere (FUSE, NFS, 9p) is not read, and counted. The mapped files'
+ * opens, which can be anywhere, go through the broker's workers instead
+ * (files.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -124,7 +130,7 @@ static int perfmap_open(uint32_t pid, struct stat *st)
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", nspid);
-	return coll_open_in_root(pid, path, owned_regular, &euid, st);
+	return coll_open_local_in_root(pid, path, owned_regular, &euid, st);
 }
 
 /*
@@ -196,7 +202,10 @@ int coll_perfmap_refresh(struct coll_proc *p, uint64_t now_ns, struct lps_enc *e
 	p->pm_looked_ns = now_ns;
 	fd = perfmap_open(p->pid, &st);
 	if (fd < 0) {
-		if (fd != -ENOENT && fd != -ESRCH && !p->pm)
+		if (fd == -EREMOTE && !p->pm) {
+			pm_stats.remote += !p->pm_remote;
+			p->pm_remote = true;
+		} else if (fd != -ENOENT && fd != -ESRCH && !p->pm)
 			pm_stats.refused++;
 		/* gone from its path: what was sent stays valid; keep reading it */
 		return p->pm ? perfmap_send(p, p->pm, now_ns, enc, emit, ctx) : 0;
@@ -277,7 +286,7 @@ static int jitdump_open(struct coll_proc *p)
 		return err;
 	if (!jitdump_name(p->jd->path, strlen(p->jd->path), &n) || n != nspid)
 		return -ESTALE;
-	fd = coll_open_in_root(p->pid, p->jd->path, owned_regular, &euid, &st);
+	fd = coll_open_local_in_root(p->pid, p->jd->path, owned_regular, &euid, &st);
 	if (fd < 0)
 		return fd;
 	p->jd->fd = fd;
@@ -294,7 +303,9 @@ static int jitdump_poll(struct coll_proc *p, uint64_t now_ns, struct lps_enc *en
 		int err = jitdump_open(p);
 
 		if (err) {
-			if (err != -ENOENT && err != -ESRCH)
+			if (err == -EREMOTE)
+				jd_stats.remote++;
+			else if (err != -ENOENT && err != -ESRCH)
 				jd_stats.refused++;
 			file_free(&p->jd);
 			return 0;

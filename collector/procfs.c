@@ -234,6 +234,43 @@ int coll_status_ids(const char *buf, size_t len, uint32_t *nspid, uint32_t *euid
 	return 0;
 }
 
+int coll_fdinfo_mnt_id(const char *buf, size_t len, uint32_t *mnt_id)
+{
+	const char *p = status_line(buf, len, "mnt_id:", &len);
+
+	return p && !status_field(p, len, 0, mnt_id) ? 0 : -EBADMSG;
+}
+
+int coll_mountinfo_type(const char *buf, size_t len, uint32_t mnt_id, struct lps_str *type)
+{
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(buf + i, '\n', len - i);
+		size_t eol = nl ? (size_t)(nl - buf) : len, t, e;
+		uint32_t id;
+
+		/* the first field, the mount id, ends at the first blank */
+		for (e = i; e < eol && buf[e] != ' '; e++)
+			;
+		if (status_field(buf + i, e - i, 0, &id) || id != mnt_id) {
+			i = eol + 1;
+			continue;
+		}
+		/* " - " ends the optional tags; the type follows it */
+		for (t = e; t + 3 <= eol && memcmp(buf + t, " - ", 3); t++)
+			;
+		if (t + 3 > eol)
+			return -EBADMSG;
+		t += 3;
+		for (e = t; e < eol && buf[e] != ' '; e++)
+			;
+		if (e == t)
+			return -EBADMSG;
+		*type = (struct lps_str){buf + t, (uint32_t)(e - t)};
+		return 0;
+	}
+	return -ENOENT;
+}
+
 size_t coll_modules_strip_counts(char *buf, size_t len)
 {
 	size_t out = 0;

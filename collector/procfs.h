@@ -101,6 +101,21 @@ int coll_parse_pids(const char *buf, size_t len, pid_t *out, size_t *n, size_t c
 int coll_status_ids(const char *buf, size_t len, uint32_t *nspid, uint32_t *euid);
 
 /*
+ * From a /proc/PID/fdinfo/FD buffer: the id of the mount the descriptor
+ * is on ("mnt_id:", at the start of a line). 0, or -EBADMSG.
+ */
+int coll_fdinfo_mnt_id(const char *buf, size_t len, uint32_t *mnt_id);
+
+/*
+ * From a /proc/PID/mountinfo buffer ("ID PARENT MAJ:MIN ROOT POINT OPTS
+ * [TAGS...] - TYPE SOURCE OPTS" a line, the paths escaped by the kernel so
+ * that no field holds a blank): the file system type of mount mnt_id, a
+ * string in buf without its line's blanks. 0, -ENOENT when no line is that
+ * mount's, or -EBADMSG when its line is malformed.
+ */
+int coll_mountinfo_type(const char *buf, size_t len, uint32_t mnt_id, struct lps_str *type);
+
+/*
  * Reads a whole /proc file into a malloc'd, NUL-terminated buffer
  * (procfs files report size 0, so it reads until EOF, up to max bytes).
  * Returns 0 and sets *buf, *len; or a negative errno (-EFBIG over max).

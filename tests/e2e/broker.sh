@@ -15,6 +15,11 @@
 # 3. A process maps a file of a FUSE file system whose reads all hang: the
 #    collector does not ask the kernel for its build-id (which reads the
 #    file), so the run ends on time with nothing lost.
+# 4. A process whose /tmp, in a mount namespace of its own (which any user
+#    can make), is a FUSE file system whose lookups hang: the collector,
+#    looking for its JIT perf map there, asks that file system nothing (it
+#    finds the mount's type first), so the run ends on time with the
+#    process sampled, and says why its perf map was not read.
 source "$(dirname "$0")/lib.sh"
 require_root
 for t in lp-hangfs lp-filereq; do
@@ -37,8 +42,30 @@ hangfs_mount() {
 	done
 	check "lp-hangfs $* is mounted on $dir" grep -q " $dir fuse" /proc/mounts
 }
-MNT=$TMP/mnt MNT2=$TMP/mnt2 FS= FS2=
-trap 'kill -9 $FS $FS2 2>/dev/null; umount -l "$MNT" "$MNT2" 2>/dev/null; cleanup' EXIT
+# record_on_time FS_PID K ARGS...: lowprof record ARGS --no-cache -o
+# $TMP/outK (log $TMP/logK), given up to 20 s to end on its own; then the
+# file system FS_PID serves is killed (whatever waits on it fails) and the
+# record checked to have ended with 0 within 15 s
+record_on_time() {
+	local fs=$1 k=$2 t0=$SECONDS rec secs rc
+	shift 2
+	"$BIN/lowprof" record "$@" --no-cache -o "$TMP/out$k" >"$TMP/log$k" 2>&1 &
+	rec=$!
+	KIDS+=("$rec")
+	for i in $(seq 200); do
+		kill -0 "$rec" 2>/dev/null || break
+		sleep 0.1
+	done
+	secs=$((SECONDS - t0))
+	kill -9 "$fs" 2>/dev/null
+	wait "$rec"
+	rc=$?
+	cat "$TMP/log$k"
+	check "lowprof record ends on its own, on time (exit $rc after $secs s, <= 15)" \
+		test "$rc" -eq 0 -a "$secs" -le 15
+}
+MNT=$TMP/mnt MNT2=$TMP/mnt2 FS= FS2= FS4=
+trap 'kill -9 $FS $FS2 $FS4 2>/dev/null; umount -l "$MNT" "$MNT2" 2>/dev/null; cleanup' EXIT
 hangfs_mount "$MNT" --serve-opens 1
 FS=$FS_PID
 
@@ -137,31 +164,46 @@ while True:
 P_MAP=$BGPID
 sleep 0.5
 check "a process maps the file whose reads hang" grep -q " $MNT2/bin\$" "/proc/$P_MAP/maps"
-t0=$SECONDS
-"$BIN/lowprof" record -d 4 -F 999 -p "$P_MAP" -p "$P_NORM" --no-cache -o "$TMP/out3" \
-	>"$TMP/log3" 2>&1 &
-REC3=$!
-KIDS+=("$REC3")
-for i in $(seq 200); do
-	kill -0 "$REC3" 2>/dev/null || break
-	sleep 0.1
-done
-secs=$((SECONDS - t0))
-kill -9 "$FS2" 2>/dev/null # whatever waits on it fails now
-wait "$REC3"
-rc=$?
+record_on_time "$FS2" 3 -d 4 -F 999 -p "$P_MAP" -p "$P_NORM"
 umount -l "$MNT2" 2>/dev/null
-cat "$TMP/log3"
-check "lowprof record ends on its own, on time (exit $rc after $secs s, <= 15)" \
-	test "$rc" -eq 0 -a "$secs" -le 15
 check "nothing was lost" grep -Eq '^  samples lost +0 \(BPF ring full 0, shared ring full 0\)' "$TMP/log3"
 n=$(awk -v c="chain-nofp;" 'index($0, c) == 1 { s += $NF } END { print s + 0 }' "$TMP/out3/cpu.folded")
 check "the normal program was sampled ($n samples)" test "$n" -gt 100
 check "the mapping process was sampled too" \
 	bash -c "awk 'index(\$0, \"python3\") == 1 { s += \$NF } END { exit !(s > 0) }' '$TMP/out3/cpu.folded'"
 
-kill "$P_NORM" "$P_MAP" 2>/dev/null
-wait "$P_NORM" "$P_FUSE" "$P_MAP" 2>/dev/null
+# ---- 4. a JIT perf map's /tmp on a FUSE file system whose lookups hang.
+# In a mount namespace of its own (its mounts private: nothing reaches the
+# host's /tmp), lp-hangfs mounts over /tmp and the shell becomes chain-fp,
+# which runs there (it touches no file of /tmp). Before, the collector's
+# lookup of /tmp/perf-PID.map waited in the kernel until the daemon died.
+start_bg unshare -m --propagation private bash -c '
+"$0" "$1" /tmp --hang-lookups &
+for i in $(seq 50); do grep -q " /tmp fuse" /proc/self/mounts && break; sleep 0.1; done
+exec "$1" 200' "$WL/lp-hangfs" "$WL/chain-fp"
+P_TMP=$BGPID
+for i in $(seq 50); do
+	[[ "$(readlink "/proc/$P_TMP/exe")" == "$WL/chain-fp" ]] && break
+	sleep 0.1
+done
+FS4=$(desc_named "$P_TMP" lp-hangfs)
+check "a process runs with a FUSE /tmp of its own (pid $P_TMP, lp-hangfs ${FS4:-none})" \
+	bash -c "[[ -n '$FS4' && '$(readlink "/proc/$P_TMP/exe")' == '$WL/chain-fp' ]] &&
+		grep -q ' /tmp fuse' /proc/$P_TMP/mounts && ! grep -q ' /tmp fuse' /proc/self/mounts"
+# the hang is real: a lookup in that /tmp does not return
+start_bg stat "/proc/$P_TMP/root/tmp/perf-$P_TMP.map"
+P_STAT=$BGPID
+sleep 0.5
+check "a lookup in that /tmp hangs (state $(awk '{print $3}' "/proc/$P_STAT/stat" 2>/dev/null))" \
+	bash -c "[[ \$(awk '{print \$3}' /proc/$P_STAT/stat 2>/dev/null) == [SD] ]]"
+record_on_time "$FS4" 4 -d 3 -F 999 -p "$P_TMP"
+n=$(awk -v c="chain-fp;" 'index($0, c) == 1 { s += $NF } END { print s + 0 }' "$TMP/out4/cpu.folded")
+check "the process was sampled ($n samples)" test "$n" -gt 100
+check "the collector says why its perf map was not read" \
+	grep -q "perfmap: 1 processes' JIT perf maps not read: on a file system that is not local" "$TMP/log4"
+
+kill "$P_NORM" "$P_MAP" "$P_TMP" 2>/dev/null
+wait "$P_NORM" "$P_FUSE" "$P_MAP" "$P_TMP" "$P_STAT" 2>/dev/null
 left=$(leftovers)
 check "nothing left behind: '$left'" test -z "$left"
 finish

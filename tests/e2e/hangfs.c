@@ -3,14 +3,16 @@
  * lp-hangfs: a FUSE file system that hangs, as a dead NFS server or a stuck
  * FUSE daemon does, for the file broker's test (tests/e2e/broker.sh).
  *
- *   lp-hangfs SOURCE MOUNTPOINT [--serve-opens N] [--hang-reads]
+ *   lp-hangfs SOURCE MOUNTPOINT [--serve-opens N] [--hang-reads] [--hang-lookups]
  *
  * Shows one read-only file, MOUNTPOINT/bin, with SOURCE's bytes (read
  * once, at start) and its mode. The first N opens of it (default 1) are
  * served; every later open never returns: the opener waits in the kernel
  * until the daemon dies, which aborts the connection. With --hang-reads,
  * every read hangs too (the page cache then never gets the file's pages).
- * Lookups and attributes are always served. Runs in the foreground
+ * Lookups and attributes are served, except with --hang-lookups: a lookup
+ * of any name but bin then never returns (as on a /tmp mounted over by a
+ * stuck daemon in a user's own mount namespace). Runs in the foreground
  * until SIGTERM (then unmounts) or SIGKILL (the kernel fails what waits).
  */
 #define FUSE_USE_VERSION 31
@@ -28,7 +30,7 @@ static char *content;
 static size_t content_len;
 static mode_t content_mode;
 static int serve_opens = 1, opens;
-static int hang_reads;
+static int hang_reads, hang_lookups;
 
 /* Waits until the process ends (the kernel then fails the request). */
 static void hang(void)
@@ -46,8 +48,11 @@ static int hf_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		st->st_nlink = 2;
 		return 0;
 	}
-	if (strcmp(path, "/bin"))
+	if (strcmp(path, "/bin")) {
+		if (hang_lookups)
+			hang();
 		return -ENOENT;
+	}
 	st->st_mode = S_IFREG | (content_mode & 0777);
 	st->st_nlink = 1;
 	st->st_size = (off_t)content_len;
@@ -135,7 +140,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: lp-hangfs SOURCE MOUNTPOINT [--serve-opens N] "
-				"[--hang-reads]\n");
+				"[--hang-reads] [--hang-lookups]\n");
 		return 2;
 	}
 	for (int i = 3; i < argc; i++) {
@@ -143,6 +148,8 @@ int main(int argc, char **argv)
 			serve_opens = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--hang-reads"))
 			hang_reads = 1;
+		else if (!strcmp(argv[i], "--hang-lookups"))
+			hang_lookups = 1;
 		else
 			return 2;
 	}

@@ -7,7 +7,9 @@
  * of a line's third field kept). Every returned string is
  * read byte by byte so ASan sees any pointer outside the input, and the
  * parsers' contracts (ranges, lengths, ascending CPUs, pids > 0, counts
- * within the room) are checked with abort().
+ * within the room) are checked with abort(). Also as /proc/PID/fdinfo/FD
+ * and /proc/PID/mountinfo (the type of every mount id the input starts a
+ * line with, and of a few others).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -144,6 +146,45 @@ static void fuzz_modules(const char *buf, size_t size)
 	free(work);
 }
 
+/* the input as fdinfo, and as mountinfo asked for its lines' ids and a few others */
+static void fuzz_mounts(const char *buf, size_t size)
+{
+	static const uint32_t ids[] = {0, 1, 21, 4294967295u};
+	const char *p = buf, *end = buf + size;
+	struct lps_str type;
+	uint32_t id = 0;
+	int ret;
+
+	ret = coll_fdinfo_mnt_id(buf, size, &id);
+	if (ret != 0 && ret != -EBADMSG)
+		abort();
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) + 1; i++) {
+		uint32_t want = i < sizeof(ids) / sizeof(ids[0]) ? ids[i] : id;
+
+		ret = coll_mountinfo_type(buf, size, want, &type);
+		if (ret != 0 && ret != -ENOENT && ret != -EBADMSG)
+			abort();
+		if (!ret) {
+			if (!type.len || memchr(type.ptr, ' ', type.len) ||
+			    memchr(type.ptr, '\n', type.len))
+				abort();
+			touch(type, buf, end);
+		}
+	}
+	/* each line's own id */
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		uint32_t v = 0;
+		size_t d = 0;
+
+		for (; p + d < end && d < 10 && p[d] >= '0' && p[d] <= '9'; d++)
+			v = v * 10 + (uint32_t)(p[d] - '0');
+		if (d && !coll_mountinfo_type(buf, size, v, &type))
+			touch(type, buf, end);
+		p = nl ? nl + 1 : end;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* a private copy of exactly size bytes so ASan catches any read past it */
@@ -160,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_pids(copy, size, 64);
 	fuzz_pids(copy, size, 2);
 	fuzz_modules(copy, size);
+	fuzz_mounts(copy, size);
 	free(copy);
 	return 0;
 }

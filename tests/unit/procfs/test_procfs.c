@@ -692,6 +692,54 @@ static void test_status_ids(void **state)
 	free(s);
 }
 
+/* /proc/PID/fdinfo/FD's mnt_id and /proc/PID/mountinfo's types, and our own */
+static void test_mounts(void **state)
+{
+	static const char info[] =
+		"36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 shared:3 - ext3 /dev/root rw\n"
+		"40 36 0:55 / /tmp rw - fuse.lp-hangfs lp-hangfs ro\n"
+		"41 36 0:56 / /a\\040-\\040b rw - tmpfs tmpfs rw\n"
+		"42 36 0:57 / /x rw -\n"
+		"43 36 0:58 / /y rw - ";
+	char path[48], *s, *m;
+	struct lps_str t;
+	uint32_t id;
+	size_t len, mlen;
+	int fd;
+
+	(void)state;
+	assert_int_equal(coll_mountinfo_type(info, sizeof(info) - 1, 36, &t), 0);
+	assert_int_equal(t.len, 4);
+	assert_memory_equal(t.ptr, "ext3", 4);
+	assert_int_equal(coll_mountinfo_type(info, sizeof(info) - 1, 40, &t), 0);
+	assert_int_equal(t.len, 14);
+	assert_memory_equal(t.ptr, "fuse.lp-hangfs", 14);
+	/* an escaped blank is no separator */
+	assert_int_equal(coll_mountinfo_type(info, sizeof(info) - 1, 41, &t), 0);
+	assert_memory_equal(t.ptr, "tmpfs", 5);
+	/* no type after the separator, or no separator: malformed; unknown: absent */
+	assert_int_equal(coll_mountinfo_type(info, sizeof(info) - 1, 42, &t), -EBADMSG);
+	assert_int_equal(coll_mountinfo_type(info, sizeof(info) - 1, 43, &t), -EBADMSG);
+	assert_int_equal(coll_mountinfo_type(info, sizeof(info) - 1, 3, &t), -ENOENT);
+	assert_int_equal(coll_mountinfo_type(info, sizeof(info) - 1, 4, &t), -ENOENT);
+	assert_int_equal(coll_fdinfo_mnt_id("pos:\t0\nflags:\t02\nmnt_id:\t27\n", 28, &id), 0);
+	assert_int_equal(id, 27);
+	assert_int_equal(coll_fdinfo_mnt_id("pos:\t0\nmnt_id:\t\n", 16, &id), -EBADMSG);
+	assert_int_equal(coll_fdinfo_mnt_id("pos:\t0\n", 7, &id), -EBADMSG);
+	/* our own root: its mount is in our mountinfo, with a type */
+	fd = open("/", O_PATH | O_CLOEXEC);
+	assert_true(fd >= 0);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	assert_int_equal(coll_read_file(path, 4096, &s, &len), 0);
+	assert_int_equal(coll_fdinfo_mnt_id(s, len, &id), 0);
+	assert_int_equal(coll_read_file("/proc/self/mountinfo", 1 << 22, &m, &mlen), 0);
+	assert_int_equal(coll_mountinfo_type(m, mlen, id, &t), 0);
+	assert_true(t.len > 0);
+	free(m);
+	free(s);
+	close(fd);
+}
+
 /* /proc/PID/task/TID/children: pids each followed by a space */
 static void test_parse_pids(void **state)
 {
@@ -748,6 +796,7 @@ int main(void)
 		cmocka_unit_test(test_read_file_proc),
 		cmocka_unit_test(test_read_file_sizes),
 		cmocka_unit_test(test_status_ids),
+		cmocka_unit_test(test_mounts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
