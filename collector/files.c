@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,25 +173,128 @@ static bool same_userns(uint32_t pid)
 	       a.st_dev == b.st_dev;
 }
 
+/* Whether a mount of type t, in pid's mount namespace (0: the collector's), is local. */
 static bool type_local(struct lps_str t, uint32_t pid)
 {
 	for (size_t i = 0; i < sizeof(local_types) / sizeof(local_types[0]); i++)
 		if (strlen(local_types[i]) == t.len && !memcmp(local_types[i], t.ptr, t.len))
 			return true;
-	return t.len == 7 && !memcmp(t.ptr, "overlay", 7) && same_userns(pid);
+	return t.len == 7 && !memcmp(t.ptr, "overlay", 7) && (!pid || same_userns(pid));
+}
+
+/*
+ * The collector's own mount namespace's mounts, each local or not, from
+ * /proc/self/mountinfo, read again only when poll says its table changed:
+ * most processes' roots and /tmp are mounts of it, and on a host of many
+ * containers it has hundreds, whose text costs the kernel ~1.4 us each to
+ * print. Every mount in it was made by root in the collector's user
+ * namespace (a user's namespace's mounts never propagate back to it), so
+ * overlay is local here. A mount id found in the table is that mount:
+ * ids are not given again while a mount exists (ours is pinned by the
+ * walk's descriptor), and a mount made since the read would have raised
+ * the poll. fd -1: not opened yet; -2: cannot be (each look then reads the
+ * process's mountinfo).
+ */
+struct own_mount {
+	uint32_t id;
+	bool local;
+};
+static struct {
+	int fd;
+	struct own_mount *m;
+	size_t n;
+} own = {.fd = -1};
+
+static int own_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct own_mount *)a)->id, y = ((const struct own_mount *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* own's table, current: 0, or -errno (then it is not to be used) */
+static int own_refresh(void)
+{
+	struct pollfd pfd = {.events = POLLPRI};
+	const char *cur, *end;
+	struct own_mount *m;
+	struct lps_str type;
+	size_t len, n = 0;
+	char *buf;
+	int err;
+
+	if (own.fd == -1) {
+		own.fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+		if (own.fd < 0) {
+			own.fd = -2;
+			return -EBADF;
+		}
+	}
+	if (own.fd < 0)
+		return -EBADF;
+	/* a change since the last poll reports (and forgets) it: read again after it */
+	pfd.fd = own.fd;
+	if (poll(&pfd, 1, 0) < 0)
+		return -errno;
+	if (own.m && !(pfd.revents & (POLLPRI | POLLERR)))
+		return 0;
+	free(own.m);
+	own.m = NULL;
+	own.n = 0;
+	if (lseek(own.fd, 0, SEEK_SET) < 0)
+		return -errno;
+	err = coll_read_fd(own.fd, MOUNTINFO_MAX, &buf, &len);
+	if (err)
+		return err;
+	/* at most one mount a line, and a line is at least "1 - t" */
+	m = malloc((len / 5 + 1) * sizeof(*m));
+	if (!m) {
+		free(buf);
+		return -ENOMEM;
+	}
+	cur = buf;
+	end = buf + len;
+	for (uint32_t id; n <= len / 5;) {
+		int r = coll_mountinfo_next(&cur, end, &id, &type);
+
+		if (!r)
+			break;
+		if (r > 0) /* a malformed line's mount is left out: not local */
+			m[n++] = (struct own_mount){id, type_local(type, 0)};
+	}
+	free(buf);
+	qsort(m, n, sizeof(*m), own_cmp);
+	own.m = m;
+	own.n = n;
+	return 0;
+}
+
+/* Whether mount id is in own's (current) table: *local its verdict. */
+static bool own_find(uint32_t id, bool *local)
+{
+	struct own_mount key = {.id = id}, *hit;
+
+	if (own_refresh())
+		return false;
+	hit = bsearch(&key, own.m, own.n, sizeof(*own.m), own_cmp);
+	if (hit)
+		*local = hit->local;
+	return hit;
 }
 
 /*
  * Keeps fd in the walk (closed with it) once its mount is one whose type
  * type_local accepts: 0, or -EREMOTE (closed) for any other, and for one
  * that cannot be told (fail closed). The mount is looked up in the
- * process's mountinfo read after fd was opened: fd pins the mount, so its
- * id cannot have been given to another since.
+ * collector's own namespace's table (own), or else in the process's
+ * mountinfo read after fd was opened: fd pins the mount, so its id cannot
+ * have been given to another since.
  */
 static int walk_keep(struct local_walk *w, int fd)
 {
 	char path[48], *buf = NULL;
 	struct lps_str type;
+	bool local;
 	uint32_t id;
 	size_t len;
 	int err;
@@ -206,6 +310,12 @@ static int walk_keep(struct local_walk *w, int fd)
 	for (uint32_t i = 0; i < w->nok; i++)
 		if (w->ok[i] == id)
 			return 0;
+	if (own_find(id, &local)) {
+		if (!local)
+			return -EREMOTE;
+		w->ok[w->nok++] = id;
+		return 0;
+	}
 	snprintf(path, sizeof(path), "/proc/%u/mountinfo", w->pid);
 	err = coll_read_file(path, MOUNTINFO_MAX, &buf, &len);
 	if (err)

@@ -241,32 +241,53 @@ int coll_fdinfo_mnt_id(const char *buf, size_t len, uint32_t *mnt_id)
 	return p && !status_field(p, len, 0, mnt_id) ? 0 : -EBADMSG;
 }
 
+int coll_mountinfo_next(const char **cur, const char *end, uint32_t *mnt_id, struct lps_str *type)
+{
+	const char *p = *cur, *nl, *eol, *e, *t;
+
+	if (p >= end)
+		return 0;
+	nl = memchr(p, '\n', (size_t)(end - p));
+	eol = nl ? nl : end;
+	*cur = nl ? nl + 1 : end;
+	/* the first field, the mount id, ends at the first blank */
+	for (e = p; e < eol && *e != ' '; e++)
+		;
+	if (status_field(p, (size_t)(e - p), 0, mnt_id))
+		return -EBADMSG;
+	/* " - " ends the optional tags; the type follows it */
+	for (t = e; eol - t >= 3 && memcmp(t, " - ", 3); t++)
+		;
+	if (eol - t < 3)
+		return -EBADMSG;
+	t += 3;
+	for (e = t; e < eol && *e != ' '; e++)
+		;
+	if (e == t)
+		return -EBADMSG;
+	*type = (struct lps_str){t, (uint32_t)(e - t)};
+	return 1;
+}
+
 int coll_mountinfo_type(const char *buf, size_t len, uint32_t mnt_id, struct lps_str *type)
 {
-	for (size_t i = 0; i < len;) {
-		const char *nl = memchr(buf + i, '\n', len - i);
-		size_t eol = nl ? (size_t)(nl - buf) : len, t, e;
-		uint32_t id;
+	const char *cur = buf, *end = buf + len;
+	struct lps_str t;
+	uint32_t id;
+	int r;
 
-		/* the first field, the mount id, ends at the first blank */
-		for (e = i; e < eol && buf[e] != ' '; e++)
-			;
-		if (status_field(buf + i, e - i, 0, &id) || id != mnt_id) {
-			i = eol + 1;
-			continue;
+	for (;;) {
+		id = ~mnt_id; /* not the id asked for unless the line's first field is */
+		r = coll_mountinfo_next(&cur, end, &id, &t);
+		if (!r)
+			break;
+		if (r > 0 && id == mnt_id) {
+			*type = t;
+			return 0;
 		}
-		/* " - " ends the optional tags; the type follows it */
-		for (t = e; t + 3 <= eol && memcmp(buf + t, " - ", 3); t++)
-			;
-		if (t + 3 > eol)
+		/* a malformed line of that id: the first field parsed, the rest not */
+		if (r < 0 && id == mnt_id)
 			return -EBADMSG;
-		t += 3;
-		for (e = t; e < eol && buf[e] != ' '; e++)
-			;
-		if (e == t)
-			return -EBADMSG;
-		*type = (struct lps_str){buf + t, (uint32_t)(e - t)};
-		return 0;
 	}
 	return -ENOENT;
 }

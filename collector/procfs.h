@@ -107,12 +107,16 @@ int coll_status_ids(const char *buf, size_t len, uint32_t *nspid, uint32_t *euid
 int coll_fdinfo_mnt_id(const char *buf, size_t len, uint32_t *mnt_id);
 
 /*
- * From a /proc/PID/mountinfo buffer ("ID PARENT MAJ:MIN ROOT POINT OPTS
+ * A /proc/PID/mountinfo buffer ("ID PARENT MAJ:MIN ROOT POINT OPTS
  * [TAGS...] - TYPE SOURCE OPTS" a line, the paths escaped by the kernel so
- * that no field holds a blank): the file system type of mount mnt_id, a
- * string in buf without its line's blanks. 0, -ENOENT when no line is that
- * mount's, or -EBADMSG when its line is malformed.
+ * that no field holds a blank), a line at a time from *cur (advanced past
+ * it): 1 with its mount id and file system type (a string in the buffer
+ * without blanks), 0 at the end, or -EBADMSG for a malformed line (*mnt_id
+ * set only when its first field is a number). coll_mountinfo_type: the
+ * type of mount mnt_id: 0, -ENOENT when no line is that mount's, or
+ * -EBADMSG when its line is malformed.
  */
+int coll_mountinfo_next(const char **cur, const char *end, uint32_t *mnt_id, struct lps_str *type);
 int coll_mountinfo_type(const char *buf, size_t len, uint32_t mnt_id, struct lps_str *type);
 
 /*

@@ -171,17 +171,15 @@ static void fuzz_mounts(const char *buf, size_t size)
 			touch(type, buf, end);
 		}
 	}
-	/* each line's own id */
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		uint32_t v = 0;
-		size_t d = 0;
-
-		for (; p + d < end && d < 10 && p[d] >= '0' && p[d] <= '9'; d++)
-			v = v * 10 + (uint32_t)(p[d] - '0');
-		if (d && !coll_mountinfo_type(buf, size, v, &type))
+	/* a line at a time: each call consumes at least one byte */
+	for (size_t lines = 0; (ret = coll_mountinfo_next(&p, end, &id, &type)) != 0;) {
+		if ((ret != 1 && ret != -EBADMSG) || ++lines > size || p > end)
+			abort();
+		if (ret == 1) {
+			if (!type.len || memchr(type.ptr, ' ', type.len))
+				abort();
 			touch(type, buf, end);
-		p = nl ? nl + 1 : end;
+		}
 	}
 }
 
