@@ -327,7 +327,7 @@ chmod 644 "$H"
 rc=$?
 cat "$TMP/run7.out"
 check "a header file others may read stops lowprof run (got $rc)" \
-	bash -c "test $rc = 1 && grep -q 'readable by it alone' '$TMP/run7.out' && grep -q 'nothing was collected' '$TMP/run7.out'"
+	bash -c "test $rc = 1 && grep -q 'readable by nobody else' '$TMP/run7.out' && grep -q 'nothing was collected' '$TMP/run7.out'"
 "$EXP" --spool "$SPB" --otlp "http://user:pw@127.0.0.1:$P2" >"$TMP/ex7.out" 2>&1
 rc=$?
 check "a URL with credentials is refused (got $rc)" \
