@@ -358,7 +358,8 @@ int exp_headers_read(const char *path, char ***out)
 	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 007) ||
 	    ((st.st_mode & 070) && st.st_gid != getegid())) {
 		lp_err("headers: %s must belong to this user (uid %u) or root and be readable by "
-		       "nobody else (chmod 600, or 440 with group %u; it is uid %u gid %u, mode %03o)",
+		       "nobody else (chmod 600, or 440 with group %u; it is uid %u gid %u, mode "
+		       "%03o)",
 		       path, (unsigned)geteuid(), (unsigned)getegid(), (unsigned)st.st_uid,
 		       (unsigned)st.st_gid, (unsigned)(st.st_mode & 0777));
 		close(fd);
