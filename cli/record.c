@@ -1508,7 +1508,11 @@ static void rec_wait(struct rec *r)
 		lp_warn("lowprof-exporter was started again (%d in all): the windows written "
 			"meanwhile waited in the spool",
 			r->exp_restart.restarts);
-	if (restarts && r->nsymb > 1)
+	if (restarts && r->o.spool_dir)
+		lp_warn("%s started again (%d in all): the window each was making when it "
+			"ended was lost; the next ones go on from when it resumed",
+			r->nsymb > 1 ? "symbolizers were" : "the symbolizer was", restarts);
+	else if (restarts && r->nsymb > 1)
 		lp_warn("symbolizers were restarted %d times: the outputs of those shards cover "
 			"the run from their last start (their summaries say from when)",
 			restarts);
@@ -1539,14 +1543,16 @@ static int rec_summary(const struct rec *r)
 	if (r->nsymb > 1 && r->nout &&
 	    cli_shards__finish(&r->parts, r->fds, o->off_cpu, false, &offcpu))
 		symb_ok = false;
+	/* where the results are: not after a symbolizer failed (what is there is partial) */
 	if (r->exporter.pid > 0 && !cli_child_ok(&r->exporter))
 		lp_err("lowprof-exporter failed (%s): undelivered windows stay in %s",
 		       cli_exit_desc(r->exporter.status, desc, sizeof(desc)), o->spool_dir);
-	else if (o->spool_dir)
-		printf("\nWindows in %s/: go tool pprof -top %s/cpu-*.pb.gz\n", o->spool_dir,
-		       o->spool_dir);
-	else if (!o->no_symbolize)
-		printf("\nOutputs in %s/: %s %s %s%s\n", o->out_dir, cli_out_names[0],
+	else if (o->spool_dir && symb_ok)
+		printf("\nWindows in %s/%s: go tool pprof -top %s/cpu-*.pb.gz\n", o->spool_dir,
+		       cli_child_ok(coll) ? "" : " (until the collector failed)", o->spool_dir);
+	else if (!o->no_symbolize && symb_ok)
+		printf("\nOutputs in %s/%s: %s %s %s%s\n", o->out_dir,
+		       cli_child_ok(coll) ? "" : " (until the collector failed)", cli_out_names[0],
 		       cli_out_names[1], cli_out_names[2],
 		       offcpu ? " offcpu.pb.gz offcpu.folded offcpu.html" : "");
 	if (o->capture_path && cli_child_ok(coll))

@@ -64,6 +64,9 @@ static void print_value(int64_t v, bool ns)
 		printf(" %10" PRId64, v);
 }
 
+/* the seq column's width: its widest text (windows_main), at least 6 */
+static int seq_w = 6;
+
 /* "000012", or "000012.s1of2" for a shard's file, in buf */
 static const char *seq_text(const struct cli_win_file *f, char *buf, size_t len)
 {
@@ -89,7 +92,8 @@ static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *
 
 	if (fd < 0 && errno == ENOENT) {
 		/* the spool's budget removed it since the listing: not a failure */
-		printf("%-6s %s  removed while listing\n", kind, seq_text(f, seq, sizeof(seq)));
+		printf("%-6s %-*s  removed while listing\n", kind, seq_w,
+		       seq_text(f, seq, sizeof(seq)));
 		return true;
 	}
 	if (fd < 0) {
@@ -100,8 +104,8 @@ static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *
 		close(fd);
 	}
 	if (err) {
-		printf("%-6s %s  error: %s: %s\n", kind, seq_text(f, seq, sizeof(seq)), f->name,
-		       why);
+		printf("%-6s %-*s  error: %s: %s\n", kind, seq_w, seq_text(f, seq, sizeof(seq)),
+		       f->name, why);
 		return false;
 	}
 	p = lpw_read__profile(r);
@@ -111,7 +115,7 @@ static bool list_one(int dirfd, const struct cli_win_file *f, struct win_total *
 	}
 	have_lost = cli_losses(p, &lost);
 	t->ns = !strcmp(p->value_types[1].unit, "nanoseconds");
-	printf("%-6s %s  %-20s %9.3f %9" PRId64, kind, seq_text(f, seq, sizeof(seq)),
+	printf("%-6s %-*s  %-20s %9.3f %9" PRId64, kind, seq_w, seq_text(f, seq, sizeof(seq)),
 	       cli_fmt_utc(when, sizeof(when), p->time_nanos), p->duration_nanos / 1e9, samples);
 	print_value(value, t->ns);
 	if (have_lost)
@@ -135,7 +139,7 @@ static void print_total(int kind, const struct win_total *t)
 {
 	char when[32];
 
-	printf("%-6s %6s  %-20s %9.3f %9" PRId64, cli_win_kinds[kind], "total",
+	printf("%-6s %-*s  %-20s %9.3f %9" PRId64, cli_win_kinds[kind], seq_w, "total",
 	       t->any ? cli_fmt_utc(when, sizeof(when), t->first_ns) : "-",
 	       t->any ? (t->last_end_ns - t->first_ns) / 1e9 : 0.0, t->samples);
 	print_value(t->value, t->ns);
@@ -237,8 +241,14 @@ static int list_windows(const char *dir, int only_kind)
 		close(dirfd);
 		return 1;
 	}
-	printf("%-6s %6s  %-20s %9s %9s %10s %6s %10s\n", "kind", "seq", "start(UTC)", "duration",
-	       "samples", "seconds", "lost", "bytes");
+	for (size_t i = 0; i < n; i++) {
+		char seq[40];
+		int w = (int)strlen(seq_text(&v[i], seq, sizeof(seq)));
+
+		seq_w = w > seq_w ? w : seq_w;
+	}
+	printf("%-6s %-*s  %-20s %9s %9s %10s %6s %10s\n", "kind", seq_w, "seq", "start(UTC)",
+	       "duration", "samples", "seconds", "lost", "bytes");
 	for (int k = 0; k < CLI_WIN_KINDS; k++) {
 		struct win_total t = {.ns = true};
 		size_t first = n, cnt = 0;

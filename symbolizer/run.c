@@ -912,6 +912,20 @@ static int finish_windows(struct windows *w, struct symb_state *s)
 }
 
 /*
+ * With shards, this symbolizer's messages say which it is, as lowprof's
+ * about it do (cli/shards.c): "lowprof-symbolizer (shard 1 of 2): ...".
+ */
+static void log_as_shard(uint32_t shard, uint32_t nshards)
+{
+	static char name[64];
+
+	if (nshards < 2)
+		return;
+	snprintf(name, sizeof(name), "lowprof-symbolizer (shard %u of %u)", shard, nshards);
+	lp_log_init(name, lp_log_level());
+}
+
+/*
  * The state the stream is fed into, once everything it is given is open:
  * the cache, the file channel. NULL: said why.
  */
@@ -934,6 +948,8 @@ static struct symb_state *new_state(const struct symb_opts *o, bool off_cpu, boo
 		lp_err("symbolizer state: %m");
 	else
 		symb_state__set_shard(s, o->shard, o->nshards, replay);
+	if (s && replay)
+		log_as_shard(o->shard, o->nshards); /* --shard: a replay's, given at start */
 	return s;
 }
 
@@ -989,8 +1005,10 @@ static int run_live(const struct symb_opts *o, bool off_cpu, struct symb_cache *
 	if (attach_ring(o, &att->mem, &att->size, &att->ring, &att->files_fd, NULL, &resumed,
 			&w->collector_pid, &att->shard))
 		return -1;
-	if (att->shard.nshards > 1)
+	if (att->shard.nshards > 1) {
+		log_as_shard(att->shard.shard, att->shard.nshards);
 		lp_info("ring: shard %u of %u", att->shard.shard, att->shard.nshards);
+	}
 	if (resumed)
 		lp_info("ring: resuming a run in progress; records before the "
 			"collector's metadata are skipped");
