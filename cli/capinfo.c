@@ -426,6 +426,7 @@ static void print_file(const char *file, const struct lpc_reader *rd, const stru
 {
 	const struct lpc_header *h = lpc_reader__header(rd);
 	struct lpc_stats st;
+	char damage[320];
 	char t[64];
 
 	lpc_reader__stats(rd, &st);
@@ -443,18 +444,8 @@ static void print_file(const char *file, const struct lpc_reader *rd, const stru
 	else
 		printf("complete      NO: no end record (the collector was stopped before it "
 		       "finished, or the end was lost)\n");
-	/* a block cut inside its header took its record count with it */
-	if (st.lost_records || st.bad_blocks || st.missing_blocks || st.skipped_bytes ||
-	    st.truncated)
-		printf("damage        %" PRIu64 " records lost: %" PRIu64
-		       " damaged blocks, %" PRIu64 " blocks missing, %" PRIu64
-		       " bytes that were no block%s\n",
-		       st.lost_records, st.bad_blocks, st.missing_blocks, st.skipped_bytes,
-		       !st.truncated ? ""
-		       : st.truncated_bytes < LPC_BLOCK_HDR_SIZE
-			       ? ", and a last block cut short inside its header (its records "
-				 "unknown)"
-			       : ", cut short inside its last block");
+	if (lpc_damage_text(&st, damage, sizeof(damage)))
+		printf("damage        %s\n", damage);
 	else
 		printf("damage        none\n");
 }

@@ -353,7 +353,7 @@ static int consume_capture(struct lpc_reader *rd, struct symb_state *s, uint64_t
 static void print_capture(const struct lpc_reader *rd, const char *name, int fd)
 {
 	struct lpc_stats st;
-	uint64_t lost;
+	char damage[320];
 
 	lpc_reader__stats(rd, &st);
 	dprintf(fd,
@@ -362,20 +362,8 @@ static void print_capture(const struct lpc_reader *rd, const char *name, int fd)
 		name ? name : "", name ? ": " : "", (unsigned long long)st.records,
 		(unsigned long long)st.blocks, st.file_bytes / 1048576.0, st.raw_bytes / 1048576.0,
 		(unsigned long long)st.zstd_blocks);
-	lost = st.lost_records;
-	if (lost || st.bad_blocks || st.missing_blocks || st.skipped_bytes || st.truncated)
-		dprintf(fd,
-			"  capture damage  %llu records lost in %llu damaged blocks%s, %llu blocks "
-			"missing, %llu bytes that were no block\n",
-			(unsigned long long)lost, (unsigned long long)st.bad_blocks,
-			!st.truncated ? ""
-			: st.truncated_bytes < LPC_BLOCK_HDR_SIZE
-				? " and a cut-off end inside a block's header, whose records are "
-				  "unknown (the writer was stopped or the disk was full)"
-				: " and a cut-off end (the writer was stopped or the disk was "
-				  "full)",
-			(unsigned long long)st.missing_blocks,
-			(unsigned long long)st.skipped_bytes);
+	if (lpc_damage_text(&st, damage, sizeof(damage)))
+		dprintf(fd, "  capture damage  %s\n", damage);
 }
 
 /*

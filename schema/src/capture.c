@@ -182,6 +182,25 @@ const char *lpc_open_strerror(int err, const struct lpc_header *hdr, char *buf, 
 	return strerror(-err);
 }
 
+const char *lpc_damage_text(const struct lpc_stats *st, char *buf, size_t cap)
+{
+	if (!st->lost_records && !st->bad_blocks && !st->missing_blocks && !st->skipped_bytes &&
+	    !st->truncated)
+		return NULL;
+	/* a block cut inside its header took its record count with it */
+	snprintf(buf, cap,
+		 "%llu records lost in %llu damaged blocks, %llu blocks missing, %llu bytes that "
+		 "were no block%s",
+		 (unsigned long long)st->lost_records, (unsigned long long)st->bad_blocks,
+		 (unsigned long long)st->missing_blocks, (unsigned long long)st->skipped_bytes,
+		 !st->truncated ? ""
+		 : st->truncated_bytes < LPC_BLOCK_HDR_SIZE
+			 ? ", and a cut-off end inside a block's header, whose records are unknown "
+			   "(the writer was stopped or the disk was full)"
+			 : ", and a cut-off end (the writer was stopped or the disk was full)");
+	return buf;
+}
+
 const char *lpc_compression_name(uint32_t comp)
 {
 	switch (comp) {

@@ -263,7 +263,7 @@ check "cuthdr: the summary says the cut block's records are unknown" \
 	"$TMP/cuthdr.out"
 "$BIN/lowprof" capture-info "$TMP/cuthdr.lpcap" >"$TMP/info-cuthdr.out" 2>&1
 check "capture-info cuthdr: its damage line says the last block's records are unknown" \
-	grep -Eq '^damage .*cut short inside its header \(its records unknown\)' \
+	grep -Eq "^damage .*cut-off end inside a block's header, whose records are unknown" \
 	"$TMP/info-cuthdr.out"
 
 # the capture named as one of replay's outputs: refused before it is emptied

@@ -150,6 +150,16 @@ void lpc_reader__stats(const struct lpc_reader *r, struct lpc_stats *st);
  */
 const char *lpc_open_strerror(int err, const struct lpc_header *hdr, char *buf, size_t cap);
 
+/*
+ * What st says was damaged, for capture-info and the replay's summary:
+ * NULL when nothing was, else "N records lost in B damaged blocks, M blocks
+ * missing, S bytes that were no block", and when the file ends inside a
+ * block ", and a cut-off end (the writer was stopped or the disk was full)"
+ * or, inside a block's header, "..., and a cut-off end inside a block's
+ * header, whose records are unknown (...)". The text is in buf (cap bytes).
+ */
+const char *lpc_damage_text(const struct lpc_stats *st, char *buf, size_t cap);
+
 /* "none", "zstd" or "unknown". */
 const char *lpc_compression_name(uint32_t comp);
 
