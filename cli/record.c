@@ -1055,21 +1055,9 @@ static int rec_setup(struct rec *r)
 	/* the symbolizer's user, before anything starts: it owns the ring */
 	if (!o->no_symbolize && lp_user_lookup(o->user, "--user", LP_USER_NOT_ROOT, NULL, NULL))
 		return -1;
-	for (size_t i = 0; i < o->npids; i++) {
-		int tgid = lp_proc_tgid((int)o->pids[i]);
-
-		if (tgid == -ENOENT) {
-			lp_err("-p %d: no such process", (int)o->pids[i]);
+	for (size_t i = 0; i < o->npids; i++)
+		if (lp_check_process_arg((int)o->pids[i]))
 			return -1;
-		}
-		/* the filter is by process: a thread's id alone would match nothing */
-		if (tgid > 0 && tgid != (int)o->pids[i]) {
-			lp_err("-p %d: a thread of process %d; give the process "
-			       "(-p %d profiles all its threads)",
-			       (int)o->pids[i], tgid, tgid);
-			return -1;
-		}
-	}
 	for (size_t i = 0; i < o->ncgroups; i++) {
 		int fd = lp_cgroup2_open(lp_cgroup2_root(), o->cgroups[i]);
 

@@ -368,7 +368,6 @@ static int parse_opt(int key, const char *arg, struct args *a)
 	struct coll_opts *o = &a->o;
 	uint64_t v;
 	char *end;
-	int tgid;
 
 	switch (key) {
 	case 'F':
@@ -389,17 +388,8 @@ static int parse_opt(int key, const char *arg, struct args *a)
 			lp_err("at most %d -p options", COLL_MAX_PIDS);
 			return 2;
 		}
-		if (kill((pid_t)v, 0) && errno == ESRCH) {
-			lp_err("-p %llu: no such process", (unsigned long long)v);
+		if (lp_check_process_arg((int)v))
 			return 2;
-		}
-		/* the BPF filter is by process: a thread's id alone would match nothing */
-		tgid = lp_proc_tgid((int)v);
-		if (tgid > 0 && (uint64_t)tgid != v) {
-			lp_err("-p %llu: a thread of process %d; give the process",
-			       (unsigned long long)v, tgid);
-			return 2;
-		}
 		a->pids[o->npids++] = (pid_t)v;
 		break;
 	case 'G':

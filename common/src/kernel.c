@@ -106,6 +106,23 @@ int lp_proc_tgid(int tid)
 	return tgid;
 }
 
+int lp_check_process_arg(int pid)
+{
+	int tgid = lp_proc_tgid(pid);
+
+	if (tgid == -ENOENT) {
+		lp_err("-p %d: no such process", pid);
+		return -1;
+	}
+	if (tgid > 0 && tgid != pid) {
+		lp_err("-p %d: a thread of process %d; give the process (-p %d profiles all its "
+		       "threads)",
+		       pid, tgid, tgid);
+		return -1;
+	}
+	return 0;
+}
+
 int lp_statm_resident(int fd, uint64_t *bytes)
 {
 	char statm[128];

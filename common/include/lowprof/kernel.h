@@ -42,6 +42,14 @@ int lp_cgroup2_open(const char *root, const char *arg);
 int lp_proc_tgid(int tid);
 
 /*
+ * Whether -p PID names a process that runs: 0, or -1 after saying why
+ * ("-p PID: no such process"; "-p PID: a thread of process TGID; give the
+ * process", since the filter is by process and a thread's id alone would
+ * match nothing). A tgid that cannot be read otherwise passes.
+ */
+int lp_check_process_arg(int pid);
+
+/*
  * A process's resident memory in bytes, read (pread at 0) from fd, its
  * /proc/PID/statm: 0 with *bytes, or a negative errno (-EINVAL: not the
  * statm format).
