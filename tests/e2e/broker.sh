@@ -174,21 +174,24 @@ check "the mapping process was sampled too" \
 
 # ---- 4. a JIT perf map's /tmp on a FUSE file system whose lookups hang.
 # In a mount namespace of its own (its mounts private: nothing reaches the
-# host's /tmp), lp-hangfs mounts over /tmp and the shell becomes chain-fp,
-# which runs there (it touches no file of /tmp). Before, the collector's
-# lookup of /tmp/perf-PID.map waited in the kernel until the daemon died.
+# host's), chain-fp is copied to a tmpfs on /mnt (the build may be under
+# /tmp, which the FUSE file system then hides), lp-hangfs mounts over /tmp
+# and the shell becomes /mnt/chain-fp (it touches no file of /tmp).
+# Before, the collector's lookup of /tmp/perf-PID.map waited in the kernel
+# until the daemon died.
 start_bg unshare -m --propagation private bash -c '
+mount -t tmpfs lp-e2e /mnt && cp "$1" /mnt/chain-fp || exit 3
 "$0" "$1" /tmp --hang-lookups &
 for i in $(seq 50); do grep -q " /tmp fuse" /proc/self/mounts && break; sleep 0.1; done
-exec "$1" 200' "$WL/lp-hangfs" "$WL/chain-fp"
+exec /mnt/chain-fp 200' "$WL/lp-hangfs" "$WL/chain-fp"
 P_TMP=$BGPID
 for i in $(seq 50); do
-	[[ "$(readlink "/proc/$P_TMP/exe")" == "$WL/chain-fp" ]] && break
+	[[ "$(readlink "/proc/$P_TMP/exe")" == /mnt/chain-fp ]] && break
 	sleep 0.1
 done
 FS4=$(desc_named "$P_TMP" lp-hangfs)
 check "a process runs with a FUSE /tmp of its own (pid $P_TMP, lp-hangfs ${FS4:-none})" \
-	bash -c "[[ -n '$FS4' && '$(readlink "/proc/$P_TMP/exe")' == '$WL/chain-fp' ]] &&
+	bash -c "[[ -n '$FS4' && '$(readlink "/proc/$P_TMP/exe")' == /mnt/chain-fp ]] &&
 		grep -q ' /tmp fuse' /proc/$P_TMP/mounts && ! grep -q ' /tmp fuse' /proc/self/mounts"
 # the hang is real: a lookup in that /tmp does not return
 start_bg stat "/proc/$P_TMP/root/tmp/perf-$P_TMP.map"
