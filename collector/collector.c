@@ -180,6 +180,12 @@ struct coll {
 	struct coll_sideband *sb;
 	uint64_t sb_upto; /* CLOCK_MONOTONIC before the last read of its buffers */
 	uint64_t sb_events;
+	/*
+	 * CLOCK_MONOTONIC after the last read of its buffers that found
+	 * events lost, or maybe lost (a buffer all but full): mappings read
+	 * before it may lack some (sample_stacks)
+	 */
+	uint64_t sb_loss_ns;
 	struct coll_cgroups *cgroups;	/* id -> path, for the cgroup records */
 	int cgroup_fds[LP_MAX_CGROUPS]; /* --cgroup directories, in the filter map */
 	struct lps_enc dyn;		/* maps, ksyms: grows as needed */
@@ -199,6 +205,7 @@ struct coll {
 	uint64_t maps_errors;
 	uint64_t maps_gone; /* reads of processes gone whose side-band events came */
 	uint64_t maps_sent;
+	uint64_t maps_after_loss; /* reads asked for by side-band losses (sample_stacks) */
 	uint64_t bad_events;
 	/*
 	 * Sample records drained from the BPF ring, well-formed or not: the
@@ -544,14 +551,26 @@ static int sample_stacks(struct coll *c, struct lps_sample *s, const struct ev_s
 		c->bad_events++;
 		return -EBADMSG;
 	}
-	/* user context: make sure the symbolizer has this process's mappings */
+	/*
+	 * User context: make sure the symbolizer has this process's mappings.
+	 * They are read again (at most once a second) when the sample's
+	 * instruction is in none of them (a dlopen, a JIT), and when side-band
+	 * events were lost since they were read: a mapping whose event was
+	 * lost may hold the sample's callers, not its instruction (a library
+	 * loaded then, calling back into code known before), and the
+	 * unwinder stops at a return address in no known mapping.
+	 */
 	if (s->ip || st->nustack) {
 		p = coll_procs_find(&c->procs, s->pid);
 		if (!p || (!p->maps_read && !p->maps_ns)) {
 			send_maps(c, s->pid, s->tid, WAIT_RUN_MS);
-		} else if (s->ip && !coll_proc_covers(p, s->ip) &&
-			   s->time_ns > p->maps_ns + MAPS_REFRESH_NS) {
-			send_maps(c, s->pid, s->tid, WAIT_RUN_MS);
+		} else if (s->time_ns > p->maps_ns + MAPS_REFRESH_NS) {
+			bool after_loss = p->maps_ns < c->sb_loss_ns;
+
+			if (after_loss || (s->ip && !coll_proc_covers(p, s->ip))) {
+				c->maps_after_loss += after_loss;
+				send_maps(c, s->pid, s->tid, WAIT_RUN_MS);
+			}
 		}
 	}
 	/*
@@ -794,10 +813,15 @@ static void on_sideband(void *ctx, const struct coll_sb_event *ev)
  */
 static void drain_sideband(struct coll *c)
 {
+	uint64_t lost;
+
 	if (!c->sb)
 		return;
+	lost = coll_sideband__maybe_lost(c->sb);
 	c->sb_upto = lp_clock_ns(CLOCK_MONOTONIC);
 	coll_sideband__drain(c->sb, on_sideband, c);
+	if (coll_sideband__maybe_lost(c->sb) != lost)
+		c->sb_loss_ns = lp_clock_ns(CLOCK_MONOTONIC);
 }
 
 static int on_bpf_event(void *ctx, void *data, size_t size)
@@ -3134,11 +3158,12 @@ int coll_run(const struct coll_opts *o)
 			 (unsigned long long)oc.no_ustack, (unsigned long long)oc.lost,
 			 (unsigned long long)c.off_cpu_left, (unsigned long long)oc.storage_errors);
 	}
-	lp_debug("collector: %llu maps records, %llu maps errors, %llu maps of processes gone "
-		 "known from side-band events, %llu side-band events, %llu lost",
-		 (unsigned long long)c.maps_sent, (unsigned long long)c.maps_errors,
-		 (unsigned long long)c.maps_gone, (unsigned long long)c.sb_events,
-		 (unsigned long long)coll_sideband__lost(c.sb));
+	lp_debug("collector: %llu maps records (%llu read again after side-band losses), %llu "
+		 "maps errors, %llu maps of processes gone known from side-band events, %llu "
+		 "side-band events, %llu lost",
+		 (unsigned long long)c.maps_sent, (unsigned long long)c.maps_after_loss,
+		 (unsigned long long)c.maps_errors, (unsigned long long)c.maps_gone,
+		 (unsigned long long)c.sb_events, (unsigned long long)coll_sideband__lost(c.sb));
 	print_perfmaps();
 	print_files(&c);
 	lp_debug("collector: peak RSS %lu KiB (VmHWM)", coll_peak_rss_kib());

@@ -398,6 +398,11 @@ uint64_t coll_sideband__lost(const struct coll_sideband *sb)
 	return sb ? sb->lost : 0;
 }
 
+uint64_t coll_sideband__maybe_lost(const struct coll_sideband *sb)
+{
+	return sb ? sb->lost + sb->near_full : 0;
+}
+
 uint64_t coll_sideband__bytes(const struct coll_sideband *sb)
 {
 	return sb ? (uint64_t)sb->n * (sb->page + sb->data_size) : 0;

@@ -65,6 +65,14 @@ int coll_sideband__drain(struct coll_sideband *sb, coll_sb_fn fn, void *ctx);
 uint64_t coll_sideband__lost(const struct coll_sideband *sb);
 
 /*
+ * coll_sideband__lost's count plus the drains that found a buffer all but
+ * full: grows as soon as a drain finds events lost or maybe lost (the
+ * kernel tells of a loss only at that CPU's next event, which may be long
+ * after).
+ */
+uint64_t coll_sideband__maybe_lost(const struct coll_sideband *sb);
+
+/*
  * The ksymbol events and the events lost so far (*lost as
  * coll_sideband__lost counts them), read by coll_sideband__drain or still
  * in the buffers: a change made before the call is in the counts, however
