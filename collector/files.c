@@ -114,21 +114,29 @@ static int reopen_if(int pfd, bool (*ok)(const struct stat *st, const void *arg)
 	return fd;
 }
 
+/* pid's root directory, O_PATH, for an absolute path to be opened in: fd or -errno */
+static int open_root(uint32_t pid, const char *path)
+{
+	char root[32];
+	int fd;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	snprintf(root, sizeof(root), "/proc/%u/root", pid);
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int coll_open_in_root(uint32_t pid, const char *path,
 		      bool (*ok)(const struct stat *st, const void *arg), const void *arg,
 		      struct stat *st)
 {
 	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	char root[32];
-	int rootfd, pfd, err;
+	int rootfd = open_root(pid, path), pfd, err;
 
-	if (path[0] != '/')
-		return -EINVAL;
-	snprintf(root, sizeof(root), "/proc/%u/root", pid);
-	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
-		return -errno;
+		return rootfd;
 	pfd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
 	if (pfd < 0 && errno == ENOSYS) /* before 5.6: the check below still holds */
 		pfd = openat(rootfd, path + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -333,15 +341,10 @@ int coll_open_local_in_root(uint32_t pid, const char *path,
 {
 	struct local_walk w = {.pid = pid};
 	const char *name = path;
-	char root[32];
-	int fd, err;
+	int fd = open_root(pid, path), err;
 
-	if (path[0] != '/')
-		return -EINVAL;
-	snprintf(root, sizeof(root), "/proc/%u/root", pid);
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	err = walk_keep(&w, fd);
 	while (!err) {
 		char comp[NAME_MAX + 1];
