@@ -156,18 +156,6 @@ static int own_namespace(void)
 	return 0;
 }
 
-static void test_own_namespace(void **state)
-{
-	const char *why = cannot_run();
-
-	(void)state;
-	if (why) {
-		fprintf(stderr, "skipped: %s\n", why);
-		skip();
-	}
-	assert_int_equal(in_child(own_namespace), 0);
-}
-
 /*
  * Another process's namespace, which the collector's table does not hold:
  * a grandchild in a namespace of its own with a dead FUSE /tmp, looked at
@@ -206,23 +194,31 @@ static int other_namespace(void)
 	return 0;
 }
 
-static void test_other_namespace(void **state)
+/* A test's body, run by run_in_child */
+struct body {
+	int (*fn)(void);
+};
+
+static const struct body own_ns = {own_namespace}, other_ns = {other_namespace};
+
+/* Runs the body given as the test's state in_child, or skips saying why it cannot. */
+static void run_in_child(void **state)
 {
+	const struct body *b = *state;
 	const char *why = cannot_run();
 
-	(void)state;
 	if (why) {
 		fprintf(stderr, "skipped: %s\n", why);
 		skip();
 	}
-	assert_int_equal(in_child(other_namespace), 0);
+	assert_int_equal(in_child(b->fn), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_own_namespace),
-		cmocka_unit_test(test_other_namespace),
+		{"own_namespace", run_in_child, NULL, NULL, (void *)&own_ns},
+		{"other_namespace", run_in_child, NULL, NULL, (void *)&other_ns},
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
