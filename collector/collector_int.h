@@ -32,6 +32,7 @@ struct coll_proc {
 	uint64_t pm_looked_ns;	 /* when its perf map was last looked for */
 	bool pm_remote;		 /* its perf map's path is not local: counted once */
 	struct coll_perfmap *jd; /* its jitdump file (perfmap.c), or NULL */
+	bool jd_remote;		 /* its jitdump's path is not local: counted once */
 };
 
 /* Open-addressing hash of processes; pointers die on the next add. */

@@ -303,9 +303,10 @@ static int jitdump_poll(struct coll_proc *p, uint64_t now_ns, struct lps_enc *en
 		int err = jitdump_open(p);
 
 		if (err) {
-			if (err == -EREMOTE)
-				jd_stats.remote++;
-			else if (err != -ENOENT && err != -ESRCH)
+			if (err == -EREMOTE) {
+				jd_stats.remote += !p->jd_remote;
+				p->jd_remote = true;
+			} else if (err != -ENOENT && err != -ESRCH)
 				jd_stats.refused++;
 			file_free(&p->jd);
 			return 0;
