@@ -654,26 +654,36 @@ static void send_cgroup(struct coll *c, uint64_t id, uint64_t time_ns)
 	write_enc(c, &c->dyn, WAIT_RUN_MS);
 }
 
+/*
+ * What both kinds of sample share: s (its kind, weight and registers set)
+ * gets the header's fields and the stacks, then goes out.
+ */
+static void send_sample(struct coll *c, struct lps_sample *s, const struct lp_ev_hdr *h,
+			const struct ev_stacks *st, size_t fixed, size_t size)
+{
+	s->time_ns = h->time_ns;
+	s->pid = h->pid;
+	s->tid = h->tid;
+	s->cpu = h->cpu;
+	s->comm = (struct lps_str){h->comm, (uint32_t)strnlen(h->comm, LP_BPF_COMM_LEN)};
+	s->cgroup_id = h->cgroup_id;
+	send_cgroup(c, s->cgroup_id, s->time_ns);
+	if (sample_stacks(c, s, st, fixed, size) == 0)
+		put_sample(c, s);
+}
+
 static void handle_sample(struct coll *c, const struct lp_ev_sample *e, size_t size)
 {
 	struct ev_stacks st = {e->nkstack, e->nustack, e->stack_len, e->stack};
 	struct lps_sample s = {
 		.kind = LPS_KIND_CPU,
-		.time_ns = e->hdr.time_ns,
-		.pid = e->hdr.pid,
-		.tid = e->hdr.tid,
-		.cpu = e->hdr.cpu,
-		.comm = {e->hdr.comm, (uint32_t)strnlen(e->hdr.comm, LP_BPF_COMM_LEN)},
 		.weight = e->period_ns,
 		.ip = e->ip,
 		.sp = e->sp,
 		.bp = e->bp,
-		.cgroup_id = e->hdr.cgroup_id,
 	};
 
-	send_cgroup(c, s.cgroup_id, s.time_ns);
-	if (sample_stacks(c, &s, &st, LP_EV_SAMPLE_FIXED_SIZE, size) == 0)
-		put_sample(c, &s);
+	send_sample(c, &s, &e->hdr, &st, LP_EV_SAMPLE_FIXED_SIZE, size);
 }
 
 /* time_ns and cpu: the switch-in; ip/sp/bp: where it blocked (0: unknown) */
@@ -682,22 +692,14 @@ static void handle_offcpu(struct coll *c, const struct lp_ev_offcpu *e, size_t s
 	struct ev_stacks st = {e->nkstack, e->nustack, e->stack_len, e->stack};
 	struct lps_sample s = {
 		.kind = LPS_KIND_OFFCPU,
-		.time_ns = e->hdr.time_ns,
-		.pid = e->hdr.pid,
-		.tid = e->hdr.tid,
-		.cpu = e->hdr.cpu,
-		.comm = {e->hdr.comm, (uint32_t)strnlen(e->hdr.comm, LP_BPF_COMM_LEN)},
 		.weight = e->weight_ns,
 		.ip = e->ip,
 		.sp = e->sp,
 		.bp = e->bp,
 		.blocked_ns = e->blocked_ns,
-		.cgroup_id = e->hdr.cgroup_id,
 	};
 
-	send_cgroup(c, s.cgroup_id, s.time_ns);
-	if (sample_stacks(c, &s, &st, LP_EV_OFFCPU_FIXED_SIZE, size) == 0)
-		put_sample(c, &s);
+	send_sample(c, &s, &e->hdr, &st, LP_EV_OFFCPU_FIXED_SIZE, size);
 }
 
 static void handle_task(struct coll *c, const struct lp_ev_task *e)
