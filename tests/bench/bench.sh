@@ -1047,6 +1047,23 @@ section_offcpu() {
 	fi
 }
 
+# offcpu_rss_row SECTION CONFIG MODE: the collector's peak RSS and BPF memory
+# in the throughput runs of CONFIG, from their -v lines (no goal: section 4's
+# RSS goals are for on-CPU profiling at 99 Hz)
+offcpu_rss_row() {
+	local hwm bpf f
+	for f in "$logs/offcpu-$2-"[0-9]*.log; do
+		[[ $f == *-cost.log ]] && continue
+		hwm+="$(sed -n 's/.*collector: peak RSS \([0-9]*\) KiB (VmHWM).*/\1/p' "$f" | tail -n 1) "
+		bpf+="$(sed -n 's/.*bpf: \([0-9]*\) bytes of BPF memory.*/\1/p' "$f" | tail -n 1) "
+	done
+	# shellcheck disable=SC2086
+	hwm=$(median $hwm) bpf=$(median $bpf)
+	[[ -n "$hwm" ]] || return 0
+	add_row "$1" "$2: collector peak RSS" "$(kb2mb "$hwm") MiB (BPF memory $(fmt %.1f "$(calc "${bpf:-0} / 1048576")") MiB)" "" "" \
+		"the collector's VmHWM at its end and its BPF maps and programs (its -v lines) in the throughput runs under lowprof record $3, median; with --off-cpu its BPF ring is larger and it keeps blocks pending in a map with their kernel stacks (sizing.c), and where the kernel has BPF task work libbpf parses the whole kernel BTF at load to find its kfuncs; section 4's RSS goals are for on-CPU profiling at 99 Hz"
+}
+
 offcpu_rows() {
 	local sec="2. cost per switch (off-CPU)" alone cfg med n sw dsw dsx don dc ds dp tot mode loss goal st
 	if ((!have_perf)); then
@@ -1069,6 +1086,7 @@ offcpu_rows() {
 			add_row "$sec" "pipe throughput, $cfg" "$(fmt %.0f "$med") ops/s ($(fmt %+.1f "$loss")%)" "$goal" "$st" \
 				"same, under lowprof record $mode, whole host, 99 Hz on-CPU, --no-cache"
 		fi
+		offcpu_rss_row "$sec" "$cfg" "$mode"
 		[[ -s "$tmp/bpf.$cfg.A" ]] || {
 			add_row "$sec" "$cfg" "cost not measured (run failed or no bpf_stats)" "" "" ""
 			continue
