@@ -210,58 +210,104 @@ static bool near_full(const struct coll_sideband *sb, uint64_t head, uint64_t ta
 	return head - tail + sb->page >= sb->data_size;
 }
 
-/* Copies one CPU's new records into the arena. -ENOMEM: the rest are lost. */
-static int read_cpu(struct coll_sideband *sb, uint8_t *base, uint32_t *seq)
+/* What a walk of one CPU's buffer counts (walk_cpu). */
+struct sb_walk {
+	uint64_t lost;	   /* told by LOST records, and records that cannot be */
+	uint64_t ksymbols; /* PERF_RECORD_KSYMBOL records */
+	bool near_full;	   /* the buffer was all but full */
+};
+
+/* A record the walk hands on: its header and its position in the data area. */
+typedef void (*sb_record_fn)(void *ctx, const struct perf_event_header *h, const uint8_t *data,
+			     uint64_t pos);
+
+/*
+ * Walks one CPU's records from its tail to its head, counting into *w the
+ * LOST and KSYMBOL records, a buffer all but full, and a record whose size
+ * cannot be (it ends the walk at the head); every other record goes to fn
+ * when there is one. Returns where the walk ended: the new tail for the
+ * drain (read_cpu), which consumes; coll_sideband__ksymbols only peeks.
+ */
+static uint64_t walk_cpu(const struct coll_sideband *sb, const uint8_t *base, struct sb_walk *w,
+			 sb_record_fn fn, void *ctx)
 {
-	struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)base;
+	const struct perf_event_mmap_page *mp = (const struct perf_event_mmap_page *)base;
 	const uint8_t *data = base + sb->page;
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = mp->data_tail;
-	int err = 0;
 
-	if (near_full(sb, head, tail))
-		sb->near_full++;
+	w->near_full = near_full(sb, head, tail);
 	while (head - tail >= sizeof(struct perf_event_header)) {
 		struct perf_event_header h;
-		size_t need;
 
 		copy_out(&h, data, sb->data_size, tail, sizeof(h));
 		if (h.size < sizeof(h) || h.size > head - tail) {
-			sb->lost++; /* cannot happen with the kernel's records */
-			tail = head;
-			break;
+			w->lost++; /* cannot happen with the kernel's records */
+			return head;
 		}
 		if (h.type == PERF_RECORD_LOST && h.size >= sizeof(struct sb_lost)) {
 			struct sb_lost l;
 
 			copy_out(&l, data, sb->data_size, tail, sizeof(l));
-			sb->lost += l.lost;
+			w->lost += l.lost;
 		} else if (h.type == PERF_RECORD_KSYMBOL) {
-			sb->ksymbols++;
-		} else if (wanted(&h) && !err) {
-			need = (h.size + 7u) & ~7u;
-			if (h.size < sizeof(h) + sizeof(struct sb_id)) {
-				sb->lost++;
-			} else if (reserve(sb, need)) {
-				err = -ENOMEM;
-				sb->lost++;
-			} else {
-				struct sb_id id;
-				uint8_t *rec = sb->arena + sb->arena_len;
-
-				copy_out(rec, data, sb->data_size, tail, h.size);
-				memcpy(&id, rec + h.size - sizeof(id), sizeof(id));
-				sb->ix[sb->nix++] =
-					(struct sb_ix){id.time, (uint32_t)sb->arena_len, (*seq)++};
-				sb->arena_len += need;
-			}
-		} else if (wanted(&h)) {
-			sb->lost++;
+			w->ksymbols++;
+		} else if (fn) {
+			fn(ctx, &h, data, tail);
 		}
 		tail += h.size;
 	}
+	return tail;
+}
+
+/* The drain's copy of one CPU's records (read_cpu). */
+struct sb_read {
+	struct coll_sideband *sb;
+	uint32_t *seq;
+	int err;
+};
+
+/* Copies a wanted record into the arena; once out of memory, the rest are lost. */
+static void keep_record(void *ctx, const struct perf_event_header *h, const uint8_t *data,
+			uint64_t pos)
+{
+	struct sb_read *r = ctx;
+	struct coll_sideband *sb = r->sb;
+	size_t need = (h->size + 7u) & ~7u;
+	struct sb_id id;
+	uint8_t *rec;
+
+	if (!wanted(h))
+		return;
+	if (r->err || h->size < sizeof(*h) + sizeof(struct sb_id)) {
+		sb->lost++;
+		return;
+	}
+	if (reserve(sb, need)) {
+		r->err = -ENOMEM;
+		sb->lost++;
+		return;
+	}
+	rec = sb->arena + sb->arena_len;
+	copy_out(rec, data, sb->data_size, pos, h->size);
+	memcpy(&id, rec + h->size - sizeof(id), sizeof(id));
+	sb->ix[sb->nix++] = (struct sb_ix){id.time, (uint32_t)sb->arena_len, (*r->seq)++};
+	sb->arena_len += need;
+}
+
+/* Copies one CPU's new records into the arena. -ENOMEM: the rest are lost. */
+static int read_cpu(struct coll_sideband *sb, uint8_t *base, uint32_t *seq)
+{
+	struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)base;
+	struct sb_read r = {sb, seq, 0};
+	struct sb_walk w = {0};
+	uint64_t tail = walk_cpu(sb, base, &w, keep_record, &r);
+
+	sb->lost += w.lost;
+	sb->ksymbols += w.ksymbols;
+	sb->near_full += w.near_full;
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
-	return err;
+	return r.err;
 }
 
 static int by_time(const void *a, const void *b)
@@ -363,32 +409,14 @@ bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols,
 	/* a CPU without its event (offline when asked) would change unseen */
 	if (!sb || sb->n < sb->asked)
 		return false;
-	/* and those still in the buffers, read without consuming them */
+	/* and those still in the buffers, walked without consuming them */
 	for (int i = 0; i < sb->n; i++) {
-		struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)sb->bufs[i];
-		const uint8_t *data = sb->bufs[i] + sb->page;
-		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-		uint64_t tail = mp->data_tail;
+		struct sb_walk w = {0};
 
-		if (near_full(sb, head, tail))
-			(*lost)++; /* a loss the kernel has not told yet */
-		while (head - tail >= sizeof(struct perf_event_header)) {
-			struct perf_event_header h;
-			struct sb_lost l;
-
-			copy_out(&h, data, sb->data_size, tail, sizeof(h));
-			if (h.size < sizeof(h) || h.size > head - tail) {
-				(*lost)++; /* as read_cpu counts it */
-				break;
-			}
-			if (h.type == PERF_RECORD_KSYMBOL)
-				(*ksymbols)++;
-			if (h.type == PERF_RECORD_LOST && h.size >= sizeof(l)) {
-				copy_out(&l, data, sb->data_size, tail, sizeof(l));
-				*lost += l.lost;
-			}
-			tail += h.size;
-		}
+		walk_cpu(sb, sb->bufs[i], &w, NULL, NULL);
+		/* a buffer all but full: a loss the kernel has not told yet */
+		*lost += w.lost + w.near_full;
+		*ksymbols += w.ksymbols;
 	}
 	return !sb->no_ksymbol;
 }
