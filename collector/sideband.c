@@ -405,7 +405,7 @@ int coll_sideband__drain(struct coll_sideband *sb, coll_sb_fn fn, void *ctx)
 bool coll_sideband__ksymbols(const struct coll_sideband *sb, uint64_t *ksymbols, uint64_t *lost)
 {
 	*ksymbols = sb ? sb->ksymbols : 0;
-	*lost = sb ? sb->lost + sb->near_full : 0;
+	*lost = coll_sideband__maybe_lost(sb);
 	/* a CPU without its event (offline when asked) would change unseen */
 	if (!sb || sb->n < sb->asked)
 		return false;

@@ -74,7 +74,7 @@ uint64_t coll_sideband__maybe_lost(const struct coll_sideband *sb);
 
 /*
  * The ksymbol events and the events lost so far (*lost as
- * coll_sideband__lost counts them), read by coll_sideband__drain or still
+ * coll_sideband__maybe_lost counts them), read by coll_sideband__drain or still
  * in the buffers: a change made before the call is in the counts, however
  * long ago the last drain was. False when ksymbol events are not known:
  * no side-band events, or a kernel without them (before 5.1), where the
